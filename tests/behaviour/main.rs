@@ -1,0 +1,1 @@
+//! Behaviour tests of tool-core through its public API.

@@ -1,0 +1,1 @@
+//! Behaviour and compile-time tests of `tool-core`; the tests live in `behaviour/` and `ui/`.

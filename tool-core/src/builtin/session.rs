@@ -1,0 +1,85 @@
+//! `save_session_context`: writes the conversation so far to the configured file.
+
+use std::sync::OnceLock;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::{
+    __private,
+    context::{SavedSessionContext, ToolContext},
+    tool::{ChatTool, ExecutableTool, JsonObject, ToolError, ToolMetadata},
+};
+
+/// Arguments of `save_session_context`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SaveSessionContextArgs {
+    /// Why the context is being saved.
+    pub reason: String,
+}
+
+/// The built-in `save_session_context` tool: writes the session context (system prompt,
+/// messages, notes) with the reason and a timestamp to
+/// [`ToolContext::session_context_file_path`], atomically. The file format is
+/// [`SavedSessionContext`].
+#[derive(Clone, Debug)]
+pub struct SaveSessionContext {
+    context: ToolContext,
+}
+
+impl SaveSessionContext {
+    /// A `save_session_context` tool writing `context`'s session.
+    pub fn new(context: ToolContext) -> Self {
+        Self { context }
+    }
+}
+
+#[async_trait::async_trait]
+impl ExecutableTool for SaveSessionContext {
+    fn name(&self) -> &str {
+        "save_session_context"
+    }
+
+    fn get_schema(&self) -> ChatTool {
+        static SCHEMA: OnceLock<ChatTool> = OnceLock::new();
+        SCHEMA
+            .get_or_init(|| {
+                ChatTool::new(
+                    "save_session_context",
+                    "Save the current session context (system prompt, conversation and notes) \
+                     to the session file, with the reason for saving.",
+                    __private::schema_for::<SaveSessionContextArgs>(),
+                )
+            })
+            .clone()
+    }
+
+    fn metadata(&self) -> ToolMetadata {
+        ToolMetadata::new()
+            .title("Save session context")
+            .category("session")
+            .read_only(false)
+            .destructive(false)
+            .open_world(false)
+            .sequential(true)
+    }
+
+    async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
+        let args: SaveSessionContextArgs = __private::narrow("save_session_context", args)?;
+        let path = self.context.session_context_file_path();
+        let saved = SavedSessionContext::new(args.reason, self.context.session_context());
+        let mut text = serde_json::to_string_pretty(&saved).map_err(|error| {
+            ToolError::new(format!("cannot encode the session context: {error}"))
+        })?;
+        text.push('\n');
+        super::write_atomic(path.clone(), text.into_bytes())
+            .await
+            .map_err(|error| {
+                ToolError::new(format!(
+                    "cannot write the session context to {}: {error}",
+                    path.display()
+                ))
+            })?;
+        Ok(format!("Session context saved to {}", path.display()))
+    }
+}

@@ -1,0 +1,374 @@
+//! [`ToolContext`]: the live agent state tools can read, and the session context file format.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, PoisonError, RwLock},
+};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Message;
+
+/// The default limit of `read_file`: 1 MiB.
+pub const DEFAULT_MAX_READ_BYTES: u64 = 1024 * 1024;
+
+/// Live agent state shared with tools: the system prompt, the conversation so far, and where
+/// the file tools may read and write.
+///
+/// Cloning is cheap and every clone sees the same state, so a tool holding a `ToolContext`
+/// reads the agent's current values (after `clear_context()` or `set_system_prompt()` it returns
+/// the new ones). Tools are testable with a context of their own, no agent needed:
+///
+/// ```
+/// use tool_core::ToolContext;
+///
+/// let context = ToolContext::new("You are terse.", "session.json");
+/// let seen_by_tool = context.clone();
+/// context.set_system_prompt("You are verbose.");
+/// assert_eq!(seen_by_tool.system_prompt(), "You are verbose.");
+/// ```
+#[derive(Clone)]
+pub struct ToolContext {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    session: RwLock<SessionContext>,
+    file_path: RwLock<PathBuf>,
+    root_dir: PathBuf,
+    max_read_bytes: u64,
+}
+
+/// Settings of a [`ToolContext`]; `Default` uses the current directory as the file tools' root,
+/// `session_context.json` as the session file and a 1 MiB read limit.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ToolContextOptions {
+    /// The initial system prompt.
+    pub system_prompt: String,
+    /// Where `save_session_context` writes (relative paths are taken from the current
+    /// directory).
+    pub session_context_file_path: PathBuf,
+    /// The directory the file tools are confined to (`None`: the current directory).
+    pub root_dir: Option<PathBuf>,
+    /// The largest file `read_file` reads.
+    pub max_read_bytes: u64,
+}
+
+impl Default for ToolContextOptions {
+    fn default() -> Self {
+        Self {
+            system_prompt: String::new(),
+            session_context_file_path: PathBuf::from("session_context.json"),
+            root_dir: None,
+            max_read_bytes: DEFAULT_MAX_READ_BYTES,
+        }
+    }
+}
+
+impl ToolContextOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the initial system prompt.
+    #[must_use]
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = prompt.into();
+        self
+    }
+
+    /// Sets the session context file.
+    #[must_use]
+    pub fn session_context_file_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.session_context_file_path = path.into();
+        self
+    }
+
+    /// Confines the file tools to this directory.
+    #[must_use]
+    pub fn root_dir(mut self, root: impl Into<PathBuf>) -> Self {
+        self.root_dir = Some(root.into());
+        self
+    }
+
+    /// Sets the largest file `read_file` reads.
+    #[must_use]
+    pub fn max_read_bytes(mut self, limit: u64) -> Self {
+        self.max_read_bytes = limit;
+        self
+    }
+}
+
+impl Default for ToolContext {
+    fn default() -> Self {
+        Self::with_options(ToolContextOptions::default())
+    }
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field(
+                "session_context_file_path",
+                &self.session_context_file_path(),
+            )
+            .field("root_dir", &self.inner.root_dir)
+            .field("max_read_bytes", &self.inner.max_read_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    /// A context with this system prompt and session file; file tools are confined to the
+    /// current directory.
+    pub fn new(
+        system_prompt: impl Into<String>,
+        session_context_file_path: impl Into<PathBuf>,
+    ) -> Self {
+        Self::with_options(
+            ToolContextOptions::default()
+                .system_prompt(system_prompt)
+                .session_context_file_path(session_context_file_path),
+        )
+    }
+
+    /// A context with the given options.
+    pub fn with_options(options: ToolContextOptions) -> Self {
+        let root_dir = options
+            .root_dir
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("."));
+        Self {
+            inner: Arc::new(Inner {
+                session: RwLock::new(SessionContext {
+                    system_prompt: options.system_prompt,
+                    messages: Vec::new(),
+                    notes: Vec::new(),
+                }),
+                file_path: RwLock::new(options.session_context_file_path),
+                root_dir,
+                max_read_bytes: options.max_read_bytes,
+            }),
+        }
+    }
+
+    /// The current system prompt.
+    pub fn system_prompt(&self) -> String {
+        self.read(|session| session.system_prompt.clone())
+    }
+
+    /// The conversation so far: system prompt, messages (tool calls and results included) and
+    /// notes.
+    pub fn session_context(&self) -> SessionContext {
+        self.read(Clone::clone)
+    }
+
+    /// The file `save_session_context` writes to.
+    pub fn session_context_file_path(&self) -> PathBuf {
+        self.inner
+            .file_path
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The directory the file tools are confined to.
+    pub fn root_dir(&self) -> &Path {
+        &self.inner.root_dir
+    }
+
+    /// The largest file `read_file` reads.
+    pub fn max_read_bytes(&self) -> u64 {
+        self.inner.max_read_bytes
+    }
+
+    /// The number of messages so far.
+    pub fn message_count(&self) -> usize {
+        self.read(|session| session.messages.len())
+    }
+
+    /// Replaces the system prompt.
+    pub fn set_system_prompt(&self, prompt: impl Into<String>) {
+        let prompt = prompt.into();
+        self.write(|session| session.system_prompt = prompt);
+    }
+
+    /// Changes where `save_session_context` writes.
+    pub fn set_session_context_file_path(&self, path: impl Into<PathBuf>) {
+        *self
+            .inner
+            .file_path
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = path.into();
+    }
+
+    /// Appends a message to the conversation.
+    pub fn push_message(&self, message: Message) {
+        self.write(|session| session.messages.push(message));
+    }
+
+    /// Appends messages to the conversation.
+    pub fn extend_messages(&self, messages: impl IntoIterator<Item = Message>) {
+        self.write(|session| session.messages.extend(messages));
+    }
+
+    /// Keeps only the first `len` messages (used to roll back a turn).
+    pub fn truncate_messages(&self, len: usize) {
+        self.write(|session| session.messages.truncate(len));
+    }
+
+    /// Adds a note to the session context.
+    pub fn add_note(&self, note: impl Into<String>) {
+        let note = note.into();
+        self.write(|session| session.notes.push(note));
+    }
+
+    /// Forgets the messages and notes; the system prompt stays.
+    pub fn clear(&self) {
+        self.write(|session| {
+            session.messages.clear();
+            session.notes.clear();
+        });
+    }
+
+    /// Replaces the whole session context (used to resume a saved session).
+    pub fn replace(&self, context: SessionContext) {
+        self.write(|session| *session = context);
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&SessionContext) -> T) -> T {
+        f(&self
+            .inner
+            .session
+            .read()
+            .unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn write(&self, f: impl FnOnce(&mut SessionContext)) {
+        f(&mut self
+            .inner
+            .session
+            .write()
+            .unwrap_or_else(PoisonError::into_inner));
+    }
+}
+
+/// The conversation so far.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionContext {
+    /// The system prompt.
+    pub system_prompt: String,
+    /// The messages, tool calls and results included, in order.
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    /// Free-form notes.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// The name of the format written by `save_session_context`.
+pub const SESSION_FILE_FORMAT: &str = "tool-core/session-context";
+
+/// A saved session context, as `save_session_context` writes it: pretty-printed JSON that a
+/// person can read and an agent can load back.
+///
+/// ```json
+/// {
+///   "format": "tool-core/session-context",
+///   "version": 1,
+///   "reason": "user asked to save",
+///   "saved_at": "2026-11-22T10:00:00Z",
+///   "system_prompt": "You are terse.",
+///   "messages": [
+///     { "role": "user", "content": "What is 2 + 3?" },
+///     { "role": "assistant", "content": "", "tool_calls": [
+///       { "id": "call_1", "name": "add", "arguments": "{\"a\":2,\"b\":3}" } ] },
+///     { "role": "tool", "tool_call_id": "call_1", "name": "add", "content": "5" },
+///     { "role": "assistant", "content": "5" }
+///   ],
+///   "notes": []
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SavedSessionContext {
+    /// Always [`SESSION_FILE_FORMAT`].
+    pub format: String,
+    /// The format version (1).
+    pub version: u32,
+    /// Why the context was saved.
+    pub reason: String,
+    /// When, in RFC 3339 (UTC).
+    pub saved_at: String,
+    /// The context itself.
+    #[serde(flatten)]
+    pub context: SessionContext,
+}
+
+impl SavedSessionContext {
+    /// Wraps a context with a reason and the current time.
+    pub fn new(reason: impl Into<String>, context: SessionContext) -> Self {
+        let saved_at = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        Self {
+            format: SESSION_FILE_FORMAT.to_owned(),
+            version: 1,
+            reason: reason.into(),
+            saved_at,
+            context,
+        }
+    }
+
+    /// Reads a saved context from a file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, LoadContextError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| LoadContextError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let saved: Self =
+            serde_json::from_str(&text).map_err(|source| LoadContextError::Parse {
+                path: path.to_owned(),
+                source,
+            })?;
+        if saved.format != SESSION_FILE_FORMAT {
+            return Err(LoadContextError::Format {
+                path: path.to_owned(),
+                found: saved.format,
+            });
+        }
+        Ok(saved)
+    }
+}
+
+/// A session context file that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadContextError {
+    /// The file could not be read.
+    #[error("cannot read session context file {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON of the expected shape.
+    #[error("session context file {} is not valid", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error, with line and column.
+        source: serde_json::Error,
+    },
+    /// The file is JSON of another format.
+    #[error("{} is not a session context file (format `{found}`)", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The `format` field found.
+        found: String,
+    },
+}

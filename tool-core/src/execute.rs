@@ -1,0 +1,399 @@
+//! Running a tool safely: argument validation, timeouts, the panic guard, and the exact strings
+//! the model sees when something goes wrong.
+
+use std::{any::Any, fmt, panic::AssertUnwindSafe, time::Duration};
+
+use futures::FutureExt as _;
+use serde_json::Value;
+
+use crate::tool::{ExecutableTool, JsonObject, ToolError};
+
+/// Why a tool call did not produce a result. [`ExecuteError::to_model_string`] gives the text
+/// the model sees; `Display` gives a short message for logs.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecuteError {
+    /// No tool has this name.
+    #[error("tool `{name}` not found")]
+    NotFound {
+        /// The name the caller asked for.
+        name: String,
+    },
+    /// The tool exists but is disabled.
+    #[error("tool `{name}` is disabled")]
+    Disabled {
+        /// The tool's name.
+        name: String,
+    },
+    /// The arguments do not match the tool's schema or its typed arguments.
+    #[error("invalid arguments for `{name}`: {message}")]
+    InvalidArguments {
+        /// The tool's name.
+        name: String,
+        /// What is wrong and where, for example `at /city: expected a string, got 42`.
+        message: String,
+    },
+    /// The tool returned an error.
+    #[error("tool `{name}` failed: {error}")]
+    Failed {
+        /// The tool's name.
+        name: String,
+        /// The tool's error.
+        error: ToolError,
+    },
+    /// The tool panicked; the registry caught it and stays usable.
+    #[error("tool `{name}` panicked: {message}")]
+    Panicked {
+        /// The tool's name.
+        name: String,
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+    /// The tool ran longer than its timeout and was stopped.
+    #[error("tool `{name}` timed out after {after:?}")]
+    TimedOut {
+        /// The tool's name.
+        name: String,
+        /// The timeout that elapsed.
+        after: Duration,
+    },
+}
+
+impl ExecuteError {
+    /// The name of the tool the call was for.
+    pub fn tool_name(&self) -> &str {
+        match self {
+            Self::NotFound { name }
+            | Self::Disabled { name }
+            | Self::InvalidArguments { name, .. }
+            | Self::Failed { name, .. }
+            | Self::Panicked { name, .. }
+            | Self::TimedOut { name, .. } => name,
+        }
+    }
+
+    /// The exact text the model receives for this error:
+    ///
+    /// | case | text |
+    /// |---|---|
+    /// | tool error | `Error executing {name}: {message}` |
+    /// | panic | `Error executing {name}: tool panicked: {message}` |
+    /// | timeout | `Error executing {name}: timed out after {seconds}s` |
+    /// | invalid arguments | `Error: invalid arguments for {name}: {what is wrong}` |
+    /// | unknown tool | `Error: tool '{name}' not found` |
+    /// | disabled tool | `Error: tool '{name}' is not available (it is disabled)` |
+    pub fn to_model_string(&self) -> String {
+        match self {
+            Self::NotFound { name } => format!("Error: tool '{name}' not found"),
+            Self::Disabled { name } => {
+                format!("Error: tool '{name}' is not available (it is disabled)")
+            }
+            Self::InvalidArguments { name, message } => {
+                format!("Error: invalid arguments for {name}: {message}")
+            }
+            Self::Failed { name, error } => format!("Error executing {name}: {error}"),
+            Self::Panicked { name, message } => {
+                format!("Error executing {name}: tool panicked: {message}")
+            }
+            Self::TimedOut { name, after } => {
+                format!(
+                    "Error executing {name}: timed out after {}",
+                    DisplaySeconds(*after)
+                )
+            }
+        }
+    }
+}
+
+struct DisplaySeconds(Duration);
+
+impl fmt::Display for DisplaySeconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let millis = self.0.as_millis();
+        if millis % 1000 == 0 {
+            write!(f, "{}s", millis / 1000)
+        } else {
+            write!(f, "{millis}ms")
+        }
+    }
+}
+
+/// Runs `tool` with `args`, catching panics and enforcing `timeout`.
+pub(crate) async fn run_guarded(
+    name: &str,
+    tool: &dyn ExecutableTool,
+    args: JsonObject,
+    timeout: Option<Duration>,
+) -> Result<String, ExecuteError> {
+    // The call itself sits inside the guarded future, so a hand-written tool that panics
+    // before returning its future is caught as well.
+    let guarded = AssertUnwindSafe(async move { tool.execute(args).await }).catch_unwind();
+    let outcome = match timeout {
+        None => guarded.await,
+        Some(after) => match tokio::time::timeout(after, guarded).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                return Err(ExecuteError::TimedOut {
+                    name: name.to_owned(),
+                    after,
+                });
+            }
+        },
+    };
+    match outcome {
+        Ok(Ok(text)) => Ok(text),
+        Ok(Err(error)) if error.is_invalid_arguments() => Err(ExecuteError::InvalidArguments {
+            name: name.to_owned(),
+            message: strip_invalid_prefix(name, error.message()).to_owned(),
+        }),
+        Ok(Err(error)) => Err(ExecuteError::Failed {
+            name: name.to_owned(),
+            error,
+        }),
+        Err(payload) => Err(ExecuteError::Panicked {
+            name: name.to_owned(),
+            message: panic_message(payload.as_ref()),
+        }),
+    }
+}
+
+/// Narrowing errors already say `invalid arguments for {name}: `; keep the model string from
+/// saying it twice.
+fn strip_invalid_prefix<'a>(name: &str, message: &'a str) -> &'a str {
+    message
+        .strip_prefix("invalid arguments for ")
+        .and_then(|rest| rest.strip_prefix(name))
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(message)
+}
+
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&'static str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
+}
+
+/// Turns a `jsonschema` error into `at /path: expected …, got …` (or the validator's own message
+/// for rarer keywords).
+pub(crate) fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::ValidationErrorKind as Kind;
+
+    let path = error.instance_path().as_str();
+    let instance: &Value = error.instance();
+    let what = match error.kind() {
+        Kind::Required { property } => {
+            let property = property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_owned);
+            return if path.is_empty() {
+                format!("missing required argument '{property}'")
+            } else {
+                format!("at {path}: missing required field '{property}'")
+            };
+        }
+        Kind::AdditionalProperties { unexpected } => {
+            let names = unexpected
+                .iter()
+                .map(|name| format!("'{name}'"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("unknown argument {names} is not allowed")
+        }
+        Kind::Type { kind } => {
+            format!(
+                "expected {}, got {}",
+                type_phrase(&format!("{kind:?}")),
+                show(instance)
+            )
+        }
+        Kind::Enum { options } => format!("expected one of {options}, got {}", show(instance)),
+        Kind::Constant { expected_value } => {
+            format!("expected {expected_value}, got {}", show(instance))
+        }
+        Kind::Minimum { limit } => format!("expected a number >= {limit}, got {}", show(instance)),
+        Kind::Maximum { limit } => format!("expected a number <= {limit}, got {}", show(instance)),
+        Kind::ExclusiveMinimum { limit } => {
+            format!("expected a number > {limit}, got {}", show(instance))
+        }
+        Kind::ExclusiveMaximum { limit } => {
+            format!("expected a number < {limit}, got {}", show(instance))
+        }
+        _ => error.to_string(),
+    };
+    if path.is_empty() {
+        what
+    } else {
+        format!("at {path}: {what}")
+    }
+}
+
+fn type_phrase(kind: &str) -> String {
+    // `TypeKind` prints as `Single(String)` or `Multiple(..)`; keep the type names only.
+    let lower = kind.to_ascii_lowercase();
+    let names: Vec<&str> = [
+        "string", "integer", "number", "boolean", "object", "array", "null",
+    ]
+    .into_iter()
+    .filter(|name| lower.contains(name))
+    .collect();
+    match names.as_slice() {
+        [] => kind.to_owned(),
+        [one] => with_article(one),
+        many => many
+            .iter()
+            .map(|name| with_article(name))
+            .collect::<Vec<_>>()
+            .join(" or "),
+    }
+}
+
+fn with_article(name: &str) -> String {
+    match name {
+        "integer" | "object" | "array" => format!("an {name}"),
+        "null" => "null".to_owned(),
+        _ => format!("a {name}"),
+    }
+}
+
+/// A short rendering of a JSON value for error messages.
+pub(crate) fn show(value: &Value) -> String {
+    const LIMIT: usize = 80;
+    let text = value.to_string();
+    if text.len() <= LIMIT {
+        return text;
+    }
+    let mut end = LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// Describes a serde error from turning arguments into a typed struct, in the same words as the
+/// schema errors: `at /city: expected a string, got 42`, `missing required argument 'city'`.
+pub(crate) fn describe_serde_error(
+    path: &serde_path_to_error::Path,
+    error: &serde_json::Error,
+) -> String {
+    let pointer = json_pointer(path);
+    let message = error.to_string();
+    let what = if let Some(field) = between(&message, "missing field `", "`") {
+        return if pointer.is_empty() {
+            format!("missing required argument '{field}'")
+        } else {
+            format!("at {pointer}: missing required field '{field}'")
+        };
+    } else if let Some(rest) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+    {
+        match rest.rsplit_once(", expected ") {
+            Some((unexpected, expected)) => {
+                format!("expected {expected}, got {}", unexpected_value(unexpected))
+            }
+            None => message.clone(),
+        }
+    } else if let Some(field) = between(&message, "unknown field `", "`") {
+        format!("unknown argument '{field}' is not allowed")
+    } else if let Some(variant) = between(&message, "unknown variant `", "`") {
+        let expected = message
+            .split_once(", expected ")
+            .map_or(String::new(), |(_, expected)| {
+                format!(", expected {expected}")
+            });
+        format!("unknown value \"{variant}\"{expected}")
+    } else {
+        message.clone()
+    };
+    if pointer.is_empty() {
+        what
+    } else {
+        format!("at {pointer}: {what}")
+    }
+}
+
+fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let rest = text.split_once(start)?.1;
+    Some(rest.split_once(end)?.0)
+}
+
+/// serde says ``integer `42` ``, ``string "x"``, ``boolean `true` ``, `map`, `sequence`; the
+/// model understands JSON words better.
+fn unexpected_value(unexpected: &str) -> String {
+    if let Some(inner) = between(unexpected, "`", "`") {
+        return inner.to_owned();
+    }
+    if let Some(inner) = unexpected.strip_prefix("string ") {
+        return inner.to_owned();
+    }
+    match unexpected {
+        "map" => "an object".to_owned(),
+        "sequence" => "an array".to_owned(),
+        "unit value" | "null" => "null".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+fn json_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+
+    let mut pointer = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => {
+                pointer.push('/');
+                pointer.push_str(&index.to_string());
+            }
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                pointer.push('/');
+                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            }
+            Segment::Unknown => pointer.push_str("/?"),
+        }
+    }
+    pointer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_errors_read_like_schema_errors() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Args {
+            city: String,
+            days: u8,
+        }
+        let describe = |value: Value| {
+            let error = serde_path_to_error::deserialize::<_, Args>(value).unwrap_err();
+            describe_serde_error(error.path(), error.inner())
+        };
+        assert_eq!(
+            describe(serde_json::json!({"city": 42, "days": 1})),
+            "at /city: expected a string, got 42"
+        );
+        assert_eq!(
+            describe(serde_json::json!({"days": 1})),
+            "missing required argument 'city'"
+        );
+        assert_eq!(
+            describe(serde_json::json!({"city": "x", "days": -1})),
+            "at /days: expected u8, got -1"
+        );
+    }
+
+    #[test]
+    fn timeouts_read_in_seconds_or_milliseconds() {
+        assert_eq!(DisplaySeconds(Duration::from_secs(30)).to_string(), "30s");
+        assert_eq!(
+            DisplaySeconds(Duration::from_millis(50)).to_string(),
+            "50ms"
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! The neutral message model every provider client speaks: system, user, assistant text,
+//! assistant tool calls and tool results.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of a conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// Instructions for the model.
+    System {
+        /// The instructions.
+        content: String,
+    },
+    /// What the user said.
+    User {
+        /// The user's text.
+        content: String,
+    },
+    /// What the model answered: text, tool calls, or both.
+    Assistant {
+        /// The text (may be empty when the model only called tools).
+        #[serde(default)]
+        content: String,
+        /// The tool calls, in the order the model made them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call.
+    Tool {
+        /// The id of the call this answers.
+        tool_call_id: String,
+        /// The called tool's name (Gemini matches results by name and position).
+        name: String,
+        /// The result text, or the error string.
+        content: String,
+    },
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::System {
+            content: content.into(),
+        }
+    }
+
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::User {
+            content: content.into(),
+        }
+    }
+
+    /// An assistant message with text only.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::Assistant {
+            content: content.into(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// A tool result answering the call `tool_call_id` of tool `name`.
+    pub fn tool_result(
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        Self::Tool {
+            tool_call_id: tool_call_id.into(),
+            name: name.into(),
+            content: content.into(),
+        }
+    }
+
+    /// The message's text content.
+    pub fn content(&self) -> &str {
+        match self {
+            Self::System { content }
+            | Self::User { content }
+            | Self::Assistant { content, .. }
+            | Self::Tool { content, .. } => content,
+        }
+    }
+}
+
+/// A tool call the model made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id of the call (generated when the provider gives none).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as JSON text, exactly as the model produced them (possibly invalid).
+    pub arguments: String,
+    /// Provider data that must be sent back with the call on the next request (for example
+    /// Gemini's `thoughtSignature`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_metadata: Option<Value>,
+}
+
+impl ToolCall {
+    /// A call of `name` with the given id and JSON arguments text.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            provider_metadata: None,
+        }
+    }
+}

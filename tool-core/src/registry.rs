@@ -1,0 +1,894 @@
+//! [`ToolRegistry`]: the shared, runtime-mutable set of tools, their enabled state, snapshots for
+//! agent turns and change events for servers.
+
+use std::{
+    collections::HashMap,
+    fmt,
+    sync::{Arc, OnceLock, PoisonError, RwLock},
+    time::Duration,
+};
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::{Value, value::RawValue};
+use tokio::sync::broadcast;
+
+use crate::{
+    execute::{ExecuteError, describe_schema_error, run_guarded},
+    schema::{FormatOptions, Provider, SchemaError, format_tool},
+    tool::{ChatTool, ExecutableTool, JsonObject, ToolHints, ToolMetadata},
+};
+
+/// Settings of a [`ToolRegistry`]. `Default` validates arguments and sets no timeout.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RegistryOptions {
+    /// Validate arguments against each tool's JSON Schema before the tool runs (default `true`).
+    pub validate_arguments: bool,
+    /// The timeout of tools that set none in their metadata (default: none).
+    pub default_timeout: Option<Duration>,
+}
+
+impl Default for RegistryOptions {
+    fn default() -> Self {
+        Self {
+            validate_arguments: true,
+            default_timeout: None,
+        }
+    }
+}
+
+impl RegistryOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Turns schema validation of arguments on or off.
+    #[must_use]
+    pub fn validate_arguments(mut self, validate: bool) -> Self {
+        self.validate_arguments = validate;
+        self
+    }
+
+    /// Sets the timeout of tools that set none themselves.
+    #[must_use]
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = Some(timeout);
+        self
+    }
+}
+
+/// Why a tool could not be registered. The registry is unchanged when this is returned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// Another tool already has this name; the first one stays registered.
+    #[error("a tool named `{name}` is already registered")]
+    Duplicate {
+        /// The name in use.
+        name: String,
+    },
+    /// The name does not match `^[a-zA-Z0-9_-]{1,64}$`.
+    #[error("invalid tool name `{name}`: {reason}")]
+    InvalidName {
+        /// The rejected name.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The tool has an empty description.
+    #[error("tool `{name}` has no description; describe what it does for the model")]
+    MissingDescription {
+        /// The tool's name.
+        name: String,
+    },
+    /// `get_schema().function.name` differs from `name()`.
+    #[error("tool `{name}` returns a schema named `{schema_name}`; the two names must be equal")]
+    NameMismatch {
+        /// `name()`.
+        name: String,
+        /// The schema's function name.
+        schema_name: String,
+    },
+    /// The parameters are not a JSON Schema object with `"type": "object"`.
+    #[error("tool `{name}` has invalid parameters: {reason}")]
+    InvalidParameters {
+        /// The tool's name.
+        name: String,
+        /// What is wrong with them.
+        reason: String,
+    },
+}
+
+/// A change to a registry, sent to every [`subscribe`](ToolRegistry::subscribe)r.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegistryEvent {
+    /// A tool was registered.
+    Registered(String),
+    /// A tool was unregistered.
+    Unregistered(String),
+    /// A disabled tool was enabled.
+    Enabled(String),
+    /// An enabled tool was disabled.
+    Disabled(String),
+}
+
+impl RegistryEvent {
+    /// The name of the tool that changed.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Registered(name)
+            | Self::Unregistered(name)
+            | Self::Enabled(name)
+            | Self::Disabled(name) => name,
+        }
+    }
+}
+
+/// What a settings screen shows about a tool: its definition, metadata and enabled state.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ToolInfo {
+    /// The tool's name.
+    pub name: String,
+    /// The tool's description.
+    pub description: String,
+    /// A human-readable title, when the tool has one.
+    pub title: Option<String>,
+    /// The tool's category.
+    pub category: Option<String>,
+    /// The tool's icon URL.
+    pub icon: Option<String>,
+    /// Whether the tool is enabled when registered.
+    pub default_enabled: bool,
+    /// Whether the tool is enabled now.
+    pub enabled: bool,
+    /// Behaviour hints.
+    pub hints: ToolHints,
+}
+
+/// The registry of tools an agent, a chat session or a server can call.
+///
+/// It is shared behind an `Arc` and changed at run time from several tasks, so every method
+/// takes `&self`. Lookup by name is O(1); listings keep registration order.
+///
+/// ```
+/// # tokio_test_block(async {
+/// use tool_core::{JsonObject, ToolRegistry};
+///
+/// let registry = ToolRegistry::new();
+/// assert!(!registry.has_tool("missing"));
+/// let text = registry.execute("missing", JsonObject::new()).await;
+/// assert_eq!(text, "Error: tool 'missing' not found");
+/// # });
+/// # fn tokio_test_block<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+/// # }
+/// ```
+pub struct ToolRegistry {
+    state: RwLock<State>,
+    events: broadcast::Sender<RegistryEvent>,
+    options: RegistryOptions,
+}
+
+#[derive(Default)]
+struct State {
+    tools: IndexMap<Arc<str>, Slot>,
+    version: u64,
+    snapshot: Option<Arc<RegistrySnapshot>>,
+}
+
+#[derive(Clone)]
+struct Slot {
+    entry: Arc<ToolEntry>,
+    enabled: bool,
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.read();
+        f.debug_struct("ToolRegistry")
+            .field("tools", &state.tools.keys().collect::<Vec<_>>())
+            .field("version", &state.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry with the default [`RegistryOptions`].
+    pub fn new() -> Self {
+        Self::with_options(RegistryOptions::default())
+    }
+
+    /// An empty registry with the given options.
+    pub fn with_options(options: RegistryOptions) -> Self {
+        let (events, _) = broadcast::channel(256);
+        Self {
+            state: RwLock::new(State::default()),
+            events,
+            options,
+        }
+    }
+
+    /// The registry's options.
+    pub fn options(&self) -> &RegistryOptions {
+        &self.options
+    }
+
+    /// Registers a tool, enabled unless its metadata says `default_enabled: false`.
+    ///
+    /// A duplicate name or an invalid definition is rejected with a [`RegistryError`] that says
+    /// what is wrong; the registry is then unchanged (a first tool with the same name stays).
+    pub fn register(&self, tool: impl ExecutableTool + 'static) -> Result<(), RegistryError> {
+        self.register_arc(Arc::new(tool))
+    }
+
+    /// Registers a shared tool; see [`register`](Self::register).
+    pub fn register_arc(&self, tool: Arc<dyn ExecutableTool>) -> Result<(), RegistryError> {
+        let entry = ToolEntry::new(tool)?;
+        let name = entry.name.clone();
+        let enabled = entry.metadata.default_enabled;
+        {
+            let mut state = self.write();
+            if state.tools.contains_key(&name) {
+                return Err(RegistryError::Duplicate {
+                    name: name.to_string(),
+                });
+            }
+            state.tools.insert(
+                name.clone(),
+                Slot {
+                    entry: Arc::new(entry),
+                    enabled,
+                },
+            );
+            state.changed();
+        }
+        self.notify(RegistryEvent::Registered(name.to_string()));
+        Ok(())
+    }
+
+    /// Registers every tool of a collection (for example a `#[toolbox]`'s tools), returning the
+    /// errors of those that were rejected; the others are registered.
+    pub fn register_all(
+        &self,
+        tools: impl IntoIterator<Item = Arc<dyn ExecutableTool>>,
+    ) -> Vec<RegistryError> {
+        tools
+            .into_iter()
+            .filter_map(|tool| self.register_arc(tool).err())
+            .collect()
+    }
+
+    /// Removes a tool. Removing an unknown name does nothing; returns whether a tool was removed.
+    pub fn unregister(&self, name: &str) -> bool {
+        let removed = {
+            let mut state = self.write();
+            let removed = state.tools.shift_remove(name).is_some();
+            if removed {
+                state.changed();
+            }
+            removed
+        };
+        if removed {
+            self.notify(RegistryEvent::Unregistered(name.to_owned()));
+        }
+        removed
+    }
+
+    /// Enables a tool; returns `false` when no tool has this name.
+    pub fn enable(&self, name: &str) -> bool {
+        self.set_enabled(name, true)
+    }
+
+    /// Disables a tool (it stays registered); returns `false` when no tool has this name.
+    pub fn disable(&self, name: &str) -> bool {
+        self.set_enabled(name, false)
+    }
+
+    /// Enables or disables a tool; returns `false` when no tool has this name.
+    pub fn set_enabled(&self, name: &str, enabled: bool) -> bool {
+        let changed = {
+            let mut state = self.write();
+            let Some(slot) = state.tools.get_mut(name) else {
+                return false;
+            };
+            let changed = slot.enabled != enabled;
+            slot.enabled = enabled;
+            if changed {
+                state.changed();
+            }
+            changed
+        };
+        if changed {
+            self.notify(if enabled {
+                RegistryEvent::Enabled(name.to_owned())
+            } else {
+                RegistryEvent::Disabled(name.to_owned())
+            });
+        }
+        true
+    }
+
+    /// The schemas of the enabled tools, in registration order.
+    pub fn get_enabled_schemas(&self) -> Vec<ChatTool> {
+        self.snapshot().schemas()
+    }
+
+    /// The names of all tools, enabled or not, in registration order.
+    pub fn get_tool_names(&self) -> Vec<String> {
+        self.read()
+            .tools
+            .keys()
+            .map(|name| name.to_string())
+            .collect()
+    }
+
+    /// Whether a tool with this name is registered.
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.read().tools.contains_key(name)
+    }
+
+    /// Whether the tool is registered and enabled (`false` for an unknown name).
+    pub fn is_tool_enabled(&self, name: &str) -> bool {
+        self.read().tools.get(name).is_some_and(|slot| slot.enabled)
+    }
+
+    /// The tool with this name, enabled or not; `None` when unknown. O(1).
+    pub fn get(&self, name: &str) -> Option<Arc<dyn ExecutableTool>> {
+        self.read()
+            .tools
+            .get(name)
+            .map(|slot| slot.entry.tool.clone())
+    }
+
+    /// The metadata of the tool with this name, as read at registration.
+    pub fn metadata(&self, name: &str) -> Option<ToolMetadata> {
+        self.read()
+            .tools
+            .get(name)
+            .map(|slot| slot.entry.metadata.clone())
+    }
+
+    /// Every tool with its metadata and enabled state, in registration order.
+    pub fn list_tools(&self) -> Vec<ToolInfo> {
+        self.read()
+            .tools
+            .values()
+            .map(|slot| slot.entry.info(slot.enabled))
+            .collect()
+    }
+
+    /// The number of registered tools.
+    pub fn len(&self) -> usize {
+        self.read().tools.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.read().tools.is_empty()
+    }
+
+    /// A counter that grows on every change (register, unregister, enable, disable).
+    pub fn version(&self) -> u64 {
+        self.read().version
+    }
+
+    /// Runs a tool and returns its result, or the error string the model should see. Never
+    /// panics and never fails: see [`ExecuteError::to_model_string`] for the exact texts.
+    pub async fn execute(&self, name: &str, args: JsonObject) -> String {
+        match self.try_execute(name, args).await {
+            Ok(text) => text,
+            Err(error) => error.to_model_string(),
+        }
+    }
+
+    /// Runs a tool and returns a structured outcome: the result, or why there is none.
+    pub async fn try_execute(&self, name: &str, args: JsonObject) -> Result<String, ExecuteError> {
+        let entry = {
+            let state = self.read();
+            match state.tools.get(name) {
+                None => {
+                    return Err(ExecuteError::NotFound {
+                        name: name.to_owned(),
+                    });
+                }
+                Some(slot) if !slot.enabled => {
+                    return Err(ExecuteError::Disabled {
+                        name: name.to_owned(),
+                    });
+                }
+                Some(slot) => slot.entry.clone(),
+            }
+        };
+        entry.run(args, &self.options).await
+    }
+
+    /// The enabled tools in a provider's format, optionally filtered by an allow-list of names
+    /// (registration order is kept). Tools the provider cannot accept are left out with an
+    /// error logged; use [`try_tools_for_provider`](Self::try_tools_for_provider) to get the
+    /// error instead.
+    ///
+    /// OpenAI and Ollama: an array of `{"type":"function","function":{…}}`; Gemini:
+    /// `{"functionDeclarations":[{name, description, parameters}]}`; Anthropic: an array of
+    /// `{name, description, input_schema}`.
+    pub fn tools_for_provider(&self, provider: Provider, allowed: Option<&[&str]>) -> Value {
+        self.snapshot()
+            .tools_for_provider(provider, allowed, &FormatOptions::default())
+    }
+
+    /// Like [`tools_for_provider`](Self::tools_for_provider), with options (OpenAI strict mode),
+    /// failing on the first tool the provider cannot accept.
+    pub fn try_tools_for_provider(
+        &self,
+        provider: Provider,
+        allowed: Option<&[&str]>,
+        options: &FormatOptions,
+    ) -> Result<Value, SchemaError> {
+        self.snapshot()
+            .try_tools_for_provider(provider, allowed, options)
+    }
+
+    /// An immutable view of the registry now: the tools, their enabled state and cached provider
+    /// JSON. Cheap when nothing changed since the last call (an `Arc` clone). An agent takes one
+    /// per turn so the tools it sends are the tools it runs.
+    pub fn snapshot(&self) -> Arc<RegistrySnapshot> {
+        if let Some(snapshot) = &self.read().snapshot {
+            return snapshot.clone();
+        }
+        let mut state = self.write();
+        if let Some(snapshot) = &state.snapshot {
+            return snapshot.clone();
+        }
+        let snapshot = Arc::new(RegistrySnapshot::new(
+            state.version,
+            state
+                .tools
+                .values()
+                .map(|slot| (slot.entry.clone(), slot.enabled)),
+            self.options.clone(),
+        ));
+        state.snapshot = Some(snapshot.clone());
+        snapshot
+    }
+
+    /// A snapshot whose enabled set is decided by `enabled(name, metadata, registry_enabled)`
+    /// instead of the registry's own state; chat sessions use it for per-session toggles.
+    pub fn snapshot_with(
+        &self,
+        mut enabled: impl FnMut(&str, &ToolMetadata, bool) -> bool,
+    ) -> RegistrySnapshot {
+        let state = self.read();
+        RegistrySnapshot::new(
+            state.version,
+            state.tools.values().map(|slot| {
+                let on = enabled(&slot.entry.name, &slot.entry.metadata, slot.enabled);
+                (slot.entry.clone(), on)
+            }),
+            self.options.clone(),
+        )
+    }
+
+    /// Watches the registry: every register, unregister, enable and disable is sent as a
+    /// [`RegistryEvent`]. A receiver that falls behind by more than 256 events gets
+    /// `RecvError::Lagged` and should treat it as "the list changed".
+    pub fn subscribe(&self) -> broadcast::Receiver<RegistryEvent> {
+        self.events.subscribe()
+    }
+
+    fn notify(&self, event: RegistryEvent) {
+        // An error only means nobody is listening.
+        let _ = self.events.send(event);
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        // A panic while holding the lock cannot leave `State` half-updated (every update is a
+        // single map operation), so a poisoned lock is still safe to use.
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl State {
+    fn changed(&mut self) {
+        self.version += 1;
+        self.snapshot = None;
+    }
+}
+
+/// An immutable view of a registry at one version: which tools exist, which are enabled, and
+/// their provider JSON, computed once and shared.
+pub struct RegistrySnapshot {
+    version: u64,
+    tools: Vec<(Arc<ToolEntry>, bool)>,
+    index: OnceLock<HashMap<Arc<str>, usize>>,
+    formats: [OnceLock<Arc<RawValue>>; FORMAT_SLOTS],
+    options: RegistryOptions,
+}
+
+impl fmt::Debug for RegistrySnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistrySnapshot")
+            .field("version", &self.version)
+            .field("enabled", &self.enabled_names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegistrySnapshot {
+    fn new(
+        version: u64,
+        tools: impl Iterator<Item = (Arc<ToolEntry>, bool)>,
+        options: RegistryOptions,
+    ) -> Self {
+        Self {
+            version,
+            tools: tools.collect(),
+            index: OnceLock::new(),
+            formats: Default::default(),
+            options,
+        }
+    }
+
+    /// The registry version this snapshot was taken at.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The schemas of the enabled tools, in registration order.
+    pub fn schemas(&self) -> Vec<ChatTool> {
+        self.enabled().map(|entry| entry.schema.clone()).collect()
+    }
+
+    /// The names of the enabled tools, in registration order.
+    pub fn enabled_names(&self) -> Vec<&str> {
+        self.enabled().map(|entry| &*entry.name).collect()
+    }
+
+    /// Whether no tool is enabled.
+    pub fn is_empty(&self) -> bool {
+        self.enabled().next().is_none()
+    }
+
+    /// Whether the tool exists and is enabled in this snapshot.
+    pub fn is_enabled(&self, name: &str) -> bool {
+        self.slot(name).is_some_and(|(_, enabled)| *enabled)
+    }
+
+    /// The metadata of a tool of this snapshot (enabled or not).
+    pub fn metadata(&self, name: &str) -> Option<&ToolMetadata> {
+        self.slot(name).map(|(entry, _)| &entry.metadata)
+    }
+
+    /// Every tool of the snapshot with its enabled state, in registration order.
+    pub fn list_tools(&self) -> Vec<ToolInfo> {
+        self.tools
+            .iter()
+            .map(|(entry, enabled)| entry.info(*enabled))
+            .collect()
+    }
+
+    /// The enabled tools in a provider's format as JSON text ready to send, computed once per
+    /// snapshot and provider (cloning the result is an `Arc` clone). Tools the provider cannot
+    /// accept are left out with an error logged.
+    pub fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
+        let options = FormatOptions::default();
+        self.formats[slot_of(provider, &options)]
+            .get_or_init(|| {
+                let fragments: Vec<&str> = self
+                    .enabled()
+                    .filter_map(|entry| entry.format(provider, &options).as_ref().ok())
+                    .map(|(_, text)| text.as_ref())
+                    .collect();
+                assemble(provider, &fragments)
+            })
+            .clone()
+    }
+
+    /// See [`ToolRegistry::tools_for_provider`].
+    pub fn tools_for_provider(
+        &self,
+        provider: Provider,
+        allowed: Option<&[&str]>,
+        options: &FormatOptions,
+    ) -> Value {
+        let tools = self
+            .selected(allowed)
+            .filter_map(|entry| match entry.format(provider, options) {
+                Ok((value, _)) => Some(Value::clone(value)),
+                Err(error) => {
+                    tracing::error!(tool = %entry.name, %provider, %error, "tool left out of the request");
+                    None
+                }
+            })
+            .collect();
+        wrap(provider, tools)
+    }
+
+    /// See [`ToolRegistry::try_tools_for_provider`].
+    pub fn try_tools_for_provider(
+        &self,
+        provider: Provider,
+        allowed: Option<&[&str]>,
+        options: &FormatOptions,
+    ) -> Result<Value, SchemaError> {
+        let tools = self
+            .selected(allowed)
+            .map(|entry| match entry.format(provider, options) {
+                Ok((value, _)) => Ok(Value::clone(value)),
+                Err(error) => Err(error.clone()),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(wrap(provider, tools))
+    }
+
+    /// Runs a tool of this snapshot; a tool disabled in the snapshot gets the "not available"
+    /// string even if it was enabled since. See [`ToolRegistry::execute`].
+    pub async fn execute(&self, name: &str, args: JsonObject) -> String {
+        match self.try_execute(name, args).await {
+            Ok(text) => text,
+            Err(error) => error.to_model_string(),
+        }
+    }
+
+    /// Runs a tool of this snapshot and returns a structured outcome.
+    pub async fn try_execute(&self, name: &str, args: JsonObject) -> Result<String, ExecuteError> {
+        match self.slot(name) {
+            None => Err(ExecuteError::NotFound {
+                name: name.to_owned(),
+            }),
+            Some((_, false)) => Err(ExecuteError::Disabled {
+                name: name.to_owned(),
+            }),
+            Some((entry, true)) => entry.run(args, &self.options).await,
+        }
+    }
+
+    fn enabled(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
+        self.tools
+            .iter()
+            .filter(|(_, enabled)| *enabled)
+            .map(|(entry, _)| entry)
+    }
+
+    fn selected<'a>(
+        &'a self,
+        allowed: Option<&'a [&'a str]>,
+    ) -> impl Iterator<Item = &'a Arc<ToolEntry>> + 'a {
+        self.enabled()
+            .filter(move |entry| allowed.is_none_or(|names| names.contains(&&*entry.name)))
+    }
+
+    fn slot(&self, name: &str) -> Option<&(Arc<ToolEntry>, bool)> {
+        let index = self.index.get_or_init(|| {
+            self.tools
+                .iter()
+                .enumerate()
+                .map(|(position, (entry, _))| (entry.name.clone(), position))
+                .collect()
+        });
+        index.get(name).map(|&position| &self.tools[position])
+    }
+}
+
+const FORMAT_SLOTS: usize = 5;
+
+fn slot_of(provider: Provider, options: &FormatOptions) -> usize {
+    match provider {
+        Provider::OpenAi if options.strict => 4,
+        Provider::OpenAi => 0,
+        Provider::Ollama => 1,
+        Provider::Gemini => 2,
+        Provider::Anthropic => 3,
+    }
+}
+
+fn wrap(provider: Provider, tools: Vec<Value>) -> Value {
+    match provider {
+        Provider::Gemini => serde_json::json!({ "functionDeclarations": tools }),
+        _ => Value::Array(tools),
+    }
+}
+
+fn assemble(provider: Provider, fragments: &[&str]) -> Arc<RawValue> {
+    let body_len: usize = fragments.iter().map(|fragment| fragment.len() + 1).sum();
+    let mut text = String::with_capacity(body_len + 32);
+    if provider == Provider::Gemini {
+        text.push_str("{\"functionDeclarations\":");
+    }
+    text.push('[');
+    for (position, fragment) in fragments.iter().enumerate() {
+        if position > 0 {
+            text.push(',');
+        }
+        text.push_str(fragment);
+    }
+    text.push(']');
+    if provider == Provider::Gemini {
+        text.push('}');
+    }
+    // Every fragment is JSON that serde_json wrote, so the concatenation is valid JSON.
+    RawValue::from_string(text)
+        .map(Arc::from)
+        .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()))
+}
+
+/// A registered tool with everything computed from it once: schema, metadata, validator and
+/// provider formats.
+pub(crate) struct ToolEntry {
+    name: Arc<str>,
+    tool: Arc<dyn ExecutableTool>,
+    schema: ChatTool,
+    metadata: ToolMetadata,
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+    formats: [OnceLock<FormatResult>; FORMAT_SLOTS],
+}
+
+type FormatResult = Result<(Arc<Value>, Box<str>), SchemaError>;
+
+impl ToolEntry {
+    fn new(tool: Arc<dyn ExecutableTool>) -> Result<Self, RegistryError> {
+        let name = tool.name();
+        validate_name(name)?;
+        let schema = tool.get_schema();
+        if schema.function.name != name {
+            return Err(RegistryError::NameMismatch {
+                name: name.to_owned(),
+                schema_name: schema.function.name.clone(),
+            });
+        }
+        if schema.function.description.trim().is_empty() {
+            return Err(RegistryError::MissingDescription {
+                name: name.to_owned(),
+            });
+        }
+        validate_parameters(&schema.function.parameters).map_err(|reason| {
+            RegistryError::InvalidParameters {
+                name: name.to_owned(),
+                reason,
+            }
+        })?;
+        Ok(Self {
+            name: Arc::from(name),
+            metadata: tool.metadata(),
+            schema,
+            tool,
+            validator: OnceLock::new(),
+            formats: Default::default(),
+        })
+    }
+
+    fn info(&self, enabled: bool) -> ToolInfo {
+        ToolInfo {
+            name: self.name.to_string(),
+            description: self.schema.function.description.clone(),
+            title: self.metadata.title.clone(),
+            category: self.metadata.category.clone(),
+            icon: self.metadata.icon.clone(),
+            default_enabled: self.metadata.default_enabled,
+            enabled,
+            hints: self.metadata.hints,
+        }
+    }
+
+    fn format(&self, provider: Provider, options: &FormatOptions) -> &FormatResult {
+        self.formats[slot_of(provider, options)].get_or_init(|| {
+            let value = format_tool(provider, &self.schema, options)?;
+            let text = value.to_string().into_boxed_str();
+            Ok((Arc::new(value), text))
+        })
+    }
+
+    async fn run(
+        &self,
+        args: JsonObject,
+        options: &RegistryOptions,
+    ) -> Result<String, ExecuteError> {
+        let args = if options.validate_arguments {
+            self.validate(args)?
+        } else {
+            args
+        };
+        let timeout = self.metadata.timeout.or(options.default_timeout);
+        run_guarded(&self.name, &*self.tool, args, timeout).await
+    }
+
+    fn validate(&self, args: JsonObject) -> Result<JsonObject, ExecuteError> {
+        let validator = self
+            .validator
+            .get_or_init(|| {
+                jsonschema::validator_for(&self.schema.function.parameters)
+                    .map_err(|error| error.to_string())
+            })
+            .as_ref()
+            .map_err(|error| ExecuteError::Failed {
+                name: self.name.to_string(),
+                error: crate::ToolError::new(format!(
+                    "the tool's parameter schema is not a valid JSON Schema: {error}"
+                )),
+            })?;
+        // The arguments move into a `Value` and back out; nothing is cloned.
+        let value = Value::Object(args);
+        if validator.is_valid(&value) {
+            return Ok(match value {
+                Value::Object(args) => args,
+                _ => JsonObject::new(),
+            });
+        }
+        let problems: Vec<String> = validator
+            .iter_errors(&value)
+            .take(5)
+            .map(|error| describe_schema_error(&error))
+            .collect();
+        Err(ExecuteError::InvalidArguments {
+            name: self.name.to_string(),
+            message: problems.join("; "),
+        })
+    }
+}
+
+/// Checks a tool name against `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn validate_name(name: &str) -> Result<(), RegistryError> {
+    let reason = if name.is_empty() {
+        Some("the name is empty".to_owned())
+    } else if name.len() > 64 {
+        Some(format!(
+            "the name is {} characters long; at most 64 are allowed",
+            name.len()
+        ))
+    } else {
+        name.chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+            .map(|c| format!("{c:?} is not allowed; use only ASCII letters, digits, `_` and `-`"))
+    };
+    match reason {
+        Some(reason) => Err(RegistryError::InvalidName {
+            name: name.to_owned(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+fn validate_parameters(parameters: &Value) -> Result<(), String> {
+    let Some(schema) = parameters.as_object() else {
+        return Err(format!(
+            "the parameters must be a JSON Schema object, not {}",
+            crate::execute::show(parameters)
+        ));
+    };
+    match schema.get("type") {
+        Some(Value::String(kind)) if kind == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "the parameters' `type` must be \"object\", not {other}"
+            ));
+        }
+        None => return Err("the parameters have no `type`; it must be \"object\"".to_owned()),
+    }
+    if let Some(properties) = schema.get("properties") {
+        if !properties.is_object() {
+            return Err("`properties` must be an object".to_owned());
+        }
+    }
+    if let Some(required) = schema.get("required") {
+        let all_strings = required
+            .as_array()
+            .is_some_and(|names| names.iter().all(Value::is_string));
+        if !all_strings {
+            return Err("`required` must be an array of property names".to_owned());
+        }
+    }
+    Ok(())
+}
