@@ -72,6 +72,7 @@ pub use context::{SessionContext, ToolContext, ToolContextOptions};
 pub use execute::ExecuteError;
 pub use registry::{
     RegistryError, RegistryEvent, RegistryOptions, RegistrySnapshot, ToolInfo, ToolRegistry,
+    ToolToggles,
 };
 pub use schema::{FormatOptions, Provider, SchemaError, UnknownProvider};
 pub use tool::{

@@ -892,3 +892,84 @@ fn validate_parameters(parameters: &Value) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Per-session tool toggles over a shared registry: a map of tool name to on/off that overrides
+/// the registry's enabled state for one chat session only. Tools without an override keep the
+/// registry's state. Cloning shares the same toggles.
+///
+/// ```
+/// use tool_core::{ToolContext, ToolToggles, create_default_tool_registry};
+///
+/// let registry = create_default_tool_registry(ToolContext::default());
+/// let session = ToolToggles::new();
+/// session.set("write_file", false);
+/// assert!(!session.snapshot(&registry).is_enabled("write_file"));
+/// assert!(registry.is_tool_enabled("write_file"));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct ToolToggles {
+    overrides: Arc<RwLock<HashMap<String, bool>>>,
+}
+
+impl ToolToggles {
+    /// No overrides.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Turns a tool on or off for this session.
+    pub fn set(&self, name: impl Into<String>, enabled: bool) {
+        self.overrides
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.into(), enabled);
+    }
+
+    /// Removes a session override; the registry's state applies again.
+    pub fn reset(&self, name: &str) {
+        self.overrides
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+    }
+
+    /// The override for a tool, if any.
+    pub fn get(&self, name: &str) -> Option<bool> {
+        self.overrides
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .copied()
+    }
+
+    /// Every override.
+    pub fn overrides(&self) -> HashMap<String, bool> {
+        self.overrides
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces every override at once (used to hydrate from stored preferences).
+    pub fn replace_all(&self, overrides: HashMap<String, bool>) {
+        *self
+            .overrides
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = overrides;
+    }
+
+    /// The registry as this session sees it: the overrides applied to the registry's state.
+    pub fn snapshot(&self, registry: &ToolRegistry) -> Arc<RegistrySnapshot> {
+        let overrides = self
+            .overrides
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        if overrides.is_empty() {
+            return registry.snapshot();
+        }
+        Arc::new(
+            registry
+                .snapshot_with(|name, _, enabled| overrides.get(name).copied().unwrap_or(enabled)),
+        )
+    }
+}
