@@ -70,6 +70,7 @@ pub use async_trait::async_trait;
 pub use builtin::create_default_tool_registry;
 pub use context::{SessionContext, ToolContext, ToolContextOptions};
 pub use execute::ExecuteError;
+pub use model::{ChatModel, Message, ProviderError, ToolCall};
 pub use registry::{
     RegistryError, RegistryEvent, RegistryOptions, RegistrySnapshot, ToolInfo, ToolRegistry,
     ToolToggles,
