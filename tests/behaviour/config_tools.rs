@@ -901,3 +901,32 @@ async fn sample_config_loads_with_the_default_handlers() {
         assert!(registry.has_tool(name));
     }
 }
+
+#[tokio::test]
+async fn builtin_handlers_can_come_from_the_registry_they_join() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("todo.txt"), "water the plants").unwrap();
+    let context = ToolContext::with_options(ToolContextOptions::new().root_dir(dir.path()));
+    let registry = tool_core::create_default_tool_registry(context);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("examples")
+        .join("tools.toml");
+
+    let handlers = HandlerTable::builtins_from(&registry);
+    assert!(handlers.has_builtin("read_file") && handlers.has_builtin("write_file"));
+    assert!(!handlers.has_internal("read_file"));
+    let report = load_tools(&registry, &path, &handlers).unwrap();
+
+    assert!(report.is_clean(), "{:?}", report.rejected);
+    assert_eq!(
+        registry
+            .execute("read_note", args(json!({ "path": "todo.txt" })))
+            .await,
+        "water the plants"
+    );
+    assert!(
+        !HandlerTable::builtins_from(&ToolRegistry::new()).has_builtin("read_file"),
+        "an empty registry has no builtins to lend"
+    );
+}

@@ -212,3 +212,49 @@ async fn reset_tool_forgets_the_session_choice() {
     assert!(next.is_tool_enabled("read_file"));
     assert_eq!(next.toggles().get("read_file"), None);
 }
+
+/// A store whose backend is down.
+struct Unavailable;
+
+#[tool_core::async_trait]
+impl tool_core::session::PreferenceStore for Unavailable {
+    async fn load(&self) -> Result<tool_core::Preferences, tool_core::session::PreferenceError> {
+        Ok(tool_core::Preferences::from([(
+            "read_file".to_owned(),
+            false,
+        )]))
+    }
+
+    async fn set(&self, _: &str, _: bool) -> Result<(), tool_core::session::PreferenceError> {
+        Err(tool_core::session::PreferenceError::backend(
+            "database is down",
+        ))
+    }
+
+    async fn remove(&self, _: &str) -> Result<(), tool_core::session::PreferenceError> {
+        Err(tool_core::session::PreferenceError::backend(
+            "database is down",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn an_application_store_is_used_and_its_failures_reported() {
+    let session = ChatSession::open(registry(), Arc::new(Unavailable))
+        .await
+        .unwrap();
+    assert!(
+        !session.is_tool_enabled("read_file"),
+        "hydrated from the store"
+    );
+
+    let error = session.disable_tool("write_file").await.unwrap_err();
+
+    assert!(matches!(error, SessionError::Store(_)));
+    assert_eq!(
+        error.to_string(),
+        "tool preference store failed: database is down"
+    );
+    // The choice still applies to this session.
+    assert!(!session.is_tool_enabled("write_file"));
+}

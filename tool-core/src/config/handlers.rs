@@ -7,8 +7,12 @@ use futures::{FutureExt as _, future::BoxFuture};
 use crate::{
     builtin::{ReadFile, SaveSessionContext, WriteFile},
     context::ToolContext,
+    registry::ToolRegistry,
     tool::{ExecutableTool, JsonObject, ToolError, ToolMetadata},
 };
+
+/// The names of the framework's builtin handlers.
+pub const BUILTIN_NAMES: [&str; 3] = ["read_file", "write_file", "save_session_context"];
 
 /// The functions configuration entries may name as `implementation.handler`, registered before
 /// the configuration is loaded.
@@ -67,6 +71,19 @@ impl HandlerTable {
                 "save_session_context",
                 Arc::new(SaveSessionContext::new(context)),
             )
+    }
+
+    /// A table whose builtin handlers are the built-in tools already registered in `registry`
+    /// (those of [`create_default_tool_registry`](crate::create_default_tool_registry)), so
+    /// config tools share their [`ToolContext`]. Built-in tools missing from the registry are
+    /// missing from the table too.
+    pub fn builtins_from(registry: &ToolRegistry) -> Self {
+        BUILTIN_NAMES
+            .iter()
+            .filter_map(|name| Some((*name, registry.get(name)?)))
+            .fold(Self::new(), |table, (name, tool)| {
+                table.builtin_tool(name, tool)
+            })
     }
 
     /// Adds (or replaces) a builtin handler that runs `tool`. Entries using it inherit the

@@ -77,7 +77,7 @@ use std::{
 
 use serde_json::Value;
 
-pub use handlers::HandlerTable;
+pub use handlers::{BUILTIN_NAMES, HandlerTable};
 
 use crate::registry::{RegistryError, ToolRegistry};
 

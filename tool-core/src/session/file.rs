@@ -86,9 +86,11 @@ impl FilePreferenceStore {
     fn update_blocking(&self, tool: &str, enabled: Option<bool>) -> Result<(), PreferenceError> {
         let _lock = self.lock()?;
         let mut document = self.read_or_set_aside()?;
-        let mut tools = match document.remove("tools") {
-            Some(Value::Object(tools)) => tools,
-            _ => Map::new(),
+        if !matches!(document.get("tools"), Some(Value::Object(_))) {
+            document.insert("tools".to_owned(), Value::Object(Map::new()));
+        }
+        let Some(Value::Object(tools)) = document.get_mut("tools") else {
+            return Ok(());
         };
         match enabled {
             Some(enabled) => {
@@ -109,7 +111,6 @@ impl FilePreferenceStore {
                 }
             }
         }
-        document.insert("tools".to_owned(), Value::Object(tools));
         let mut text = serde_json::to_string_pretty(&Value::Object(document))
             .map_err(|error| self.io("write", io::Error::other(error)))?;
         text.push('\n');
