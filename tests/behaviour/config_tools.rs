@@ -930,3 +930,29 @@ async fn builtin_handlers_can_come_from_the_registry_they_join() {
         "an empty registry has no builtins to lend"
     );
 }
+
+#[test]
+fn sample_configs_in_toml_and_json_define_the_same_tools() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("examples");
+    let load = |file: &str| {
+        let registry = ToolRegistry::new();
+        let report = load_tools(
+            &registry,
+            examples.join(file),
+            &HandlerTable::with_builtins(ToolContext::default()),
+        )
+        .unwrap();
+        assert!(report.is_clean(), "{file}: {:?}", report.rejected);
+        registry
+    };
+    let from_toml = load("tools.toml");
+    let from_json = load("tools.json");
+    assert_eq!(from_toml.list_tools(), from_json.list_tools());
+    assert_eq!(
+        from_toml.get_enabled_schemas(),
+        from_json.get_enabled_schemas()
+    );
+    assert!(from_toml.len() >= 4);
+}

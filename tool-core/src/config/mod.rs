@@ -24,6 +24,18 @@
 //!
 //! JSON files hold the same entries either as a top-level array or under a `"tools"` key.
 //!
+//! | field | required | meaning |
+//! |---|---|---|
+//! | `name` | yes | the tool's name, `^[a-zA-Z0-9_-]{1,64}$`, unique in the registry |
+//! | `description` | yes | what the tool does, for the model |
+//! | `type` | yes | `"function"` |
+//! | `handler` | yes | the entry's handler label (builtin and internal entries name the function they run in `implementation.handler`) |
+//! | `parameters` | yes | a JSON Schema whose `type` is `"object"` |
+//! | `implementation` | yes | `{ type = "mock" \| "builtin" \| "internal" \| "http", ... }` |
+//! | `metadata` | no | `title`, `icon`, `category`, `default_enabled` (default `true`), `hints` (`read_only`, `destructive`, `idempotent`, `open_world`), `timeout_ms`, `sequential`; unknown keys are an error. Builtin and internal entries backed by a tool inherit its metadata for the keys they leave out |
+//!
+//! Unknown fields elsewhere in an entry are ignored with a warning.
+//!
 //! Invalid entries (a missing or mistyped field, a parameter schema that is not a JSON Schema
 //! object, a duplicate name, an unknown implementation type or handler) are logged with
 //! `tracing::error!`, skipped and listed in the [`LoadReport`]; the valid ones are registered.
