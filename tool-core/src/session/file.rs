@@ -76,7 +76,18 @@ impl FilePreferenceStore {
             Err(Unusable::Io(error)) => Err(self.io("read", error)),
             Err(Unusable::Corrupt(_)) => {
                 // Check again under the lock: a writer may just have replaced it.
-                let _lock = self.lock()?;
+                let _lock = match self.lock() {
+                    Ok(lock) => lock,
+                    Err(error) => {
+                        tracing::warn!(
+                            path = %self.path.display(),
+                            %error,
+                            "tool preferences file is unusable and cannot be locked to move it \
+                             aside; starting from the defaults"
+                        );
+                        return Ok(Preferences::new());
+                    }
+                };
                 let document = self.read_or_set_aside()?;
                 Ok(preferences_of(&document))
             }
