@@ -1,4 +1,7 @@
 //! Behaviour tests of tool-core through its public API.
 
 mod builtin_tools;
+mod config_tools;
 mod registry;
+mod session_preferences;
+mod session_toggles;

@@ -56,11 +56,13 @@
 extern crate self as tool_core;
 
 pub mod builtin;
+pub mod config;
 pub mod context;
 pub mod execute;
 pub mod model;
 pub mod registry;
 pub mod schema;
+pub mod session;
 pub mod tool;
 
 #[doc(hidden)]
@@ -68,6 +70,7 @@ pub mod __private;
 
 pub use async_trait::async_trait;
 pub use builtin::create_default_tool_registry;
+pub use config::{HandlerTable, LoadReport, ToolConfig};
 pub use context::{SessionContext, ToolContext, ToolContextOptions};
 pub use execute::ExecuteError;
 pub use model::{ChatModel, Message, ProviderError, ToolCall};
@@ -76,6 +79,9 @@ pub use registry::{
     ToolToggles,
 };
 pub use schema::{FormatOptions, Provider, SchemaError, UnknownProvider};
+pub use session::{
+    ChatSession, FilePreferenceStore, MemoryPreferenceStore, PreferenceStore, Preferences,
+};
 pub use tool::{
     ChatTool, ExecutableTool, FunctionDefinition, JsonObject, ToolError, ToolHints, ToolKind,
     ToolMetadata,
