@@ -729,3 +729,20 @@ async fn subscribers_see_every_change() {
         ]
     );
 }
+
+#[test]
+fn session_toggles_reuse_their_snapshot_until_something_changes() {
+    let registry = registry_with(&["a", "b"]);
+    let toggles = tool_core::ToolToggles::new();
+    toggles.set("a", false);
+    let first = toggles.snapshot(&registry);
+    assert_eq!(first.enabled_names(), ["b"]);
+    assert!(Arc::ptr_eq(&first, &toggles.snapshot(&registry)));
+    toggles.set("a", true);
+    let second = toggles.snapshot(&registry);
+    assert!(!Arc::ptr_eq(&first, &second));
+    assert_eq!(second.enabled_names(), ["a", "b"]);
+    registry.disable("b");
+    assert_eq!(toggles.snapshot(&registry).enabled_names(), ["a"]);
+    assert!(registry.is_tool_enabled("a"), "the registry itself is untouched");
+}

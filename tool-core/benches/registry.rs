@@ -13,8 +13,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 use tool_core::{
-    ChatTool, ExecutableTool, JsonObject, Provider, RegistryOptions, ToolError, ToolRegistry,
-    __private, async_trait,
+    __private, ChatTool, ExecutableTool, JsonObject, Provider, RegistryOptions, ToolError,
+    ToolRegistry, async_trait,
 };
 
 mod support;
@@ -334,13 +334,26 @@ fn main() {
         .map(|name| format!("dispatch/{name}"))
         .collect();
     for group in &groups {
-        pairs.push((group.as_str(), "registry_unvalidated", "baseline_value_deserialize"));
-        pairs.push((group.as_str(), "registry_validated", "baseline_value_deserialize"));
+        pairs.push((
+            group.as_str(),
+            "registry_unvalidated",
+            "baseline_value_deserialize",
+        ));
+        pairs.push((
+            group.as_str(),
+            "registry_validated",
+            "baseline_value_deserialize",
+        ));
         pairs.push((group.as_str(), "registry_unvalidated", "baseline_fn_map"));
     }
     let providers: Vec<(String, String)> = Provider::ALL
         .iter()
-        .map(|provider| (format!("unchanged_{provider}"), format!("one_change_{provider}")))
+        .map(|provider| {
+            (
+                format!("unchanged_{provider}"),
+                format!("one_change_{provider}"),
+            )
+        })
         .collect();
     for (unchanged, changed) in &providers {
         pairs.push(("definitions", unchanged.as_str(), "baseline_serialize_all"));

@@ -908,7 +908,23 @@ fn validate_parameters(parameters: &Value) -> Result<(), String> {
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ToolToggles {
-    overrides: Arc<RwLock<HashMap<String, bool>>>,
+    overrides: Arc<RwLock<Overrides>>,
+}
+
+#[derive(Debug, Default)]
+struct Overrides {
+    map: HashMap<String, bool>,
+    generation: u64,
+    /// The last snapshot built: (registry address, registry version, generation, snapshot), so
+    /// a turn with nothing changed reuses its provider JSON.
+    cached: Option<(usize, u64, u64, Arc<RegistrySnapshot>)>,
+}
+
+impl Overrides {
+    fn changed(&mut self) {
+        self.generation += 1;
+        self.cached = None;
+    }
 }
 
 impl ToolToggles {
@@ -919,57 +935,73 @@ impl ToolToggles {
 
     /// Turns a tool on or off for this session.
     pub fn set(&self, name: impl Into<String>, enabled: bool) {
-        self.overrides
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(name.into(), enabled);
+        let mut overrides = self.write();
+        overrides.map.insert(name.into(), enabled);
+        overrides.changed();
     }
 
     /// Removes a session override; the registry's state applies again.
     pub fn reset(&self, name: &str) {
-        self.overrides
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(name);
+        let mut overrides = self.write();
+        if overrides.map.remove(name).is_some() {
+            overrides.changed();
+        }
     }
 
     /// The override for a tool, if any.
     pub fn get(&self, name: &str) -> Option<bool> {
-        self.overrides
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(name)
-            .copied()
+        self.read().map.get(name).copied()
     }
 
     /// Every override.
     pub fn overrides(&self) -> HashMap<String, bool> {
-        self.overrides
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.read().map.clone()
     }
 
     /// Replaces every override at once (used to hydrate from stored preferences).
-    pub fn replace_all(&self, overrides: HashMap<String, bool>) {
-        *self
-            .overrides
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = overrides;
+    pub fn replace_all(&self, map: HashMap<String, bool>) {
+        let mut overrides = self.write();
+        overrides.map = map;
+        overrides.changed();
     }
 
     /// The registry as this session sees it: the overrides applied to the registry's state.
+    /// Reused (an `Arc` clone) while neither the registry nor the overrides change.
     pub fn snapshot(&self, registry: &ToolRegistry) -> Arc<RegistrySnapshot> {
-        let overrides = self
-            .overrides
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        if overrides.is_empty() {
-            return registry.snapshot();
+        let address = std::ptr::from_ref(registry) as usize;
+        {
+            let overrides = self.read();
+            if overrides.map.is_empty() {
+                return registry.snapshot();
+            }
+            if let Some((cached_address, version, generation, snapshot)) = &overrides.cached {
+                if *cached_address == address
+                    && *version == registry.version()
+                    && *generation == overrides.generation
+                {
+                    return snapshot.clone();
+                }
+            }
         }
-        Arc::new(
-            registry
-                .snapshot_with(|name, _, enabled| overrides.get(name).copied().unwrap_or(enabled)),
-        )
+        let mut overrides = self.write();
+        let snapshot =
+            Arc::new(registry.snapshot_with(|name, _, enabled| {
+                overrides.map.get(name).copied().unwrap_or(enabled)
+            }));
+        let generation = overrides.generation;
+        overrides.cached = Some((address, snapshot.version(), generation, snapshot.clone()));
+        snapshot
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Overrides> {
+        self.overrides
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Overrides> {
+        self.overrides
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
