@@ -74,7 +74,7 @@ pub use registry::{
     RegistryError, RegistryEvent, RegistryOptions, RegistrySnapshot, ToolInfo, ToolRegistry,
     ToolToggles,
 };
-pub use schema::{FormatOptions, Provider, SchemaError, UnknownProvider};
+pub use schema::{FormatOptions, Provider, SchemaError, UnknownProvider, format_tool};
 pub use tool::{
     ChatTool, ExecutableTool, FunctionDefinition, JsonObject, ToolError, ToolHints, ToolKind,
     ToolMetadata,

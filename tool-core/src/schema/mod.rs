@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::tool::ChatTool;
 
+mod common;
 mod gemini;
 mod openai;
 
@@ -117,25 +118,68 @@ pub struct SchemaError {
 }
 
 /// Converts one tool to a provider's format.
+///
+/// - [`Provider::OpenAi`] and [`Provider::Ollama`]: `{"type":"function","function":{name,
+///   description, parameters}}` with the canonical schema minus `$schema` and the root
+///   `title`. With [`FormatOptions::strict`], OpenAI gets `"strict": true` and a schema its
+///   structured outputs accept (every object closed, every property required, optional ones
+///   nullable), or a [`SchemaError`] saying why the tool cannot be strict (a map, a value of
+///   any type, a tuple, …). Ollama ignores `strict`.
+/// - [`Provider::Gemini`]: one function declaration `{name, description, parameters}` whose
+///   parameters are the OpenAPI 3.0 subset Gemini accepts: references inlined, nullable
+///   instead of `null` types, `anyOf` instead of `oneOf`, and every keyword Gemini does not
+///   know removed or moved into the description. A recursive type is a [`SchemaError`].
+/// - [`Provider::Anthropic`]: `{name, description, input_schema}`.
+///
+/// Keys come out sorted at every level, so two conversions of a tool are byte-identical and
+/// provider prompt caches hit.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{ChatTool, FormatOptions, Provider, schema::format_tool};
+///
+/// let tool = ChatTool::new(
+///     "get_weather",
+///     "Current weather in a city.",
+///     json!({
+///         "type": "object",
+///         "properties": {
+///             "city": { "type": "string" },
+///             "days": { "type": ["integer", "null"], "exclusiveMinimum": 0 }
+///         },
+///         "required": ["city"]
+///     }),
+/// );
+/// let gemini = format_tool(Provider::Gemini, &tool, &FormatOptions::new()).unwrap();
+/// assert_eq!(
+///     gemini["parameters"]["properties"]["days"],
+///     json!({ "type": "integer", "nullable": true, "minimum": 1 })
+/// );
+///
+/// let strict = format_tool(Provider::OpenAi, &tool, &FormatOptions::new().strict(true)).unwrap();
+/// assert_eq!(strict["function"]["strict"], true);
+/// assert_eq!(strict["function"]["parameters"]["required"], json!(["city", "days"]));
+/// ```
 pub fn format_tool(
     provider: Provider,
     tool: &ChatTool,
     options: &FormatOptions,
 ) -> Result<Value, SchemaError> {
+    let name = &tool.function.name;
     let error = |reason: String| SchemaError {
-        tool: tool.function.name.clone(),
+        tool: name.clone(),
         provider,
         reason,
     };
-    let name = &tool.function.name;
     let description = &tool.function.description;
-    match provider {
+    let schema = &*tool.function.parameters;
+    let formatted = match provider {
         Provider::OpenAi | Provider::Ollama => {
             let strict = options.strict && provider == Provider::OpenAi;
             let parameters = if strict {
-                openai::strict_parameters(&tool.function.parameters).map_err(error)?
+                openai::strict_parameters(name, schema).map_err(error)?
             } else {
-                openai::parameters(&tool.function.parameters)
+                openai::parameters(schema)
             };
             let mut function = Map::new();
             function.insert("name".into(), json!(name));
@@ -144,16 +188,17 @@ pub fn format_tool(
             if strict {
                 function.insert("strict".into(), Value::Bool(true));
             }
-            Ok(json!({ "type": "function", "function": function }))
+            json!({ "type": "function", "function": function })
         }
         Provider::Gemini => {
-            let parameters = gemini::parameters(name, &tool.function.parameters).map_err(error)?;
-            Ok(json!({ "name": name, "description": description, "parameters": parameters }))
+            let parameters = gemini::parameters(name, schema).map_err(error)?;
+            json!({ "name": name, "description": description, "parameters": parameters })
         }
-        Provider::Anthropic => Ok(json!({
+        Provider::Anthropic => json!({
             "name": name,
             "description": description,
-            "input_schema": openai::parameters(&tool.function.parameters),
-        })),
-    }
+            "input_schema": openai::parameters(schema),
+        }),
+    };
+    Ok(common::sorted(formatted))
 }
