@@ -83,8 +83,13 @@ pub(super) fn is_null_schema(schema: &Value) -> bool {
 pub(super) fn show(value: &Value) -> String {
     match value {
         Value::String(text) => text.clone(),
-        other => other.to_string(),
+        other => compact(other),
     }
+}
+
+/// Compact JSON with sorted keys, for notes: the same text whatever order the map kept.
+pub(super) fn compact(value: &Value) -> String {
+    sorted(value.clone()).to_string()
 }
 
 /// Rebuilds every object with its keys in sorted order, so the output is byte-identical from

@@ -29,8 +29,8 @@
 use serde_json::{Map, Value};
 
 use super::common::{
-    MAX_DEPTH, NumericFormat, append_notes, at, child, is_null_schema, numeric_format, resolve,
-    show,
+    MAX_DEPTH, NumericFormat, append_notes, at, child, compact, is_null_schema, numeric_format,
+    resolve, show,
 };
 
 /// Every field of Gemini's `Schema` object; nothing else may appear in the output.
@@ -174,7 +174,7 @@ impl Converter<'_> {
                 // Both must hold; Gemini has one `anyOf`, so the `oneOf` becomes a note.
                 notes.push(format!(
                     "must also match exactly one of: {}",
-                    Value::Array(one_of.as_array().cloned().unwrap_or_default())
+                    compact(&one_of)
                 ));
                 self.warn(path, "oneOf", "moved into the description beside `anyOf`");
                 Some(any_of)
@@ -288,16 +288,22 @@ impl Converter<'_> {
                     schema => {
                         let values =
                             self.convert(&schema, &child(path, "additionalProperties"), depth + 1)?;
-                        notes.push(format!("an object with any keys; each value: {values}"));
+                        notes.push(format!(
+                            "an object with any keys; each value: {}",
+                            compact(&values)
+                        ));
                         self.debug(path, &key, "moved into the description");
                     }
                 },
                 "propertyNames" => {
-                    notes.push(format!("each key: {value}"));
+                    notes.push(format!("each key: {}", compact(&value)));
                     self.debug(path, &key, "moved into the description");
                 }
                 "patternProperties" => {
-                    notes.push(format!("keys matching a pattern, with values: {value}"));
+                    notes.push(format!(
+                        "keys matching a pattern, with values: {}",
+                        compact(&value)
+                    ));
                     self.debug(path, &key, "moved into the description");
                 }
                 "uniqueItems" => {
@@ -327,7 +333,7 @@ impl Converter<'_> {
                     self.debug(path, &key, "dropped");
                 }
                 _ => {
-                    notes.push(format!("{key}: {value}"));
+                    notes.push(format!("{key}: {}", compact(&value)));
                     self.warn(
                         path,
                         &key,
@@ -473,7 +479,7 @@ impl Converter<'_> {
             notes.push(format!(
                 "exactly {} items, in this order: {}",
                 converted.len(),
-                Value::Array(converted)
+                compact(&Value::Array(converted))
             ));
         }
         self.debug(
@@ -520,7 +526,7 @@ impl Converter<'_> {
                 out.insert("type".to_owned(), Value::String(kind.to_owned()));
             }
         }
-        let listed = values.iter().map(|v| v.to_string()).collect::<Vec<_>>();
+        let listed = values.iter().map(compact).collect::<Vec<_>>();
         notes.push(match listed.as_slice() {
             [one] => format!("must be {one}"),
             all => format!("must be one of: {}", all.join(", ")),
@@ -1026,6 +1032,42 @@ mod tests {
             property(json!({ "type": "string", "not": { "const": "x" }, "$comment": "internal" })),
             json!({ "type": "string", "description": "not: {\"const\":\"x\"}" })
         );
+    }
+
+    #[test]
+    fn output_holds_only_gemini_fields() {
+        fn check(schema: &Value) {
+            let Value::Object(map) = schema else {
+                panic!("not a schema: {schema}");
+            };
+            for (key, value) in map {
+                assert!(ALLOWED.contains(&key.as_str()), "`{key}` in {schema}");
+                match key.as_str() {
+                    "properties" => value.as_object().unwrap().values().for_each(check),
+                    "items" => check(value),
+                    "anyOf" => value.as_array().unwrap().iter().for_each(check),
+                    _ => {}
+                }
+            }
+        }
+        let converted = gemini(json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "urn:args",
+            "$comment": "everything Gemini lacks",
+            "title": "Args",
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "a": { "type": "integer", "exclusiveMinimum": 0, "multipleOf": 5, "examples": [5, 10] },
+                "b": { "type": "string", "format": "email", "deprecated": true, "readOnly": true },
+                "c": { "type": "object", "patternProperties": { "^x": { "type": "string" } }, "unevaluatedProperties": false },
+                "d": { "if": { "type": "string" }, "then": { "minLength": 1 }, "else": { "type": "integer" } },
+                "e": { "type": "array", "items": { "$ref": "#/$defs/E" }, "uniqueItems": true, "contains": { "const": 1 } },
+                "f": { "oneOf": [{ "const": 1 }, { "const": "one" }, { "type": "null" }] }
+            },
+            "$defs": { "E": { "type": ["integer", "null"], "const": 1, "dependentRequired": {} } }
+        }));
+        check(&converted);
     }
 
     #[test]

@@ -8,6 +8,9 @@ use serde_json::{Map, Value, json};
 
 use crate::tool::ChatTool;
 
+pub use arguments::drop_optional_nulls;
+
+mod arguments;
 mod common;
 mod gemini;
 mod openai;

@@ -28,7 +28,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::common::{MAX_DEPTH, NumericFormat, append_notes, at, child, numeric_format, resolve};
+use super::common::{
+    MAX_DEPTH, NumericFormat, append_notes, at, child, compact, numeric_format, resolve,
+};
 
 /// The string formats strict mode accepts.
 const STRICT_FORMATS: &[&str] = &[
@@ -259,7 +261,7 @@ impl Strict<'_> {
                     }
                 }
                 "default" => {
-                    notes.push(format!("default: {value}"));
+                    notes.push(format!("default: {}", compact(&value)));
                     self.debug(path, &key, "moved into the description");
                 }
                 "minLength" => {
@@ -285,7 +287,7 @@ impl Strict<'_> {
                     self.debug(path, &key, "moved into the description");
                 }
                 "examples" => {
-                    notes.push(format!("examples: {value}"));
+                    notes.push(format!("examples: {}", compact(&value)));
                     self.debug(path, &key, "moved into the description");
                 }
                 "deprecated" => {
