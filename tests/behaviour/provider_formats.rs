@@ -875,3 +875,74 @@ async fn strict_nulls_for_defaulted_fields_count_as_left_out() {
     );
     assert!(result.contains("/shape"), "{result}");
 }
+
+/// Log lines written while `run` converts, at `debug` and above.
+fn captured_logs(run: impl FnOnce()) -> String {
+    #[derive(Clone, Default)]
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Capture {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    let capture = Capture::default();
+    let writer = capture.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, run);
+    let bytes = capture.0.lock().unwrap().clone();
+    String::from_utf8(bytes).unwrap()
+}
+
+#[test]
+fn gemini_logs_every_keyword_it_cannot_keep() {
+    let tool = ChatTool::new(
+        "lookup",
+        "Look a record up.",
+        json!({
+            "type": "object",
+            "properties": {
+                "id": { "type": "string", "format": "uuid" },
+                "code": { "type": "string", "not": { "const": "" } }
+            },
+            "required": ["id"]
+        }),
+    );
+    let mut converted = Value::Null;
+    let logs = captured_logs(|| {
+        converted = format_tool(Provider::Gemini, &tool, &FormatOptions::new()).unwrap();
+    });
+    // Known but unsupported: moved into the description, logged at debug.
+    assert_eq!(
+        converted["parameters"]["properties"]["id"],
+        json!({ "type": "string", "description": "format: uuid" })
+    );
+    let format_line = logs
+        .lines()
+        .find(|line| line.contains("keyword=\"format\""))
+        .unwrap_or_else(|| panic!("no log for `format`:\n{logs}"));
+    assert!(format_line.contains("DEBUG"), "{format_line}");
+    assert!(format_line.contains("tool=\"lookup\""), "{format_line}");
+    assert!(format_line.contains("/properties/id"), "{format_line}");
+    // Not understood: still in the description, and a warning.
+    assert_eq!(
+        converted["parameters"]["properties"]["code"]["description"],
+        "not: {\"const\":\"\"}"
+    );
+    let not_line = logs
+        .lines()
+        .find(|line| line.contains("keyword=\"not\""))
+        .unwrap_or_else(|| panic!("no log for `not`:\n{logs}"));
+    assert!(not_line.contains("WARN"), "{not_line}");
+    assert!(not_line.contains("tool=\"lookup\""), "{not_line}");
+}

@@ -1,5 +1,42 @@
 //! Tool schemas: the canonical form (what schemars produces: draft 2020-12 with `$defs`) and
 //! the per-provider adapters applied when a tool is sent to a model.
+//!
+//! The canonical schema is what the registry validates arguments against; the adapters only
+//! change what a provider is shown. [`format_tool`] converts one tool;
+//! [`ToolRegistry::tools_for_provider`](crate::ToolRegistry::tools_for_provider) converts the
+//! enabled tools, caching each tool's result.
+//!
+//! | provider | tool shape | parameters |
+//! |---|---|---|
+//! | OpenAI, Ollama | `{"type":"function","function":{name, description, parameters}}` | canonical, minus `$schema` and the root `title` |
+//! | OpenAI strict | same, plus `"strict": true` | closed objects, every property required, optional ones nullable |
+//! | Gemini | `{name, description, parameters}` in `{"functionDeclarations":[…]}` | the OpenAPI 3.0 subset of Gemini's `Schema` object |
+//! | Anthropic | `{name, description, input_schema}` | canonical, minus `$schema` and the root `title` |
+//!
+//! **Gemini.** References are inlined (a recursive type is an error), `null` types and null
+//! branches become `nullable`, `oneOf` becomes `anyOf`, `allOf` is merged, `const` becomes a
+//! one-value `enum`, and only the fields of Gemini's `Schema` object remain. Gemini enums hold
+//! strings only; an enum of numbers or booleans keeps its type and its values move into the
+//! description (`"must be one of: 1, 2, 3"`), since turning `3` into `"3"` would make the model
+//! send strings the tool rejects. Exclusive bounds on integers become inclusive ones; other
+//! constraints Gemini lacks (`multipleOf`, map value types, `uniqueItems`, string formats other
+//! than `date-time`, …) become notes in the description such as `"(must be > 0.5)"`.
+//!
+//! **OpenAI strict.** Objects get `additionalProperties: false` and list every property in
+//! `required`; optional properties become nullable, and
+//! [`drop_optional_nulls`] (which the registry applies before validating) turns the `null` a
+//! model then sends back into "left out". `$defs` and `$ref` stay, `oneOf` becomes `anyOf`,
+//! `default` and the constraints strict mode rejects become description notes. Maps,
+//! free-form objects, values of any type, tuples, `allOf` of several schemas and schemas over
+//! OpenAI's size limits are a [`SchemaError`] that names the place.
+//!
+//! **Nothing is dropped silently**: every keyword an adapter rewrites, moves or removes is
+//! logged with `tracing` (target `tool_core::schema::…`, fields `tool`, `path`, `keyword`), at
+//! `debug` when its meaning is kept (as another keyword or a note) or has none for the model,
+//! at `warn` when the keyword is not one the adapter knows.
+//!
+//! **Stable output**: keys are sorted at every level, so converting a tool twice gives the
+//! same bytes and provider prompt caches hit.
 
 use std::{fmt, str::FromStr};
 
