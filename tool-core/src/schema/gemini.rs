@@ -1071,6 +1071,24 @@ mod tests {
     }
 
     #[test]
+    fn a_root_ref_is_inlined() {
+        let converted = gemini(json!({
+            "$ref": "#/$defs/Args",
+            "$defs": {
+                "Args": {
+                    "type": "object",
+                    "properties": { "q": { "type": "string" } },
+                    "required": ["q"]
+                }
+            }
+        }));
+        assert_eq!(
+            converted,
+            json!({ "type": "object", "properties": { "q": { "type": "string" } }, "required": ["q"] })
+        );
+    }
+
+    #[test]
     fn only_null_is_an_error() {
         let error = parameters(
             "t",

@@ -77,6 +77,27 @@ pub(super) fn strict_parameters(tool: &str, schema: &Value) -> Result<Value, Str
                 .to_owned(),
         );
     }
+    // A root `$ref` would turn into a one-branch `anyOf` at the root, which strict mode
+    // rejects: put the target itself at the root (its `$defs` entry stays for other uses).
+    let inlined;
+    let schema = match root.get("$ref") {
+        Some(Value::String(reference)) => {
+            let Some(target) = resolve(schema, reference)?.as_object() else {
+                return Err(format!(
+                    "`$ref` `{reference}` at the root is not an object schema"
+                ));
+            };
+            let mut merged = target.clone();
+            merged.extend(
+                root.iter()
+                    .filter(|(key, _)| key.as_str() != "$ref")
+                    .map(|(key, value)| (key.clone(), value.clone())),
+            );
+            inlined = Value::Object(merged);
+            &inlined
+        }
+        _ => schema,
+    };
     let strict = Strict { tool, root: schema };
     let converted = strict.convert(schema, "", 0, true)?;
     check_limits(&converted)?;
@@ -816,6 +837,48 @@ mod tests {
             converted["properties"]["tags"],
             json!({ "type": "array", "items": { "type": "string" }, "maxItems": 5, "description": "items must be unique" })
         );
+    }
+
+    #[test]
+    fn a_root_ref_is_inlined_at_the_root() {
+        let converted = strict(json!({
+            "$ref": "#/$defs/Args",
+            "type": "object",
+            "$defs": {
+                "Args": { "type": "object", "properties": { "q": { "type": "string" } }, "required": ["q"] }
+            }
+        }));
+        assert_eq!(
+            converted["properties"],
+            json!({ "q": { "type": "string" } })
+        );
+        assert_eq!(converted["additionalProperties"], false);
+        assert!(converted.get("anyOf").is_none());
+    }
+
+    #[test]
+    fn a_single_all_of_is_unwrapped() {
+        let converted = strict(json!({
+            "type": "object",
+            "properties": {
+                "p": { "allOf": [{ "$ref": "#/$defs/P" }], "description": "A p." },
+                "q": { "allOf": [{ "type": "string" }] }
+            },
+            "required": ["p", "q"],
+            "$defs": { "P": { "type": "string" } }
+        }));
+        assert_eq!(
+            converted["properties"],
+            json!({
+                "p": { "anyOf": [{ "$ref": "#/$defs/P" }], "description": "A p." },
+                "q": { "type": "string" }
+            })
+        );
+        let error = strict_error(json!({
+            "type": "object",
+            "properties": { "r": { "allOf": [{ "type": "string" }, { "minLength": 1 }] } }
+        }));
+        assert!(error.contains("`allOf`"), "{error}");
     }
 
     #[test]
