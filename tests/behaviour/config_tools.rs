@@ -1,12 +1,9 @@
 //! Tools defined in configuration files (seed 002): loading, validation, the implementation
 //! types, metadata and errors.
 
-use std::{
-    io::Write,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicUsize, Ordering},
-    },
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering},
 };
 
 use serde_json::{Value, json};
@@ -52,27 +49,6 @@ fn load(entries: Value, handlers: &HandlerTable) -> (ToolRegistry, tool_core::Lo
         .unwrap()
         .register(&registry, handlers);
     (registry, report)
-}
-
-/// A `MakeWriter` that keeps everything logged, to assert on it.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
 }
 
 #[tokio::test]
@@ -612,13 +588,6 @@ fn http_tool_implementation_validation() {
 
 #[test]
 fn invalid_entries_are_logged_and_skipped_while_the_rest_load() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
     let mut http = mock("fetch_page", Value::Null);
     http["implementation"] = json!({ "type": "http", "url": "https://example.com" });
     let mut bad_schema = mock("bad_schema", json!("x"));
@@ -630,12 +599,10 @@ fn invalid_entries_are_logged_and_skipped_while_the_rest_load() {
         mock("second", json!("2"))
     ]);
 
-    let (registry, report) =
-        tracing::subscriber::with_default(subscriber, || load(entries, &HandlerTable::new()));
+    let ((registry, report), logs) = crate::logs::capture(|| load(entries, &HandlerTable::new()));
 
     assert_eq!(registry.get_tool_names(), ["first", "second"]);
     assert_eq!(report.rejected.len(), 2);
-    let logs = captured.text();
     let errors: Vec<&str> = logs.lines().filter(|line| line.contains("ERROR")).collect();
     assert_eq!(errors.len(), 2, "{logs}");
     assert!(errors[0].contains("fetch_page"), "{logs}");

@@ -2,6 +2,8 @@
 
 mod builtin_tools;
 mod config_tools;
+mod logs;
+mod provider_formats;
 mod registry;
 mod session_preferences;
 mod session_toggles;

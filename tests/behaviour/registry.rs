@@ -744,5 +744,8 @@ fn session_toggles_reuse_their_snapshot_until_something_changes() {
     assert_eq!(second.enabled_names(), ["a", "b"]);
     registry.disable("b");
     assert_eq!(toggles.snapshot(&registry).enabled_names(), ["a"]);
-    assert!(registry.is_tool_enabled("a"), "the registry itself is untouched");
+    assert!(
+        registry.is_tool_enabled("a"),
+        "the registry itself is untouched"
+    );
 }

@@ -78,7 +78,7 @@ pub use registry::{
     RegistryError, RegistryEvent, RegistryOptions, RegistrySnapshot, ToolInfo, ToolRegistry,
     ToolToggles,
 };
-pub use schema::{FormatOptions, Provider, SchemaError, UnknownProvider};
+pub use schema::{FormatOptions, Provider, SchemaError, UnknownProvider, format_tool};
 pub use session::{
     ChatSession, FilePreferenceStore, MemoryPreferenceStore, PreferenceStore, Preferences,
 };

@@ -792,9 +792,11 @@ impl ToolEntry {
 
     async fn run(
         &self,
-        args: JsonObject,
+        mut args: JsonObject,
         options: &RegistryOptions,
     ) -> Result<String, ExecuteError> {
+        // Under OpenAI strict mode a model sends `null` for an optional field it leaves out.
+        crate::schema::drop_optional_nulls(&self.schema.function.parameters, &mut args);
         let args = if options.validate_arguments {
             self.validate(args)?
         } else {

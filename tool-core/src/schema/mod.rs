@@ -1,5 +1,42 @@
 //! Tool schemas: the canonical form (what schemars produces: draft 2020-12 with `$defs`) and
 //! the per-provider adapters applied when a tool is sent to a model.
+//!
+//! The canonical schema is what the registry validates arguments against; the adapters only
+//! change what a provider is shown. [`format_tool`] converts one tool;
+//! [`ToolRegistry::tools_for_provider`](crate::ToolRegistry::tools_for_provider) converts the
+//! enabled tools, caching each tool's result.
+//!
+//! | provider | tool shape | parameters |
+//! |---|---|---|
+//! | OpenAI, Ollama | `{"type":"function","function":{name, description, parameters}}` | canonical, minus `$schema` and the root `title` |
+//! | OpenAI strict | same, plus `"strict": true` | closed objects, every property required, optional ones nullable |
+//! | Gemini | `{name, description, parameters}` in `{"functionDeclarations":[…]}` | the OpenAPI 3.0 subset of Gemini's `Schema` object |
+//! | Anthropic | `{name, description, input_schema}` | canonical, minus `$schema` and the root `title` |
+//!
+//! **Gemini.** References are inlined (a recursive type is an error), `null` types and null
+//! branches become `nullable`, `oneOf` becomes `anyOf`, `allOf` is merged, `const` becomes a
+//! one-value `enum`, and only the fields of Gemini's `Schema` object remain. Gemini enums hold
+//! strings only; an enum of numbers or booleans keeps its type and its values move into the
+//! description (`"must be one of: 1, 2, 3"`), since turning `3` into `"3"` would make the model
+//! send strings the tool rejects. Exclusive bounds on integers become inclusive ones; other
+//! constraints Gemini lacks (`multipleOf`, map value types, `uniqueItems`, string formats other
+//! than `date-time`, …) become notes in the description such as `"(must be > 0.5)"`.
+//!
+//! **OpenAI strict.** Objects get `additionalProperties: false` and list every property in
+//! `required`; optional properties become nullable, and
+//! [`drop_optional_nulls`] (which the registry applies before validating) turns the `null` a
+//! model then sends back into "left out". `$defs` and `$ref` stay, `oneOf` becomes `anyOf`,
+//! `default` and the constraints strict mode rejects become description notes. Maps,
+//! free-form objects, values of any type, tuples, `allOf` of several schemas and schemas over
+//! OpenAI's size limits are a [`SchemaError`] that names the place.
+//!
+//! **Nothing is dropped silently**: every keyword an adapter rewrites, moves or removes is
+//! logged with `tracing` (target `tool_core::schema::…`, fields `tool`, `path`, `keyword`), at
+//! `debug` when its meaning is kept (as another keyword or a note) or has none for the model,
+//! at `warn` when the keyword is not one the adapter knows.
+//!
+//! **Stable output**: keys are sorted at every level, so converting a tool twice gives the
+//! same bytes and provider prompt caches hit.
 
 use std::{fmt, str::FromStr};
 
@@ -8,6 +45,10 @@ use serde_json::{Map, Value, json};
 
 use crate::tool::ChatTool;
 
+pub use arguments::drop_optional_nulls;
+
+mod arguments;
+mod common;
 mod gemini;
 mod openai;
 
@@ -117,25 +158,68 @@ pub struct SchemaError {
 }
 
 /// Converts one tool to a provider's format.
+///
+/// - [`Provider::OpenAi`] and [`Provider::Ollama`]: `{"type":"function","function":{name,
+///   description, parameters}}` with the canonical schema minus `$schema` and the root
+///   `title`. With [`FormatOptions::strict`], OpenAI gets `"strict": true` and a schema its
+///   structured outputs accept (every object closed, every property required, optional ones
+///   nullable), or a [`SchemaError`] saying why the tool cannot be strict (a map, a value of
+///   any type, a tuple, …). Ollama ignores `strict`.
+/// - [`Provider::Gemini`]: one function declaration `{name, description, parameters}` whose
+///   parameters are the OpenAPI 3.0 subset Gemini accepts: references inlined, nullable
+///   instead of `null` types, `anyOf` instead of `oneOf`, and every keyword Gemini does not
+///   know removed or moved into the description. A recursive type is a [`SchemaError`].
+/// - [`Provider::Anthropic`]: `{name, description, input_schema}`.
+///
+/// Keys come out sorted at every level, so two conversions of a tool are byte-identical and
+/// provider prompt caches hit.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::{ChatTool, FormatOptions, Provider, schema::format_tool};
+///
+/// let tool = ChatTool::new(
+///     "get_weather",
+///     "Current weather in a city.",
+///     json!({
+///         "type": "object",
+///         "properties": {
+///             "city": { "type": "string" },
+///             "days": { "type": ["integer", "null"], "exclusiveMinimum": 0 }
+///         },
+///         "required": ["city"]
+///     }),
+/// );
+/// let gemini = format_tool(Provider::Gemini, &tool, &FormatOptions::new()).unwrap();
+/// assert_eq!(
+///     gemini["parameters"]["properties"]["days"],
+///     json!({ "type": "integer", "nullable": true, "minimum": 1 })
+/// );
+///
+/// let strict = format_tool(Provider::OpenAi, &tool, &FormatOptions::new().strict(true)).unwrap();
+/// assert_eq!(strict["function"]["strict"], true);
+/// assert_eq!(strict["function"]["parameters"]["required"], json!(["city", "days"]));
+/// ```
 pub fn format_tool(
     provider: Provider,
     tool: &ChatTool,
     options: &FormatOptions,
 ) -> Result<Value, SchemaError> {
+    let name = &tool.function.name;
     let error = |reason: String| SchemaError {
-        tool: tool.function.name.clone(),
+        tool: name.clone(),
         provider,
         reason,
     };
-    let name = &tool.function.name;
     let description = &tool.function.description;
-    match provider {
+    let schema = &*tool.function.parameters;
+    let formatted = match provider {
         Provider::OpenAi | Provider::Ollama => {
             let strict = options.strict && provider == Provider::OpenAi;
             let parameters = if strict {
-                openai::strict_parameters(&tool.function.parameters).map_err(error)?
+                openai::strict_parameters(name, schema).map_err(error)?
             } else {
-                openai::parameters(&tool.function.parameters)
+                openai::parameters(schema)
             };
             let mut function = Map::new();
             function.insert("name".into(), json!(name));
@@ -144,16 +228,17 @@ pub fn format_tool(
             if strict {
                 function.insert("strict".into(), Value::Bool(true));
             }
-            Ok(json!({ "type": "function", "function": function }))
+            json!({ "type": "function", "function": function })
         }
         Provider::Gemini => {
-            let parameters = gemini::parameters(name, &tool.function.parameters).map_err(error)?;
-            Ok(json!({ "name": name, "description": description, "parameters": parameters }))
+            let parameters = gemini::parameters(name, schema).map_err(error)?;
+            json!({ "name": name, "description": description, "parameters": parameters })
         }
-        Provider::Anthropic => Ok(json!({
+        Provider::Anthropic => json!({
             "name": name,
             "description": description,
-            "input_schema": openai::parameters(&tool.function.parameters),
-        })),
-    }
+            "input_schema": openai::parameters(schema),
+        }),
+    };
+    Ok(common::sorted(formatted))
 }

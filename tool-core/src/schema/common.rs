@@ -1,0 +1,184 @@
+//! Helpers the adapters share: `$ref` lookup, notes appended to descriptions, numeric formats
+//! and the stable key order of the output.
+
+use serde_json::{Map, Value};
+
+/// How deep a schema may nest before an adapter gives up (a guard against pathological input,
+/// far beyond what any provider accepts).
+pub(super) const MAX_DEPTH: usize = 64;
+
+/// Looks up a local `$ref` (`#`, `#/$defs/Name` or any JSON pointer into the root document).
+pub(super) fn resolve<'a>(root: &'a Value, reference: &str) -> Result<&'a Value, String> {
+    let Some(pointer) = reference.strip_prefix('#') else {
+        return Err(format!(
+            "`$ref` `{reference}` points outside the schema; only local references (`#/...`) are supported"
+        ));
+    };
+    root.pointer(pointer)
+        .ok_or_else(|| format!("`$ref` `{reference}` points to nothing in the schema"))
+}
+
+/// Appends notes to a schema's description: `"{description} ({note}; {note})"`, or the notes
+/// alone when there is no description. Used for constraints a provider cannot express as
+/// keywords, so the model still reads them.
+pub(super) fn append_notes(schema: &mut Map<String, Value>, notes: &[String]) {
+    if notes.is_empty() {
+        return;
+    }
+    let joined = notes.join("; ");
+    let description = match schema.get("description").and_then(Value::as_str) {
+        Some(description) if !description.trim().is_empty() => {
+            format!("{} ({joined})", description.trim_end())
+        }
+        _ => joined,
+    };
+    schema.insert("description".to_owned(), Value::String(description));
+}
+
+/// What an adapter does with a numeric `format` schemars emits.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum NumericFormat {
+    /// A format the provider knows (`int32`, `int64`, `float`, `double`).
+    Keep,
+    /// Replace it with another format the provider knows.
+    Rename(&'static str),
+    /// Drop it: the bounds schemars writes beside it (`minimum`/`maximum`) already say all it
+    /// means, or the range it adds is beyond any value a model would send.
+    Drop,
+    /// Drop it, stating its upper bound as `maximum` (for `uint32`).
+    DropWithMaximum(u64),
+    /// Not a numeric format.
+    NotNumeric,
+}
+
+/// Classifies a numeric format for a provider that knows `int32`, `int64`, `float` and
+/// `double` (Gemini) or none of them (`known = false`, OpenAI strict).
+pub(super) fn numeric_format(format: &str, known: bool) -> NumericFormat {
+    match format {
+        "int32" | "int64" | "float" | "double" if known => NumericFormat::Keep,
+        "int" if known => NumericFormat::Rename("int64"),
+        "uint32" => NumericFormat::DropWithMaximum(u64::from(u32::MAX)),
+        "int32" | "int64" | "float" | "double" | "int" | "int8" | "int16" | "uint8" | "uint16"
+        | "uint64" | "uint128" | "int128" | "uint" => NumericFormat::Drop,
+        _ => NumericFormat::NotNumeric,
+    }
+}
+
+/// Whether a (sub)schema only admits `null`: `{"type":"null"}`, `{"const":null}` or
+/// `{"enum":[null]}`.
+pub(super) fn is_null_schema(schema: &Value) -> bool {
+    let Some(schema) = schema.as_object() else {
+        return false;
+    };
+    match (schema.get("type"), schema.get("const"), schema.get("enum")) {
+        (Some(Value::String(kind)), _, _) => kind == "null",
+        (None, Some(Value::Null), _) => true,
+        (None, None, Some(Value::Array(values))) => values.iter().all(Value::is_null),
+        _ => false,
+    }
+}
+
+/// A short rendering of a JSON value for a description note: strings as written, everything
+/// else as compact JSON.
+pub(super) fn show(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => compact(other),
+    }
+}
+
+/// Compact JSON with sorted keys, for notes: the same text whatever order the map kept.
+pub(super) fn compact(value: &Value) -> String {
+    sorted(value.clone()).to_string()
+}
+
+/// Rebuilds every object with its keys in sorted order, so the output is byte-identical from
+/// one conversion to the next whether or not serde_json keeps insertion order
+/// (`preserve_order`), and provider prompt caches hit.
+pub(super) fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|(a, _), (b, _)| a.cmp(b));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key, sorted(value)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// Appends a path segment to a JSON pointer, escaping `~` and `/`.
+pub(super) fn child(path: &str, segment: &str) -> String {
+    let escaped = segment.replace('~', "~0").replace('/', "~1");
+    format!("{path}/{escaped}")
+}
+
+/// The path for error messages: the root is `/`.
+pub(super) fn at(path: &str) -> &str {
+    if path.is_empty() { "/" } else { path }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn notes_are_appended_in_parentheses() {
+        let mut schema = json!({ "description": "How many days." });
+        let Value::Object(map) = &mut schema else {
+            unreachable!()
+        };
+        append_notes(map, &["must be > 0".to_owned(), "format: uuid".to_owned()]);
+        assert_eq!(
+            schema["description"],
+            "How many days. (must be > 0; format: uuid)"
+        );
+
+        let mut bare = Map::new();
+        append_notes(&mut bare, &["must be > 0".to_owned()]);
+        assert_eq!(bare["description"], "must be > 0");
+    }
+
+    #[test]
+    fn sorted_orders_keys_at_every_level() {
+        let value = sorted(json!({ "b": { "z": 1, "a": [ { "y": 0, "x": 0 } ] }, "a": 0 }));
+        assert_eq!(
+            value.to_string(),
+            r#"{"a":0,"b":{"a":[{"x":0,"y":0}],"z":1}}"#
+        );
+    }
+
+    #[test]
+    fn local_refs_resolve_and_others_fail() {
+        let root = json!({ "$defs": { "A": { "type": "string" }, "a/b": { "type": "integer" } } });
+        assert_eq!(resolve(&root, "#/$defs/A").unwrap()["type"], "string");
+        assert_eq!(resolve(&root, "#/$defs/a~1b").unwrap()["type"], "integer");
+        assert!(resolve(&root, "#").is_ok());
+        assert!(
+            resolve(&root, "#/$defs/B")
+                .unwrap_err()
+                .contains("points to nothing")
+        );
+        assert!(
+            resolve(&root, "https://example.com/s.json")
+                .unwrap_err()
+                .contains("outside")
+        );
+    }
+
+    #[test]
+    fn null_schemas_are_recognised() {
+        assert!(is_null_schema(&json!({ "type": "null" })));
+        assert!(is_null_schema(&json!({ "const": null })));
+        assert!(is_null_schema(&json!({ "enum": [null] })));
+        assert!(!is_null_schema(&json!({ "type": "string" })));
+        assert!(!is_null_schema(&json!({ "enum": ["a", null] })));
+    }
+}
