@@ -58,6 +58,9 @@ extern crate self as tool_core;
 pub mod builtin;
 pub mod context;
 pub mod execute;
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp;
 pub mod model;
 pub mod registry;
 pub mod schema;
