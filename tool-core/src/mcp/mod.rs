@@ -133,7 +133,7 @@ impl McpOptions {
 pub enum McpServerError {
     /// The client closed the connection or misbehaved before the `initialize` handshake ended.
     #[error("the mcp handshake failed")]
-    Handshake(#[source] rmcp::service::ServerInitializeError),
+    Handshake(#[source] Box<rmcp::service::ServerInitializeError>),
     /// The HTTP listener could not be bound.
     #[error("cannot bind the mcp http server to {addr}")]
     Bind {
@@ -211,7 +211,7 @@ impl McpServer {
             .handler()
             .serve((reader, writer))
             .await
-            .map_err(McpServerError::Handshake)?;
+            .map_err(|error| McpServerError::Handshake(Box::new(error)))?;
         running.waiting().await.map_err(McpServerError::Task)?;
         Ok(())
     }
