@@ -7,7 +7,7 @@
 //! is no `python3` at all.
 
 use std::{
-    io::{BufRead, BufReader},
+    io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
     sync::OnceLock,
@@ -147,10 +147,21 @@ fn run_client(python: &Path, args: &[&str]) -> Value {
         .unwrap_or_else(|error| panic!("bad report ({error}):\n{stdout}\n{stderr}"))
 }
 
-/// The Python with the MCP SDK, or `None` (after saying so) when there is no Python at all.
+/// The Python with the MCP SDK, or `None` (after saying the test is skipped) when there is no
+/// Python at all.
 fn python() -> Option<&'static Path> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
-    PYTHON.get_or_init(find_or_make_python).as_deref()
+    let python = PYTHON.get_or_init(find_or_make_python).as_deref();
+    if python.is_none() {
+        // Straight to stderr rather than `eprintln!`, which the test harness captures and hides
+        // for passing tests.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: the MCP Python SDK tests need python3, and there is none on PATH \
+             (or set TOOL_CORE_MCP_PYTHON to a Python with `{MCP_PACKAGE}` installed)"
+        );
+    }
+    python
 }
 
 fn find_or_make_python() -> Option<PathBuf> {
@@ -168,10 +179,6 @@ fn find_or_make_python() -> Option<PathBuf> {
         .output()
         .is_ok_and(|output| output.status.success());
     if !has_python3 {
-        eprintln!(
-            "SKIPPED: the MCP Python SDK tests need python3, and there is none on PATH \
-             (set TOOL_CORE_MCP_PYTHON to a Python with `{MCP_PACKAGE}` installed)"
-        );
         return None;
     }
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-venv");

@@ -39,8 +39,8 @@ impl McpHttpServer {
         self.wait().await
     }
 
-    /// Waits until the server stops (after [`shutdown`](Self::shutdown) from a clone of its
-    /// task, or on an error).
+    /// Serves until the server fails (a server that never fails serves for the life of the
+    /// process); [`McpServer::serve_http`](super::McpServer::serve_http) is bind then wait.
     pub async fn wait(self) -> Result<(), McpServerError> {
         let Self {
             task,
