@@ -661,3 +661,24 @@ async fn mcp_http_rejects_foreign_host_headers() {
     assert!(response.status().is_client_error(), "{}", response.status());
     http.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn mcp_http_serves_at_the_configured_path() {
+    for (path, expected_suffix) in [("tools/mcp", "/tools/mcp"), ("/", "/")] {
+        let options = tool_core::mcp::McpOptions::new().http_path(path);
+        let http = McpServer::with_options(registry(), options)
+            .start_http("127.0.0.1:0")
+            .await
+            .unwrap();
+        let url = http.url();
+        assert_eq!(
+            url,
+            format!("http://{}{expected_suffix}", http.local_addr())
+        );
+        let connected = connect_http(&url, ProtocolVersion::V_2025_11_25).await;
+        let result = call(&connected.client, "ping", json!({})).await.unwrap();
+        assert_eq!(text_of(&result), "pong", "{path}");
+        connected.client.cancel().await.unwrap();
+        http.shutdown().await.unwrap();
+    }
+}
