@@ -7,3 +7,5 @@ mod provider_formats;
 mod registry;
 mod session_preferences;
 mod session_toggles;
+mod mcp_python;
+mod mcp_server;

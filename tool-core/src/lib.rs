@@ -59,6 +59,9 @@ pub mod builtin;
 pub mod config;
 pub mod context;
 pub mod execute;
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp;
 pub mod model;
 pub mod registry;
 pub mod schema;

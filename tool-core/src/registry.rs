@@ -484,6 +484,12 @@ impl ToolRegistry {
         self.events.subscribe()
     }
 
+    /// How many [`subscribe`](Self::subscribe)rs are listening now (for example one per
+    /// connected MCP client).
+    pub fn subscriber_count(&self) -> usize {
+        self.events.receiver_count()
+    }
+
     fn notify(&self, event: RegistryEvent) {
         // An error only means nobody is listening.
         let _ = self.events.send(event);

@@ -1,0 +1,257 @@
+//! Serves the default tools plus a few of its own to any MCP client.
+//!
+//! ```sh
+//! cargo run --example mcp_server                        # stdio: an MCP client starts this process
+//! cargo run --example mcp_server -- --http              # streamable HTTP at http://127.0.0.1:8080/mcp
+//! cargo run --example mcp_server -- --http 127.0.0.1:0  # any free port; the URL is printed
+//! cargo run --example mcp_server -- --root DIR          # the folder read_file and write_file work in
+//! ```
+//!
+//! In HTTP mode the first line on stdout is `listening on <url>`. Logs go to stderr (stdout
+//! carries the protocol in stdio mode); set `RUST_LOG` for more.
+
+use std::{path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tool_core::{
+    ChatTool, ExecutableTool, JsonObject, ToolContext, ToolContextOptions, ToolError, ToolMetadata,
+    ToolRegistry, async_trait, create_default_tool_registry,
+    mcp::{McpOptions, McpServer},
+};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            // rmcp logs every JSON-RPC error answer (an unknown tool, say) as a warning.
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
+        )
+        .init();
+
+    let arguments = match Arguments::parse(std::env::args().skip(1)) {
+        Ok(arguments) => arguments,
+        Err(message) => {
+            eprintln!("{message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+
+    let registry = Arc::new(build_registry(arguments.root));
+    let options = McpOptions::new()
+        .server("tool-core-example", env!("CARGO_PKG_VERSION"))
+        .title("tool-core example tools")
+        .instructions("Arithmetic, the clock, and files in the server's working folder.");
+    let server = McpServer::with_options(registry, options);
+
+    let outcome = match arguments.http {
+        None => server.serve_stdio().await,
+        Some(addr) => match server.start_http(addr.as_str()).await {
+            Ok(http) => {
+                println!("listening on {}", http.url());
+                http.wait().await
+            }
+            Err(error) => Err(error),
+        },
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {}", error_chain(&error));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+const USAGE: &str = "usage: mcp_server [--http [ADDR]] [--root DIR]
+  --http [ADDR]  serve streamable HTTP at ADDR (default 127.0.0.1:8080) instead of stdio
+  --root DIR     the folder read_file and write_file work in (default: the current folder)";
+
+struct Arguments {
+    http: Option<String>,
+    root: Option<PathBuf>,
+}
+
+impl Arguments {
+    fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
+        let mut parsed = Self {
+            http: None,
+            root: None,
+        };
+        let mut pending = args.next();
+        while let Some(arg) = pending.take() {
+            match arg.as_str() {
+                "--http" => {
+                    let next = args.next();
+                    match next {
+                        Some(addr) if !addr.starts_with("--") => parsed.http = Some(addr),
+                        other => {
+                            parsed.http = Some("127.0.0.1:8080".to_owned());
+                            pending = other;
+                            continue;
+                        }
+                    }
+                }
+                "--root" => {
+                    let dir = args.next().ok_or("--root needs a folder")?;
+                    parsed.root = Some(PathBuf::from(dir));
+                }
+                "-h" | "--help" => return Err("mcp_server: serve tools over MCP".to_owned()),
+                other => return Err(format!("unknown argument `{other}`")),
+            }
+            pending = args.next();
+        }
+        Ok(parsed)
+    }
+}
+
+/// The built-in tools (`read_file`, `write_file`, `save_session_context`) plus this example's.
+fn build_registry(root: Option<PathBuf>) -> ToolRegistry {
+    let mut options = ToolContextOptions::new();
+    if let Some(root) = root {
+        options = options.root_dir(root);
+    }
+    let registry = create_default_tool_registry(ToolContext::with_options(options));
+    let tools: [Arc<dyn ExecutableTool>; 3] = [Arc::new(Add), Arc::new(Divide), Arc::new(Now)];
+    for error in registry.register_all(tools) {
+        eprintln!("tool not registered: {error}");
+    }
+    registry
+}
+
+// The tools below are written by hand; with `#[tool]` each is an `async fn` and its doc comment.
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    /// The first addend.
+    a: i64,
+    /// The second addend.
+    b: i64,
+}
+
+/// `add`: adds two integers.
+struct Add;
+
+#[async_trait]
+impl ExecutableTool for Add {
+    fn name(&self) -> &str {
+        "add"
+    }
+
+    fn get_schema(&self) -> ChatTool {
+        ChatTool::new(
+            "add",
+            "Add two integers.",
+            tool_core::__private::schema_for::<AddArgs>(),
+        )
+    }
+
+    async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
+        let AddArgs { a, b } = tool_core::__private::narrow("add", args)?;
+        a.checked_add(b)
+            .map(|sum| sum.to_string())
+            .ok_or_else(|| ToolError::new("the sum does not fit in 64 bits"))
+    }
+
+    fn metadata(&self) -> ToolMetadata {
+        ToolMetadata::new()
+            .title("Add")
+            .category("math")
+            .read_only(true)
+            .idempotent(true)
+            .open_world(false)
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct DivideArgs {
+    /// The number to divide.
+    dividend: f64,
+    /// The number to divide by; not zero.
+    divisor: f64,
+}
+
+/// `divide`: divides two numbers; dividing by zero is a tool error.
+struct Divide;
+
+#[async_trait]
+impl ExecutableTool for Divide {
+    fn name(&self) -> &str {
+        "divide"
+    }
+
+    fn get_schema(&self) -> ChatTool {
+        ChatTool::new(
+            "divide",
+            "Divide one number by another.",
+            tool_core::__private::schema_for::<DivideArgs>(),
+        )
+    }
+
+    async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
+        let DivideArgs { dividend, divisor } = tool_core::__private::narrow("divide", args)?;
+        if divisor == 0.0 {
+            return Err(ToolError::new("cannot divide by zero"));
+        }
+        Ok((dividend / divisor).to_string())
+    }
+
+    fn metadata(&self) -> ToolMetadata {
+        ToolMetadata::new()
+            .title("Divide")
+            .category("math")
+            .read_only(true)
+            .idempotent(true)
+            .open_world(false)
+            .timeout(Duration::from_secs(5))
+    }
+}
+
+/// `now`: the current time as seconds since the Unix epoch; takes no arguments.
+struct Now;
+
+#[async_trait]
+impl ExecutableTool for Now {
+    fn name(&self) -> &str {
+        "now"
+    }
+
+    fn get_schema(&self) -> ChatTool {
+        ChatTool::new(
+            "now",
+            "The current time, in seconds since 1970-01-01T00:00:00Z.",
+            serde_json::json!({ "type": "object", "properties": {} }),
+        )
+    }
+
+    async fn execute(&self, _args: JsonObject) -> Result<String, ToolError> {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_secs().to_string())
+            .map_err(|_| ToolError::new("the system clock is before 1970"))
+    }
+
+    fn metadata(&self) -> ToolMetadata {
+        ToolMetadata::new()
+            .title("Current time")
+            .icon(CLOCK_ICON)
+            .read_only(true)
+            .open_world(false)
+    }
+}
+
+/// A clock, as a data URL so the icon needs no network.
+const CLOCK_ICON: &str = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCI+PGNpcmNsZSBjeD0iMTIiIGN5PSIxMiIgcj0iMTAiIGZpbGw9Im5vbmUiIHN0cm9rZT0iYmxhY2siIHN0cm9rZS13aWR0aD0iMiIvPjxwYXRoIGQ9Ik0xMiA2djZsNCAyIiBmaWxsPSJub25lIiBzdHJva2U9ImJsYWNrIiBzdHJva2Utd2lkdGg9IjIiLz48L3N2Zz4=";
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,388 @@
+//! [`McpHandler`]: the `rmcp` server handler over a [`ToolRegistry`].
+
+use std::{
+    borrow::Cow,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Icon,
+        Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+        PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+        ToolAnnotations,
+    },
+    service::{NotificationContext, Peer, RequestContext},
+};
+use serde_json::Value;
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::McpOptions;
+use crate::{
+    execute::ExecuteError,
+    registry::{RegistryEvent, ToolRegistry},
+    tool::{ChatTool, JsonObject, ToolMetadata},
+};
+
+/// The protocol versions the server speaks, oldest first. `initialize` echoes one of these when
+/// the client asks for it and answers with the newest otherwise; the client then decides whether
+/// it can go on.
+pub(crate) const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+];
+
+/// The `rmcp` [`ServerHandler`] behind [`McpServer`](super::McpServer): one per client
+/// connection.
+///
+/// Use it to serve a registry over a transport `McpServer` does not wrap, with
+/// [`rmcp::ServiceExt::serve`]. It lists the registry's enabled tools, runs calls through
+/// [`ToolRegistry::try_execute`] and, once the client has sent `notifications/initialized`,
+/// forwards every registry change as `notifications/tools/list_changed` until the connection
+/// ends (dropping the handler stops the forwarding).
+pub struct McpHandler {
+    registry: Arc<ToolRegistry>,
+    options: Arc<McpOptions>,
+    /// Subscribed at `initialize` so that no change made after the handshake answer is missed;
+    /// taken by the forwarding task when the client confirms with `initialized`.
+    events: Mutex<Option<broadcast::Receiver<RegistryEvent>>>,
+    negotiated: Mutex<Option<ProtocolVersion>>,
+    stop: CancellationToken,
+    _stop_on_drop: DropGuard,
+}
+
+impl std::fmt::Debug for McpHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHandler")
+            .field("registry", &self.registry)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpHandler {
+    pub(crate) fn new(registry: Arc<ToolRegistry>, options: Arc<McpOptions>) -> Self {
+        let stop = CancellationToken::new();
+        Self {
+            registry,
+            options,
+            events: Mutex::new(None),
+            negotiated: Mutex::new(None),
+            _stop_on_drop: stop.clone().drop_guard(),
+            stop,
+        }
+    }
+
+    /// The tools of the registry as MCP lists them for a client on `version`.
+    pub fn tools(&self, version: &ProtocolVersion) -> Vec<Tool> {
+        let snapshot = self.registry.snapshot();
+        snapshot
+            .schemas()
+            .iter()
+            .map(|schema| {
+                let metadata = snapshot
+                    .metadata(schema.name())
+                    .cloned()
+                    .unwrap_or_default();
+                to_mcp_tool(schema, &metadata, version)
+            })
+            .collect()
+    }
+
+    fn negotiated_version(&self) -> ProtocolVersion {
+        lock(&self.negotiated)
+            .clone()
+            .unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        let mut implementation = Implementation::new(&self.options.name, &self.options.version);
+        implementation.title.clone_from(&self.options.title);
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let mut info = ServerConfig::new(capabilities)
+            .with_server_info(implementation)
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
+        info.instructions.clone_from(&self.options.instructions);
+        info
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(SUPPORTED_VERSIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        *lock(&self.negotiated) = Some(result.protocol_version.clone());
+        *lock(&self.events) = Some(self.registry.subscribe());
+        Ok(result)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Some(events) = lock(&self.events).take() else {
+            return;
+        };
+        tokio::spawn(forward_changes(events, context.peer, self.stop.clone()));
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            self.tools(&self.negotiated_version()),
+        ))
+    }
+
+    fn get_tool(&self, _name: &str) -> Option<Tool> {
+        // Arguments are validated by the registry, which reports problems as a tool result the
+        // model can read; rmcp's own validation would turn them into protocol errors.
+        None
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let outcome = tokio::select! {
+            outcome = self.registry.try_execute(&request.name, args) => outcome,
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error("the request was cancelled", None));
+            }
+        };
+        call_result(outcome).map(CallToolResponse::from)
+    }
+}
+
+/// Maps a registry outcome to MCP: unknown and disabled tools are protocol errors (the MCP spec
+/// lists unknown tools among them); everything the tool or its arguments caused is a result with
+/// `isError: true`, so the model reads the message.
+pub(crate) fn call_result(
+    outcome: Result<String, ExecuteError>,
+) -> Result<CallToolResult, ErrorData> {
+    match outcome {
+        Ok(text) => Ok(CallToolResult::success(vec![ContentBlock::text(text)])),
+        Err(error @ (ExecuteError::NotFound { .. } | ExecuteError::Disabled { .. })) => {
+            Err(ErrorData::invalid_params(error.to_string(), None))
+        }
+        Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(
+            error.to_model_string(),
+        )])),
+    }
+}
+
+/// Sends `notifications/tools/list_changed` for every burst of registry changes until the
+/// connection closes or the handler is dropped.
+async fn forward_changes(
+    mut events: broadcast::Receiver<RegistryEvent>,
+    peer: Peer<RoleServer>,
+    stop: CancellationToken,
+) {
+    loop {
+        let event = tokio::select! {
+            () = stop.cancelled() => return,
+            event = events.recv() => event,
+        };
+        match event {
+            // A lagging receiver missed events; the list changed all the same.
+            Ok(_) | Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Closed) => return,
+        }
+        // Several changes in a row (a batch registration) make one notification.
+        while !matches!(
+            events.try_recv(),
+            Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)
+        ) {}
+        if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// One registry tool in MCP's shape. Fields newer than the negotiated version are left out.
+pub(crate) fn to_mcp_tool(
+    schema: &ChatTool,
+    metadata: &ToolMetadata,
+    version: &ProtocolVersion,
+) -> Tool {
+    let mut tool = Tool::new(
+        schema.name().to_owned(),
+        schema.description().to_owned(),
+        input_schema(schema.parameters()),
+    );
+    let has_title = version.as_str() >= ProtocolVersion::V_2025_06_18.as_str();
+    let has_icons = version.as_str() >= ProtocolVersion::V_2025_11_25.as_str();
+    if has_title {
+        tool.title.clone_from(&metadata.title);
+    }
+    let hints = metadata.hints;
+    if hints != Default::default() || metadata.title.is_some() {
+        // `annotations.title` is how 2025-03-26 clients learn the title; later clients read
+        // `title` first and fall back to it.
+        tool.annotations = Some(ToolAnnotations::from_raw(
+            metadata.title.clone(),
+            hints.read_only,
+            hints.destructive,
+            hints.idempotent,
+            hints.open_world,
+        ));
+    }
+    if has_icons {
+        if let Some(src) = &metadata.icon {
+            let mut icon = Icon::new(src.clone());
+            icon.mime_type = icon_mime_type(src).map(str::to_owned);
+            tool.icons = Some(vec![icon]);
+        }
+    }
+    tool
+}
+
+/// The tool's parameters as an MCP `inputSchema`. Registration guarantees an object root; a tool
+/// that takes no arguments gets exactly `{"type":"object","additionalProperties":false}`.
+pub(crate) fn input_schema(parameters: &Value) -> JsonObject {
+    let Some(schema) = parameters.as_object() else {
+        return no_arguments();
+    };
+    if takes_no_arguments(schema) {
+        return no_arguments();
+    }
+    let mut schema = schema.clone();
+    schema
+        .entry("type")
+        .or_insert_with(|| Value::String("object".to_owned()));
+    schema
+}
+
+fn no_arguments() -> JsonObject {
+    let mut schema = JsonObject::new();
+    schema.insert("type".to_owned(), Value::String("object".to_owned()));
+    schema.insert("additionalProperties".to_owned(), Value::Bool(false));
+    schema
+}
+
+/// A schema with no properties and nothing else that could admit an argument (no
+/// `additionalProperties` other than `false`, no `patternProperties`, no composition).
+fn takes_no_arguments(schema: &JsonObject) -> bool {
+    schema.iter().all(|(key, value)| match key.as_str() {
+        "type" | "$schema" | "title" | "description" | "$defs" | "definitions" => true,
+        "properties" => value.as_object().is_some_and(serde_json::Map::is_empty),
+        "required" => value.as_array().is_some_and(Vec::is_empty),
+        "additionalProperties" => value == &Value::Bool(false),
+        _ => false,
+    })
+}
+
+fn icon_mime_type(src: &str) -> Option<&'static str> {
+    if let Some(data) = src.strip_prefix("data:") {
+        return [
+            "image/png",
+            "image/svg+xml",
+            "image/jpeg",
+            "image/webp",
+            "image/gif",
+        ]
+        .into_iter()
+        .find(|mime| data.starts_with(mime));
+    }
+    let path = src
+        .split(['?', '#'])
+        .next()
+        .unwrap_or(src)
+        .to_ascii_lowercase();
+    let extension = path.rsplit_once('.').map(|(_, extension)| extension)?;
+    match extension {
+        "png" => Some("image/png"),
+        "svg" => Some("image/svg+xml"),
+        "jpg" | "jpeg" => Some("image/jpeg"),
+        "webp" => Some("image/webp"),
+        "gif" => Some("image/gif"),
+        _ => None,
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The guarded values are replaced whole, never left half-written.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_tool_without_parameters_gets_a_closed_object_schema() {
+        let closed = json!({"type": "object", "additionalProperties": false});
+        for parameters in [
+            json!({"type": "object"}),
+            json!({"type": "object", "properties": {}}),
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "NoArgs",
+                   "type": "object", "properties": {}, "required": [], "additionalProperties": false}),
+        ] {
+            assert_eq!(
+                Value::Object(input_schema(&parameters)),
+                closed,
+                "{parameters}"
+            );
+        }
+    }
+
+    #[test]
+    fn schemas_that_admit_arguments_are_kept() {
+        for parameters in [
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+            json!({"type": "object", "additionalProperties": true}),
+            json!({"type": "object", "patternProperties": {"^x": {}}}),
+        ] {
+            assert_eq!(Value::Object(input_schema(&parameters)), parameters);
+        }
+    }
+
+    #[test]
+    fn icon_mime_types_come_from_the_extension_or_data_url() {
+        assert_eq!(
+            icon_mime_type("https://x.invalid/a.PNG?v=1"),
+            Some("image/png")
+        );
+        assert_eq!(
+            icon_mime_type("data:image/svg+xml;base64,AAAA"),
+            Some("image/svg+xml")
+        );
+        assert_eq!(icon_mime_type("https://x.invalid/icon"), None);
+    }
+
+    #[test]
+    fn fields_newer_than_the_negotiated_version_are_left_out() {
+        let schema = ChatTool::new("t", "A tool.", json!({"type": "object"}));
+        let metadata = ToolMetadata::new()
+            .title("Tool")
+            .icon("https://x.invalid/t.svg")
+            .read_only(true);
+        let old = to_mcp_tool(&schema, &metadata, &ProtocolVersion::V_2025_03_26);
+        assert_eq!(old.title, None);
+        assert_eq!(old.icons, None);
+        assert_eq!(
+            old.annotations.as_ref().and_then(|a| a.title.as_deref()),
+            Some("Tool")
+        );
+        let new = to_mcp_tool(&schema, &metadata, &ProtocolVersion::V_2025_11_25);
+        assert_eq!(new.title.as_deref(), Some("Tool"));
+        assert_eq!(new.icons.map(|icons| icons.len()), Some(1));
+    }
+}
