@@ -592,10 +592,10 @@ impl RegistrySnapshot {
         let options = FormatOptions::default();
         self.formats[slot_of(provider, &options)]
             .get_or_init(|| {
-                let fragments: Vec<&str> = self
+                let fragments: Vec<&RawValue> = self
                     .enabled()
                     .filter_map(|entry| entry.format(provider, &options).as_ref().ok())
-                    .map(|(_, text)| text.as_ref())
+                    .map(|(_, text)| &**text)
                     .collect();
                 assemble(provider, &fragments)
             })
@@ -707,25 +707,21 @@ fn wrap(provider: Provider, tools: Vec<Value>) -> Value {
     }
 }
 
-fn assemble(provider: Provider, fragments: &[&str]) -> Arc<RawValue> {
-    let body_len: usize = fragments.iter().map(|fragment| fragment.len() + 1).sum();
-    let mut text = String::with_capacity(body_len + 32);
-    if provider == Provider::Gemini {
-        text.push_str("{\"functionDeclarations\":");
+fn assemble(provider: Provider, fragments: &[&RawValue]) -> Arc<RawValue> {
+    #[derive(Serialize)]
+    struct Gemini<'a> {
+        #[serde(rename = "functionDeclarations")]
+        function_declarations: &'a [&'a RawValue],
     }
-    text.push('[');
-    for (position, fragment) in fragments.iter().enumerate() {
-        if position > 0 {
-            text.push(',');
-        }
-        text.push_str(fragment);
-    }
-    text.push(']');
-    if provider == Provider::Gemini {
-        text.push('}');
-    }
-    // Every fragment is JSON that serde_json wrote, so the concatenation is valid JSON.
-    RawValue::from_string(text)
+    // Serializing `RawValue`s writes them verbatim, and `to_raw_value` does not parse its output
+    // again, so this is one copy of the bytes with no re-validation.
+    let assembled = match provider {
+        Provider::Gemini => serde_json::value::to_raw_value(&Gemini {
+            function_declarations: fragments,
+        }),
+        _ => serde_json::value::to_raw_value(fragments),
+    };
+    assembled
         .map(Arc::from)
         .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()))
 }
@@ -741,7 +737,7 @@ pub(crate) struct ToolEntry {
     formats: [OnceLock<FormatResult>; FORMAT_SLOTS],
 }
 
-type FormatResult = Result<(Arc<Value>, Box<str>), SchemaError>;
+type FormatResult = Result<(Arc<Value>, Box<RawValue>), SchemaError>;
 
 impl ToolEntry {
     fn new(tool: Arc<dyn ExecutableTool>) -> Result<Self, RegistryError> {
@@ -791,7 +787,11 @@ impl ToolEntry {
     fn format(&self, provider: Provider, options: &FormatOptions) -> &FormatResult {
         self.formats[slot_of(provider, options)].get_or_init(|| {
             let value = format_tool(provider, &self.schema, options)?;
-            let text = value.to_string().into_boxed_str();
+            let text = serde_json::value::to_raw_value(&value).map_err(|error| SchemaError {
+                tool: self.name.to_string(),
+                provider,
+                reason: error.to_string(),
+            })?;
             Ok((Arc::new(value), text))
         })
     }
