@@ -295,7 +295,7 @@ async fn run_calls(
         } else {
             calls[start..]
                 .iter()
-                .position(|call| is_sequential(call))
+                .position(&is_sequential)
                 .map_or(calls.len(), |offset| start + offset)
         };
         // Bounded and in call order; a plain loop rather than `buffered`, whose closure type

@@ -555,7 +555,10 @@ fn string(object: &Map<String, Value>, variant: usize) -> Value {
 /// The lower and upper bounds of a number schema, each with whether it is exclusive. Both the
 /// 2020-12 form (`exclusiveMinimum: 3`) and the draft-04 form (`minimum: 3, exclusiveMinimum:
 /// true`) are read.
-fn bounds(object: &Map<String, Value>) -> (Option<(f64, bool)>, Option<(f64, bool)>) {
+/// A bound: the limit, and whether it is exclusive.
+type Bound = Option<(f64, bool)>;
+
+fn bounds(object: &Map<String, Value>) -> (Bound, Bound) {
     let number = |key: &str| object.get(key).and_then(Value::as_f64);
     let flag = |key: &str| object.get(key).and_then(Value::as_bool).unwrap_or(false);
     let pick = |inclusive: Option<f64>, exclusive: Option<f64>, old_flag: bool, lower: bool| {
