@@ -435,3 +435,42 @@ async fn the_system_prompt_leads_every_request() {
     assert_eq!(requests[1].messages[0], Message::system("Be thorough."));
     assert_eq!(requests[2].messages[0], Message::user("one"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_can_run_on_spawned_tasks_and_wait_for_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent(
+        dir.path(),
+        [
+            ScriptedResponse::tool_call("c1", "echo", r#"{"text": "x"}"#),
+            ScriptedResponse::text("first"),
+            ScriptedResponse::text("second"),
+        ],
+    );
+    agent.add_tool(Echo).unwrap();
+    let agent = Arc::new(agent);
+
+    let first = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.chat("one").await.map(|reply| reply.text) }
+    });
+    let second = tokio::spawn({
+        let agent = agent.clone();
+        async move {
+            let mut events = agent.stream_chat("two");
+            let mut last = None;
+            while let Some(event) = futures::StreamExt::next(&mut events).await {
+                last = Some(event.unwrap());
+            }
+            last
+        }
+    });
+    first.await.unwrap().unwrap();
+    second.await.unwrap().unwrap();
+
+    // The two turns did not interleave: each request saw a complete conversation.
+    let messages = agent.messages();
+    assert_eq!(messages.len(), 6);
+    assert_every_call_answered(&messages);
+    assert_eq!(model.requests().len(), 3);
+}
