@@ -59,6 +59,26 @@ impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
     }
 }
 
+/// A boxed model is a model.
+#[async_trait::async_trait]
+impl<T: ChatModel + ?Sized> ChatModel for Box<T> {
+    fn provider(&self) -> Provider {
+        (**self).provider()
+    }
+
+    fn model_name(&self) -> &str {
+        (**self).model_name()
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        (**self).chat(request).await
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
+        (**self).stream(request).await
+    }
+}
+
 /// A model's answer as a stream of events.
 pub type ModelStream = BoxStream<'static, Result<ModelEvent, ProviderError>>;
 

@@ -30,7 +30,10 @@ use crate::{schema::Provider, tool::JsonObject};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let dir = tempfile::tempdir().unwrap();
-/// let agent = Agent::new(TestModel::new(), AgentOptions::new().root_dir(dir.path()));
+/// let options = AgentOptions::new()
+///     .root_dir(dir.path())
+///     .session_context_file_path(dir.path().join("session.json"));
+/// let agent = Agent::new(TestModel::new(), options);
 /// let reply = agent.chat("try every tool").await.unwrap();
 /// assert!(reply.text.contains("save_session_context"));
 /// # });
