@@ -1,31 +1,315 @@
-//! The main example: lists the default tools and runs `write_file` then `read_file` in a
-//! temporary directory. (The agent with a model replaces this once it lands.)
+//! The main example: an agent with the built-in tools (`read_file`, `write_file`,
+//! `save_session_context`), showing tool calls and results as they happen.
+//!
+//! ```sh
+//! cargo run --example agent                          # a REPL in a terminal, else one demo turn
+//! cargo run --example agent -- "What is in notes.txt?"   # one prompt
+//! echo "/tools" | cargo run --example agent -- --stdin   # prompts and commands from stdin
+//! ```
+//!
+//! With a model provider configured in the environment it talks to it; with none it runs on the
+//! offline test model, which calls every enabled tool once with arguments generated from the
+//! tool's JSON Schema. The file tools only see the working directory (`--root DIR`, by default
+//! `tool-core-agent` in the system's temporary directory).
+//!
+//! REPL commands: `/tools` lists every tool with its on/off switch and category, `/enable NAME`
+//! and `/disable NAME` toggle a tool for this session, `/save [REASON]` saves the session,
+//! `/clear` forgets the conversation, `/quit` leaves. Ctrl-C cancels a running turn.
 
-use tool_core::{ToolContext, ToolContextOptions, create_default_tool_registry};
+use std::{
+    io::{IsTerminal as _, Write as _},
+    path::PathBuf,
+    process::ExitCode,
+    sync::Arc,
+};
+
+use futures::StreamExt as _;
+use tokio::io::AsyncBufReadExt as _;
+use tool_core::{
+    Agent, AgentEvent, AgentOptions, ToolToggles,
+    model::{ChatModel, TestModel},
+};
+
+const SYSTEM_PROMPT: &str = "You are a helpful assistant. You can read and write files in the \
+                             working directory, and save the session when asked.";
+
+const DEMO_PROMPT: &str = "Show me what your tools can do.";
+
+const HELP: &str = "\
+commands:
+  /tools           list every tool with its on/off switch and category
+  /enable NAME     turn a tool on for this session
+  /disable NAME    turn a tool off for this session
+  /save [REASON]   save the session context
+  /clear           forget the conversation
+  /help            show this help
+  /quit            leave
+anything else is sent to the model; Ctrl-C cancels a running turn";
+
+/// The model configured in the environment, if any.
+///
+/// The HTTP provider clients read their settings (`OPENAI_API_KEY`, `OPENAI_BASE_URL`,
+/// `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, `OLLAMA_HOST`) in `tool_core::model::from_env`; this
+/// is the one place the example asks for them.
+fn configured_model() -> Option<Arc<dyn ChatModel>> {
+    None
+}
+
+struct Args {
+    prompt: Option<String>,
+    root: PathBuf,
+    from_stdin: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        prompt: None,
+        root: std::env::temp_dir().join("tool-core-agent"),
+        from_stdin: false,
+    };
+    let mut words = Vec::new();
+    let mut iter = std::env::args().skip(1);
+    while let Some(arg) = iter.next() {
+        match arg.as_str() {
+            "--root" => {
+                args.root = iter
+                    .next()
+                    .map(PathBuf::from)
+                    .ok_or("`--root` needs a directory")?;
+            }
+            "--stdin" => args.from_stdin = true,
+            "-h" | "--help" => {
+                return Err(
+                    "usage: agent [--root DIR] [--stdin] [PROMPT...]\n\nWithout a prompt: a \
+                     REPL when stdin is a terminal (or with --stdin), one demo turn otherwise."
+                        .to_owned(),
+                );
+            }
+            _ => words.push(arg),
+        }
+    }
+    if !words.is_empty() {
+        args.prompt = Some(words.join(" "));
+    }
+    Ok(args)
+}
 
 #[tokio::main]
-async fn main() {
-    let dir = std::env::temp_dir().join("tool-core-example");
-    let context = ToolContext::with_options(ToolContextOptions::new().root_dir(&dir));
-    if let Err(error) = std::fs::create_dir_all(&dir) {
-        eprintln!("cannot create {}: {error}", dir.display());
-        return;
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(error) = std::fs::create_dir_all(&args.root) {
+        eprintln!("cannot create {}: {error}", args.root.display());
+        return ExitCode::FAILURE;
     }
-    let registry = create_default_tool_registry(context);
-    for tool in registry.list_tools() {
+    let notes = args.root.join("notes.txt");
+    if !notes.exists() {
+        // Something for `read_file` to find; a failure only means there is nothing to read.
+        let _ = std::fs::write(&notes, "Buy milk. Call Ada about the tool registry.\n");
+    }
+
+    let (model, offline) = match configured_model() {
+        Some(model) => (model, false),
+        None => (Arc::new(TestModel::new()) as Arc<dyn ChatModel>, true),
+    };
+    if offline {
         println!(
-            "[{}] {} - {}",
-            if tool.enabled { "on" } else { "off" },
-            tool.name,
-            tool.description
+            "No model provider is configured (set OPENAI_API_KEY, ANTHROPIC_API_KEY, \
+             GEMINI_API_KEY or OLLAMA_HOST), so this runs on the offline test model: it calls \
+             every enabled tool once with arguments generated from the tool's schema, then \
+             reports the results."
+        );
+    } else {
+        println!(
+            "Model: {} ({})",
+            model.model_name(),
+            model.provider().as_str()
         );
     }
-    let args = serde_json::json!({ "path": "hello.txt", "content": "hello" });
-    if let serde_json::Value::Object(args) = args {
-        println!("{}", registry.execute("write_file", args).await);
+    println!("File tools work in {}", args.root.display());
+
+    let options = AgentOptions::new()
+        .system_prompt(SYSTEM_PROMPT)
+        .root_dir(&args.root)
+        .session_context_file_path(args.root.join("session.json"))
+        .toggles(ToolToggles::new())
+        // The test model calls `read_file` and `write_file` on the same path; one at a time
+        // keeps its output the same from run to run.
+        .sequential_tools(offline);
+    let agent = Agent::with_model(model, options);
+
+    if let Some(prompt) = args.prompt {
+        return if run_turn(&agent, &prompt).await {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
     }
-    let args = serde_json::json!({ "path": "hello.txt" });
-    if let serde_json::Value::Object(args) = args {
-        println!("{}", registry.execute("read_file", args).await);
+    if args.from_stdin || std::io::stdin().is_terminal() {
+        repl(&agent).await;
+        return ExitCode::SUCCESS;
+    }
+    println!(
+        "stdin is not a terminal: running one demo turn (pass a prompt, or --stdin to read \
+         prompts from stdin)"
+    );
+    println!("> {DEMO_PROMPT}");
+    if run_turn(&agent, DEMO_PROMPT).await {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+async fn repl(agent: &Agent) {
+    println!("Type a message, or /help for commands.");
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        print!("> ");
+        let _ = std::io::stdout().flush();
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => {
+                println!();
+                return;
+            }
+            Err(error) => {
+                eprintln!("cannot read stdin: {error}");
+                return;
+            }
+        };
+        let line = line.trim();
+        let (command, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let rest = rest.trim();
+        match command {
+            "" => {}
+            "/quit" | "/exit" => return,
+            "/help" => println!("{HELP}"),
+            "/tools" => show_tools(agent),
+            "/enable" | "/disable" => {
+                let on = command == "/enable";
+                if rest.is_empty() {
+                    println!("usage: {command} NAME");
+                } else if (on && agent.enable_tool(rest)) || (!on && agent.disable_tool(rest)) {
+                    println!("{rest} is {}", if on { "on" } else { "off" });
+                } else {
+                    println!("no tool named {rest}; /tools lists them");
+                }
+            }
+            "/save" => {
+                let reason = if rest.is_empty() {
+                    "saved from the REPL"
+                } else {
+                    rest
+                };
+                println!("{}", agent.save_context(reason).await);
+            }
+            "/clear" => {
+                agent.clear_context();
+                println!("conversation cleared");
+            }
+            _ if command.starts_with('/') => println!("unknown command {command}; try /help"),
+            _ => {
+                tokio::select! {
+                    _ = run_turn(agent, line) => {}
+                    _ = tokio::signal::ctrl_c() => println!("\n(cancelled)"),
+                }
+            }
+        }
+    }
+}
+
+fn show_tools(agent: &Agent) {
+    let tools = agent.list_tools();
+    let width = tools.iter().map(|tool| tool.name.len()).max().unwrap_or(0);
+    for tool in tools {
+        println!(
+            "[{}] {:width$}  {:10}  {}",
+            if tool.enabled { "on " } else { "off" },
+            tool.name,
+            tool.category.as_deref().unwrap_or("-"),
+            tool.description,
+        );
+    }
+}
+
+/// Runs one turn, printing text, tool calls and results as they arrive. Returns whether it
+/// succeeded.
+async fn run_turn(agent: &Agent, prompt: &str) -> bool {
+    let mut events = agent.stream_chat(prompt);
+    let mut stdout = std::io::stdout();
+    let mut mid_line = false;
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(error) => {
+                if mid_line {
+                    println!();
+                }
+                eprintln!("error: {error}");
+                return false;
+            }
+        };
+        match event {
+            AgentEvent::TextDelta(text) => {
+                print!("{text}");
+                let _ = stdout.flush();
+                mid_line = !text.ends_with('\n');
+            }
+            AgentEvent::ToolCallFinished { call, .. } => {
+                if mid_line {
+                    println!();
+                    mid_line = false;
+                }
+                println!("-> {}({})", call.name, call.arguments);
+            }
+            AgentEvent::ToolResult {
+                name,
+                content,
+                is_error,
+                ..
+            } => {
+                let mark = if is_error { "!!" } else { "<-" };
+                println!("{mark} {name}: {}", shorten(&content, 300));
+            }
+            AgentEvent::Done(reply) => {
+                if mid_line {
+                    println!();
+                }
+                let tokens = reply.usage.map_or(String::new(), |usage| {
+                    format!(
+                        ", {} tokens in, {} out",
+                        usage.input_tokens, usage.output_tokens
+                    )
+                });
+                println!(
+                    "[{} step(s), {} tool call(s){tokens}]",
+                    reply.steps, reply.tool_calls
+                );
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+fn shorten(text: &str, limit: usize) -> String {
+    let one_line = text.replace('\n', " ");
+    match one_line.char_indices().nth(limit) {
+        Some((end, _)) => format!("{}...", &one_line[..end]),
+        None => one_line,
     }
 }

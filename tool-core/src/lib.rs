@@ -55,6 +55,7 @@
 #[allow(unused_extern_crates)]
 extern crate self as tool_core;
 
+pub mod agent;
 pub mod builtin;
 pub mod config;
 pub mod context;
@@ -71,6 +72,7 @@ pub mod tool;
 #[doc(hidden)]
 pub mod __private;
 
+pub use agent::{Agent, AgentError, AgentEvent, AgentOptions, AgentResponse};
 pub use async_trait::async_trait;
 pub use builtin::create_default_tool_registry;
 pub use config::{HandlerTable, LoadReport, ToolConfig};

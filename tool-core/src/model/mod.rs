@@ -11,8 +11,12 @@ use serde_json::value::RawValue;
 use crate::{registry::RegistrySnapshot, schema::Provider, tool::ChatTool};
 
 mod message;
+mod scripted;
+mod test_model;
 
 pub use message::{Message, ToolCall};
+pub use scripted::{ScriptedModel, ScriptedResponse};
+pub use test_model::{TestModel, generate_arguments, generate_value};
 
 /// A client for a language model: OpenAI-compatible, Ollama, Gemini, Anthropic, or the offline
 /// test and scripted models.
@@ -32,6 +36,47 @@ pub trait ChatModel: Send + Sync {
     /// Sends a request and streams the answer as it arrives. Dropping the stream cancels the
     /// request.
     async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError>;
+}
+
+/// A shared model is a model: an agent can take an `Arc<dyn ChatModel>` (or an `Arc` of a
+/// scripted model the test keeps a handle on).
+#[async_trait::async_trait]
+impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
+    fn provider(&self) -> Provider {
+        (**self).provider()
+    }
+
+    fn model_name(&self) -> &str {
+        (**self).model_name()
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        (**self).chat(request).await
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
+        (**self).stream(request).await
+    }
+}
+
+/// A boxed model is a model.
+#[async_trait::async_trait]
+impl<T: ChatModel + ?Sized> ChatModel for Box<T> {
+    fn provider(&self) -> Provider {
+        (**self).provider()
+    }
+
+    fn model_name(&self) -> &str {
+        (**self).model_name()
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        (**self).chat(request).await
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
+        (**self).stream(request).await
+    }
 }
 
 /// A model's answer as a stream of events.

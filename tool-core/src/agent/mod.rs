@@ -1,0 +1,493 @@
+//! [`Agent`]: a conversation with a model that can call tools, and the tool-call loop that runs
+//! it.
+//!
+//! The agent owns a [`ToolContext`] that holds the conversation (so tools such as
+//! `save_session_context` see it) and a [`ToolRegistry`] (the default one, or a shared one). Each
+//! [`chat`](Agent::chat) or [`stream_chat`](Agent::stream_chat) is one *turn*: the user's text
+//! is appended, then the model is asked, its tool calls are run, their results appended, and the
+//! model asked again, until it answers without calling tools or `max_steps` model calls were
+//! made.
+//!
+//! ```
+//! use tool_core::{
+//!     Agent, AgentOptions,
+//!     model::{ScriptedModel, ScriptedResponse},
+//! };
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::write(dir.path().join("notes.txt"), "buy milk").unwrap();
+//! let model = ScriptedModel::new([
+//!     ScriptedResponse::tool_call("call_1", "read_file", r#"{"path": "notes.txt"}"#),
+//!     ScriptedResponse::text("Your note says: buy milk."),
+//! ]);
+//! let agent = Agent::new(model.clone(), AgentOptions::new().root_dir(dir.path()));
+//! let reply = agent.chat("What is in notes.txt?").await.unwrap();
+//! assert_eq!(reply.text, "Your note says: buy milk.");
+//! // The second request carried the tool's result, answering the call by its id.
+//! let second = &model.requests()[1];
+//! assert!(second.messages.iter().any(|message| matches!(
+//!     message,
+//!     tool_core::model::Message::Tool { tool_call_id, content, .. }
+//!         if tool_call_id == "call_1" && content == "buy milk"
+//! )));
+//! # });
+//! ```
+
+mod events;
+mod run;
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use futures::{FutureExt as _, StreamExt as _, stream::BoxStream};
+use serde_json::Value;
+
+pub use events::AgentEvent;
+
+use crate::{
+    builtin::register_builtins,
+    context::{
+        LoadContextError, SavedSessionContext, SessionContext, ToolContext, ToolContextOptions,
+    },
+    model::{ChatModel, FinishReason, Message, ModelSettings, ProviderError, Usage},
+    registry::{RegistryError, RegistryOptions, RegistrySnapshot, ToolRegistry, ToolToggles},
+    tool::{ChatTool, ExecutableTool, JsonObject},
+};
+
+/// The default of [`AgentOptions::max_steps`].
+pub const DEFAULT_MAX_STEPS: usize = 10;
+
+/// The default of [`AgentOptions::tool_concurrency`].
+pub const DEFAULT_TOOL_CONCURRENCY: usize = 8;
+
+/// Settings of an [`Agent`]. `Default` gives no system prompt, `session_context.json` as the
+/// session file, the current directory as the file tools' root, 10 steps, up to 8 tool calls at
+/// once and the default registry.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct AgentOptions {
+    /// The system prompt.
+    pub system_prompt: String,
+    /// Where `save_session_context` (and [`Agent::save_context`]) writes.
+    pub session_context_file_path: PathBuf,
+    /// The directory the file tools are confined to (`None`: the current directory).
+    pub root_dir: Option<PathBuf>,
+    /// The most model calls one turn may make (default 10). A turn whose model still calls
+    /// tools at the last step ends with [`AgentError::MaxSteps`].
+    pub max_steps: usize,
+    /// The most tool calls of one step run at once (default 8; 1 runs them one by one).
+    pub tool_concurrency: usize,
+    /// Run every tool call in order, one at a time (default `false`; a tool can ask for this on
+    /// its own with [`ToolMetadata::sequential`](crate::ToolMetadata::sequential)).
+    pub sequential_tools: bool,
+    /// The timeout of tools that set none (applies to the registry the agent builds; a shared
+    /// registry keeps its own options).
+    pub tool_timeout: Option<Duration>,
+    /// Sampling settings sent with every request.
+    pub model_settings: ModelSettings,
+    /// Use this registry instead of building the default one (shared with other agents, chat
+    /// sessions or a server).
+    pub registry: Option<Arc<ToolRegistry>>,
+    /// Per-session tool toggles over the registry: [`Agent::enable_tool`] and
+    /// [`Agent::disable_tool`] then change these instead of the (possibly shared) registry.
+    pub toggles: Option<ToolToggles>,
+    /// Use this context (and its system prompt, session file and root directory) instead of
+    /// building one from the fields above.
+    pub context: Option<ToolContext>,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            system_prompt: String::new(),
+            session_context_file_path: PathBuf::from("session_context.json"),
+            root_dir: None,
+            max_steps: DEFAULT_MAX_STEPS,
+            tool_concurrency: DEFAULT_TOOL_CONCURRENCY,
+            sequential_tools: false,
+            tool_timeout: None,
+            model_settings: ModelSettings::default(),
+            registry: None,
+            toggles: None,
+            context: None,
+        }
+    }
+}
+
+impl AgentOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the system prompt.
+    #[must_use]
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = prompt.into();
+        self
+    }
+
+    /// Sets the session context file.
+    #[must_use]
+    pub fn session_context_file_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.session_context_file_path = path.into();
+        self
+    }
+
+    /// Confines the file tools to this directory.
+    #[must_use]
+    pub fn root_dir(mut self, root: impl Into<PathBuf>) -> Self {
+        self.root_dir = Some(root.into());
+        self
+    }
+
+    /// Sets the most model calls per turn.
+    #[must_use]
+    pub fn max_steps(mut self, steps: usize) -> Self {
+        self.max_steps = steps;
+        self
+    }
+
+    /// Sets how many tool calls of one step may run at once.
+    #[must_use]
+    pub fn tool_concurrency(mut self, limit: usize) -> Self {
+        self.tool_concurrency = limit;
+        self
+    }
+
+    /// Runs every tool call in order, one at a time.
+    #[must_use]
+    pub fn sequential_tools(mut self, sequential: bool) -> Self {
+        self.sequential_tools = sequential;
+        self
+    }
+
+    /// Sets the timeout of tools that set none.
+    #[must_use]
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the sampling settings.
+    #[must_use]
+    pub fn model_settings(mut self, settings: ModelSettings) -> Self {
+        self.model_settings = settings;
+        self
+    }
+
+    /// Uses a shared registry instead of the default one.
+    #[must_use]
+    pub fn registry(mut self, registry: Arc<ToolRegistry>) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Keeps tool toggles per session, over the registry.
+    #[must_use]
+    pub fn toggles(mut self, toggles: ToolToggles) -> Self {
+        self.toggles = Some(toggles);
+        self
+    }
+
+    /// Uses an existing context.
+    #[must_use]
+    pub fn context(mut self, context: ToolContext) -> Self {
+        self.context = Some(context);
+        self
+    }
+}
+
+/// Why a turn failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The model request failed. The conversation is as it was before the turn (the user's
+    /// message included), so it never holds an unanswered tool call; tools that already ran are
+    /// not undone.
+    #[error(transparent)]
+    Model(#[from] ProviderError),
+    /// The model still called tools at the last allowed step. The conversation is kept, and each
+    /// of those last calls is answered with a result saying it was not run.
+    #[error(
+        "the model was still calling tools after {steps} steps; raise `max_steps` or ask for less"
+    )]
+    MaxSteps {
+        /// The steps made.
+        steps: usize,
+    },
+    /// A saved session could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadContextError),
+}
+
+/// The outcome of a turn.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct AgentResponse {
+    /// The model's final answer.
+    pub text: String,
+    /// How many model calls the turn made.
+    pub steps: usize,
+    /// How many tool calls the turn ran.
+    pub tool_calls: usize,
+    /// Token counts summed over the turn, when the model reported them.
+    pub usage: Option<Usage>,
+    /// Why the model stopped.
+    pub finish_reason: FinishReason,
+}
+
+impl std::fmt::Display for AgentResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// A conversation with a model that can call tools. See the [module docs](self).
+///
+/// Every method takes `&self`; turns of one agent run one after another (a second `chat` waits
+/// for the first).
+pub struct Agent {
+    inner: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    model: Arc<dyn ChatModel>,
+    registry: Arc<ToolRegistry>,
+    context: ToolContext,
+    toggles: Option<ToolToggles>,
+    max_steps: usize,
+    tool_concurrency: usize,
+    sequential_tools: bool,
+    settings: ModelSettings,
+    turn: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.inner.model.model_name())
+            .field("registry", &self.inner.registry)
+            .field("context", &self.inner.context)
+            .field("max_steps", &self.inner.max_steps)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// An agent talking to `model` (any [`ChatModel`], an `Arc<dyn ChatModel>` included) with
+    /// the default registry (`read_file`, `write_file`, `save_session_context`) over a context
+    /// it owns, unless `options` brings a registry or a context.
+    pub fn new(model: impl ChatModel + 'static, options: AgentOptions) -> Self {
+        Self::with_model(Arc::new(model), options)
+    }
+
+    /// Like [`new`](Self::new), with a shared model.
+    pub fn with_model(model: Arc<dyn ChatModel>, options: AgentOptions) -> Self {
+        let context = options.context.unwrap_or_else(|| {
+            let mut context_options = ToolContextOptions::new()
+                .system_prompt(options.system_prompt)
+                .session_context_file_path(options.session_context_file_path);
+            if let Some(root) = options.root_dir {
+                context_options = context_options.root_dir(root);
+            }
+            ToolContext::with_options(context_options)
+        });
+        let registry = options.registry.unwrap_or_else(|| {
+            let mut registry_options = RegistryOptions::new();
+            if let Some(timeout) = options.tool_timeout {
+                registry_options = registry_options.default_timeout(timeout);
+            }
+            let registry = ToolRegistry::with_options(registry_options);
+            register_builtins(&registry, &context);
+            Arc::new(registry)
+        });
+        Self {
+            inner: Arc::new(Shared {
+                model,
+                registry,
+                context,
+                toggles: options.toggles,
+                max_steps: options.max_steps.max(1),
+                tool_concurrency: options.tool_concurrency.max(1),
+                sequential_tools: options.sequential_tools,
+                settings: options.model_settings,
+                turn: Arc::new(tokio::sync::Mutex::new(())),
+            }),
+        }
+    }
+
+    /// An agent that resumes the session saved in `path` (see [`load_context`](Self::load_context)).
+    pub fn resume(
+        model: impl ChatModel + 'static,
+        options: AgentOptions,
+        path: impl Into<PathBuf>,
+    ) -> Result<Self, AgentError> {
+        let agent = Self::new(model, options);
+        agent.load_context(path.into())?;
+        Ok(agent)
+    }
+
+    /// The schemas of the tools the model is offered now (the enabled ones, with this session's
+    /// toggles applied), in registration order.
+    pub fn get_tools(&self) -> Vec<ChatTool> {
+        self.inner.snapshot().schemas()
+    }
+
+    /// Sends the user's `text` and runs the tool-call loop until the model answers.
+    pub async fn chat(&self, text: impl Into<String>) -> Result<AgentResponse, AgentError> {
+        run::turn(self.inner.clone(), text.into(), None).await
+    }
+
+    /// Like [`chat`](Self::chat), as a stream of [`AgentEvent`]s ending with
+    /// [`AgentEvent::Done`] or an `Err`. Nothing runs until the stream is polled, and dropping
+    /// the stream cancels the turn (the model request and any running tools); a cancelled turn
+    /// leaves the conversation as it was before it.
+    pub fn stream_chat(
+        &self,
+        text: impl Into<String>,
+    ) -> BoxStream<'static, Result<AgentEvent, AgentError>> {
+        let (sender, receiver) = futures::channel::mpsc::unbounded();
+        let inner = self.inner.clone();
+        let text = text.into();
+        // The turn is driven by polling this stream, not by a spawned task, so it cannot outlive
+        // the stream.
+        let driver = async move {
+            let outcome = run::turn(inner, text, Some(&sender)).await;
+            let last = outcome.map(AgentEvent::Done);
+            // The receiver is alive: it is polled beside this future.
+            let _ = sender.unbounded_send(last);
+        };
+        let driver = driver
+            .into_stream()
+            .filter_map(|()| futures::future::ready(None));
+        futures::stream::select(receiver, driver).boxed()
+    }
+
+    /// Saves the session context (system prompt, messages, notes) with `reason`, by running the
+    /// `save_session_context` tool through the registry. Returns the tool's result text.
+    pub async fn save_context(&self, reason: impl Into<String>) -> String {
+        let mut args = JsonObject::new();
+        args.insert("reason".to_owned(), Value::String(reason.into()));
+        self.inner
+            .registry
+            .execute("save_session_context", args)
+            .await
+    }
+
+    /// Replaces the conversation with the session saved in `path` (as written by
+    /// `save_session_context`): system prompt, messages and notes, exactly. Returns what was
+    /// loaded.
+    ///
+    /// A session saved by the model in the middle of a turn ends with tool calls that have no
+    /// results yet; the next turn answers them with a note that the result was not recorded, so
+    /// the conversation sent to the model stays valid.
+    pub fn load_context(
+        &self,
+        path: impl Into<PathBuf>,
+    ) -> Result<SavedSessionContext, AgentError> {
+        let saved = SavedSessionContext::load(path.into())?;
+        self.inner.context.replace(saved.context.clone());
+        Ok(saved)
+    }
+
+    /// Registers a tool, enabled unless its metadata says otherwise.
+    pub fn add_tool(&self, tool: impl ExecutableTool + 'static) -> Result<(), RegistryError> {
+        self.inner.registry.register(tool)
+    }
+
+    /// Unregisters a tool; returns whether there was one.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.inner.registry.unregister(name)
+    }
+
+    /// Enables a tool (for this session only when the agent has [`ToolToggles`]); returns
+    /// `false` when no tool has this name.
+    pub fn enable_tool(&self, name: &str) -> bool {
+        self.set_tool_enabled(name, true)
+    }
+
+    /// Disables a tool (for this session only when the agent has [`ToolToggles`]); it stays
+    /// registered. Returns `false` when no tool has this name.
+    pub fn disable_tool(&self, name: &str) -> bool {
+        self.set_tool_enabled(name, false)
+    }
+
+    /// Whether the model is offered this tool now.
+    pub fn is_tool_enabled(&self, name: &str) -> bool {
+        self.inner.snapshot().is_enabled(name)
+    }
+
+    /// Every tool with its metadata and its enabled state for this agent, in registration order.
+    pub fn list_tools(&self) -> Vec<crate::ToolInfo> {
+        self.inner.snapshot().list_tools()
+    }
+
+    /// Forgets the conversation (messages and notes); the system prompt stays.
+    pub fn clear_context(&self) {
+        self.inner.context.clear();
+    }
+
+    /// Replaces the system prompt; the next request uses it.
+    pub fn set_system_prompt(&self, prompt: impl Into<String>) {
+        self.inner.context.set_system_prompt(prompt);
+    }
+
+    /// The system prompt.
+    pub fn system_prompt(&self) -> String {
+        self.inner.context.system_prompt()
+    }
+
+    /// The conversation so far.
+    pub fn session_context(&self) -> SessionContext {
+        self.inner.context.session_context()
+    }
+
+    /// The messages so far (without the system prompt).
+    pub fn messages(&self) -> Vec<Message> {
+        self.inner.context.session_context().messages
+    }
+
+    /// The registry the agent runs tools from.
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.inner.registry
+    }
+
+    /// The context the agent's tools read.
+    pub fn context(&self) -> &ToolContext {
+        &self.inner.context
+    }
+
+    /// The per-session toggles, when the agent has them.
+    pub fn toggles(&self) -> Option<&ToolToggles> {
+        self.inner.toggles.as_ref()
+    }
+
+    /// The model the agent talks to.
+    pub fn model(&self) -> &Arc<dyn ChatModel> {
+        &self.inner.model
+    }
+
+    fn set_tool_enabled(&self, name: &str, enabled: bool) -> bool {
+        match &self.inner.toggles {
+            Some(toggles) => {
+                if !self.inner.registry.has_tool(name) {
+                    return false;
+                }
+                toggles.set(name, enabled);
+                true
+            }
+            None => self.inner.registry.set_enabled(name, enabled),
+        }
+    }
+}
+
+impl Shared {
+    /// The tools as this agent sees them now.
+    fn snapshot(&self) -> Arc<RegistrySnapshot> {
+        match &self.toggles {
+            Some(toggles) => toggles.snapshot(&self.registry),
+            None => self.registry.snapshot(),
+        }
+    }
+}
