@@ -12,9 +12,13 @@
 //! tool's JSON Schema. The file tools only see the working directory (`--root DIR`, by default
 //! `tool-core-agent` in the system's temporary directory).
 //!
+//! `--tools-config PATH` adds the tools defined in a JSON or TOML file (see `examples/tools.toml`).
+//!
 //! REPL commands: `/tools` lists every tool with its on/off switch and category, `/enable NAME`
-//! and `/disable NAME` toggle a tool for this session, `/save [REASON]` saves the session,
-//! `/clear` forgets the conversation, `/quit` leaves. Ctrl-C cancels a running turn.
+//! and `/disable NAME` toggle a tool and remember the choice across runs (in
+//! `tool-preferences.json` beside the working directory's files, or `--prefs PATH`),
+//! `/save [REASON]` saves the session, `/clear` forgets the conversation, `/quit` leaves.
+//! Ctrl-C cancels a running turn.
 
 use std::{
     io::{IsTerminal as _, Write as _},
@@ -26,8 +30,10 @@ use std::{
 use futures::StreamExt as _;
 use tokio::io::AsyncBufReadExt as _;
 use tool_core::{
-    Agent, AgentEvent, AgentOptions, ToolToggles,
+    Agent, AgentEvent, AgentOptions, ChatSession, FilePreferenceStore, HandlerTable, ToolContext,
+    ToolContextOptions, ToolRegistry, config, create_default_tool_registry,
     model::{ChatModel, TestModel},
+    session::SessionError,
 };
 
 const SYSTEM_PROMPT: &str = "You are a helpful assistant. You can read and write files in the \
@@ -38,8 +44,8 @@ const DEMO_PROMPT: &str = "Show me what your tools can do.";
 const HELP: &str = "\
 commands:
   /tools           list every tool with its on/off switch and category
-  /enable NAME     turn a tool on for this session
-  /disable NAME    turn a tool off for this session
+  /enable NAME     turn a tool on (remembered across runs)
+  /disable NAME    turn a tool off (remembered across runs)
   /save [REASON]   save the session context
   /clear           forget the conversation
   /help            show this help
@@ -58,6 +64,8 @@ fn configured_model() -> Option<Arc<dyn ChatModel>> {
 struct Args {
     prompt: Option<String>,
     root: PathBuf,
+    tools_config: Option<PathBuf>,
+    prefs: Option<PathBuf>,
     from_stdin: bool,
 }
 
@@ -65,6 +73,8 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         prompt: None,
         root: std::env::temp_dir().join("tool-core-agent"),
+        tools_config: None,
+        prefs: None,
         from_stdin: false,
     };
     let mut words = Vec::new();
@@ -77,11 +87,26 @@ fn parse_args() -> Result<Args, String> {
                     .map(PathBuf::from)
                     .ok_or("`--root` needs a directory")?;
             }
+            "--tools-config" => {
+                args.tools_config = Some(
+                    iter.next()
+                        .map(PathBuf::from)
+                        .ok_or("`--tools-config` needs a JSON or TOML file")?,
+                );
+            }
+            "--prefs" => {
+                args.prefs = Some(
+                    iter.next()
+                        .map(PathBuf::from)
+                        .ok_or("`--prefs` needs a file path")?,
+                );
+            }
             "--stdin" => args.from_stdin = true,
             "-h" | "--help" => {
                 return Err(
-                    "usage: agent [--root DIR] [--stdin] [PROMPT...]\n\nWithout a prompt: a \
-                     REPL when stdin is a terminal (or with --stdin), one demo turn otherwise."
+                    "usage: agent [--root DIR] [--tools-config FILE] [--prefs FILE] [--stdin] \
+                     [PROMPT...]\n\nWithout a prompt: a REPL when stdin is a terminal (or with \
+                     --stdin), one demo turn otherwise."
                         .to_owned(),
                 );
             }
@@ -141,11 +166,38 @@ async fn main() -> ExitCode {
     }
     println!("File tools work in {}", args.root.display());
 
+    // One registry shared by the agent and the chat session: the built-in tools, plus any
+    // defined in a configuration file.
+    let context = ToolContext::with_options(
+        ToolContextOptions::new()
+            .system_prompt(SYSTEM_PROMPT)
+            .root_dir(&args.root)
+            .session_context_file_path(args.root.join("session.json")),
+    );
+    let registry = Arc::new(create_default_tool_registry(context.clone()));
+    if let Some(path) = &args.tools_config
+        && let Err(code) = load_config(&registry, path)
+    {
+        return code;
+    }
+    // The session's on/off switches, remembered in a preferences file across runs.
+    let prefs = args
+        .prefs
+        .clone()
+        .unwrap_or_else(|| args.root.join("tool-preferences.json"));
+    let store = Arc::new(FilePreferenceStore::new(&prefs));
+    let session = match ChatSession::open(registry.clone(), store).await {
+        Ok(session) => session,
+        Err(error) => {
+            eprintln!("tool preferences unavailable ({error}); starting from the defaults");
+            ChatSession::new(registry.clone())
+        }
+    };
+
     let options = AgentOptions::new()
-        .system_prompt(SYSTEM_PROMPT)
-        .root_dir(&args.root)
-        .session_context_file_path(args.root.join("session.json"))
-        .toggles(ToolToggles::new())
+        .context(context)
+        .registry(registry)
+        .toggles(session.toggles().clone())
         // The test model calls `read_file` and `write_file` on the same path; one at a time
         // keeps its output the same from run to run.
         .sequential_tools(offline);
@@ -159,7 +211,7 @@ async fn main() -> ExitCode {
         };
     }
     if args.from_stdin || std::io::stdin().is_terminal() {
-        repl(&agent).await;
+        repl(&agent, &session).await;
         return ExitCode::SUCCESS;
     }
     println!(
@@ -174,7 +226,34 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn repl(agent: &Agent) {
+/// Adds the tools of a configuration file; invalid entries are reported and skipped.
+fn load_config(registry: &ToolRegistry, path: &std::path::Path) -> Result<(), ExitCode> {
+    let handlers = HandlerTable::builtins_from(registry);
+    match config::load_tools(registry, path, &handlers) {
+        Ok(report) => {
+            println!(
+                "{} tool(s) loaded from {}{}",
+                report.registered.len(),
+                path.display(),
+                if report.rejected.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} invalid entries skipped:", report.rejected.len())
+                }
+            );
+            for rejected in &report.rejected {
+                println!("  - {rejected}");
+            }
+            Ok(())
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+async fn repl(agent: &Agent, session: &ChatSession) {
     println!("Type a message, or /help for commands.");
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     loop {
@@ -203,10 +282,17 @@ async fn repl(agent: &Agent) {
                 let on = command == "/enable";
                 if rest.is_empty() {
                     println!("usage: {command} NAME");
-                } else if (on && agent.enable_tool(rest)) || (!on && agent.disable_tool(rest)) {
-                    println!("{rest} is {}", if on { "on" } else { "off" });
                 } else {
-                    println!("no tool named {rest}; /tools lists them");
+                    match session.set_enabled(rest, on).await {
+                        Ok(()) => println!("{rest} is {}", if on { "on" } else { "off" }),
+                        Err(SessionError::UnknownTool { .. }) => {
+                            println!("no tool named {rest}; /tools lists them");
+                        }
+                        Err(error) => println!(
+                            "{rest} is {} for now, but the choice was not saved: {error}",
+                            if on { "on" } else { "off" }
+                        ),
+                    }
                 }
             }
             "/save" => {

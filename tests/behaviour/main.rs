@@ -1,17 +1,17 @@
 //! Behaviour tests of tool-core through its public API.
 
-mod builtin_tools;
-mod config_tools;
-mod logs;
-mod provider_formats;
-mod registry;
-mod session_preferences;
-mod session_toggles;
-mod mcp_python;
-mod mcp_server;
 mod agent_loop;
 mod agent_seeds;
 mod agent_session;
 mod agent_stream;
 mod agent_support;
 mod agent_test_model;
+mod builtin_tools;
+mod config_tools;
+mod logs;
+mod mcp_python;
+mod mcp_server;
+mod provider_formats;
+mod registry;
+mod session_preferences;
+mod session_toggles;
