@@ -238,21 +238,22 @@ impl ToolRegistry {
         let enabled = entry.metadata.default_enabled;
         {
             let mut state = self.write();
-            if state.tools.contains_key(&name) {
-                return Err(RegistryError::Duplicate {
-                    name: name.to_string(),
-                });
+            match state.tools.entry(name.clone()) {
+                indexmap::map::Entry::Occupied(_) => {
+                    return Err(RegistryError::Duplicate {
+                        name: name.to_string(),
+                    });
+                }
+                indexmap::map::Entry::Vacant(vacant) => {
+                    vacant.insert(Slot {
+                        entry: Arc::new(entry),
+                        enabled,
+                    });
+                }
             }
-            state.tools.insert(
-                name.clone(),
-                Slot {
-                    entry: Arc::new(entry),
-                    enabled,
-                },
-            );
             state.changed();
         }
-        self.notify(RegistryEvent::Registered(name.to_string()));
+        self.notify(|| RegistryEvent::Registered(name.to_string()));
         Ok(())
     }
 
@@ -279,7 +280,7 @@ impl ToolRegistry {
             removed
         };
         if removed {
-            self.notify(RegistryEvent::Unregistered(name.to_owned()));
+            self.notify(|| RegistryEvent::Unregistered(name.to_owned()));
         }
         removed
     }
@@ -309,10 +310,12 @@ impl ToolRegistry {
             changed
         };
         if changed {
-            self.notify(if enabled {
-                RegistryEvent::Enabled(name.to_owned())
-            } else {
-                RegistryEvent::Disabled(name.to_owned())
+            self.notify(|| {
+                if enabled {
+                    RegistryEvent::Enabled(name.to_owned())
+                } else {
+                    RegistryEvent::Disabled(name.to_owned())
+                }
             });
         }
         true
@@ -490,9 +493,12 @@ impl ToolRegistry {
         self.events.receiver_count()
     }
 
-    fn notify(&self, event: RegistryEvent) {
-        // An error only means nobody is listening.
-        let _ = self.events.send(event);
+    fn notify(&self, event: impl FnOnce() -> RegistryEvent) {
+        // Building the event allocates; skip it when nobody listens (the common case while a
+        // registry is being filled). A send error likewise only means nobody is listening.
+        if self.events.receiver_count() > 0 {
+            let _ = self.events.send(event());
+        }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
