@@ -1,1 +1,4 @@
 //! Behaviour tests of tool-core through its public API.
+
+mod loopback;
+mod provider_openai;

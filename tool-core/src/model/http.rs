@@ -344,9 +344,12 @@ pub(crate) fn error_from_value(value: &Value) -> Option<(Option<String>, String)
                 .and_then(Value::as_str)
                 .map(str::to_owned)
                 .unwrap_or_else(|| Value::Object(error.clone()).to_string());
-            let code = ["type", "status", "code"]
+            // The most specific name first: OpenAI's string `code`, Gemini's `status`,
+            // Anthropic's `type`; a numeric code last.
+            let code = ["code", "status", "type"]
                 .iter()
-                .find_map(|key| error.get(*key).and_then(as_code));
+                .find_map(|key| error.get(*key).and_then(Value::as_str).map(str::to_owned))
+                .or_else(|| error.get("code").and_then(as_code));
             return Some((code, message));
         }
         _ => {}
@@ -400,7 +403,7 @@ mod tests {
         let cases = [
             (
                 r#"{"error":{"message":"Incorrect API key","type":"invalid_request_error","code":"invalid_api_key"}}"#,
-                Some("invalid_request_error"),
+                Some("invalid_api_key"),
                 "Incorrect API key",
             ),
             (r#"{"error":"model not found"}"#, None, "model not found"),
