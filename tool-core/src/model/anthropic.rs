@@ -219,7 +219,9 @@ impl ChatModel for AnthropicClient {
                     let slot = answer.calls.push();
                     answer.calls.set_id(slot, &id);
                     answer.calls.set_name(slot, &name, &mut sink);
-                    answer.calls.append(slot, input.get(), &mut sink);
+                    if !input.is_null() {
+                        answer.calls.append(slot, &input.to_string(), &mut sink);
+                    }
                 }
                 ReplyBlock::Other => {}
             }
@@ -374,7 +376,9 @@ enum ReplyBlock {
     ToolUse {
         id: String,
         name: String,
-        input: Box<RawValue>,
+        /// A `Value`: `RawValue` cannot sit inside an internally tagged enum.
+        #[serde(default)]
+        input: Value,
     },
     #[serde(other)]
     Other,
