@@ -2,4 +2,6 @@
 
 mod loopback;
 mod provider_anthropic;
+mod provider_gemini;
+mod provider_ollama;
 mod provider_openai;

@@ -289,6 +289,12 @@ pub(crate) fn transport(provider: Provider, error: &reqwest::Error) -> ProviderE
 /// The error a successful-status body carries (`{"error": ...}`), if any.
 pub(crate) fn api_error_in(provider: Provider, body: &[u8]) -> Option<ProviderError> {
     let value: Value = serde_json::from_slice(body).ok()?;
+    // Only an explicit `error` member: a successful body has a `message` of its own (Ollama).
+    let object = match &value {
+        Value::Array(items) if items.len() == 1 => &items[0],
+        other => other,
+    };
+    object.get("error")?;
     let (code, message) = error_from_value(&value)?;
     Some(ProviderError::Api {
         provider,
@@ -354,9 +360,9 @@ pub(crate) fn error_from_value(value: &Value) -> Option<(Option<String>, String)
         }
         _ => {}
     }
-    let message = object.get("detail").or_else(|| object.get("message"))?;
-    let message = match message {
+    let message = match object.get("detail").or_else(|| object.get("message"))? {
         Value::String(message) => message.clone(),
+        Value::Object(_) => return None,
         other => other.to_string(),
     };
     let code = object.get("code").and_then(as_code);
