@@ -3,5 +3,6 @@
 mod loopback;
 mod provider_anthropic;
 mod provider_gemini;
+mod provider_http;
 mod provider_ollama;
 mod provider_openai;
