@@ -340,10 +340,11 @@ async fn gemini_invalid_key_error_is_typed() {
         transcript!("error_invalid_key.json"),
     )])
     .await;
-    let error = match client(&server).stream(ChatRequest::new(question())).await {
-        Err(error) => error,
-        Ok(_) => panic!("a 400 is an error"),
-    };
+    let error = client(&server)
+        .stream(ChatRequest::new(question()))
+        .await
+        .err()
+        .expect("a 400 is an error");
     let (status, code, message) = api_error(Some(error));
     assert_eq!(status, Some(400));
     assert_eq!(code.as_deref(), Some("INVALID_ARGUMENT"));

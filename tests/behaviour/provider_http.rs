@@ -48,10 +48,11 @@ async fn server_errors_are_retried_then_reported_as_unavailable() {
     ])
     .await;
     let model = client(server.url(), fast_retries().with_max_retries(2));
-    let error = match model.stream(hello()).await {
-        Err(error) => error,
-        Ok(_) => panic!("every attempt failed"),
-    };
+    let error = model
+        .stream(hello())
+        .await
+        .err()
+        .expect("every attempt failed");
     match error {
         ProviderError::Unavailable {
             provider: Provider::OpenAi,

@@ -342,13 +342,11 @@ async fn ollama_request_timeout_is_a_transport_error() {
     ])
     .await;
     let http = fast_retries().with_request_timeout(Duration::from_millis(200));
-    let error = match client_with(&server, http)
+    let error = client_with(&server, http)
         .stream(ChatRequest::new(question()))
         .await
-    {
-        Err(error) => error,
-        Ok(_) => panic!("the server never answered in time"),
-    };
+        .err()
+        .expect("the server never answered in time");
     assert!(
         matches!(
             error,

@@ -273,10 +273,11 @@ async fn openai_authentication_error_is_typed_and_not_retried() {
         Reply::sse(transcript!("text.sse")),
     ])
     .await;
-    let error = match client(&server).stream(ChatRequest::new(question())).await {
-        Err(error) => error,
-        Ok(_) => panic!("a 401 is an error"),
-    };
+    let error = client(&server)
+        .stream(ChatRequest::new(question()))
+        .await
+        .err()
+        .expect("a 401 is an error");
     match error {
         ProviderError::Api {
             status: Some(401),

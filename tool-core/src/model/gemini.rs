@@ -72,8 +72,10 @@ impl GeminiConfig {
 
     /// The settings from variables looked up with `vars`.
     pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
-        let mut config = Self::default();
-        config.api_key = var(vars, "GEMINI_API_KEY").or_else(|| var(vars, "GOOGLE_API_KEY"));
+        let mut config = Self {
+            api_key: var(vars, "GEMINI_API_KEY").or_else(|| var(vars, "GOOGLE_API_KEY")),
+            ..Self::default()
+        };
         if let Some(base_url) = var(vars, "GEMINI_BASE_URL") {
             config.base_url = base_url;
         }

@@ -88,8 +88,10 @@ impl OpenAiConfig {
     /// The settings from variables looked up with `vars` (the environment in
     /// [`from_env`](Self::from_env)).
     pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
-        let mut config = Self::default();
-        config.api_key = var(vars, "OPENAI_API_KEY");
+        let mut config = Self {
+            api_key: var(vars, "OPENAI_API_KEY"),
+            ..Self::default()
+        };
         if let Some(base_url) = var(vars, "OPENAI_BASE_URL") {
             config.base_url = base_url;
         }
