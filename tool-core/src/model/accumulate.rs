@@ -4,7 +4,12 @@
 
 // Shared by the provider clients; a build with only some of them leaves parts unused.
 #![cfg_attr(
-    not(all(feature = "openai", feature = "ollama", feature = "gemini", feature = "anthropic")),
+    not(all(
+        feature = "openai",
+        feature = "ollama",
+        feature = "gemini",
+        feature = "anthropic"
+    )),
     allow(dead_code)
 )]
 
