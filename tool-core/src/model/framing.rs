@@ -13,8 +13,8 @@
 //!   as an unknown field and ignore it. A line that starts with `{` or `[` cannot be SSE, so from
 //!   there on the tap keeps the bytes aside and the decoder gets them as [`Frame::Raw`].
 //! - **Linear cost.** The crate copies its remaining buffer after every line it parses, which
-//!   is quadratic in the size of a chunk holding many lines; the tap hands it one line at a time
-//!   (zero-copy slices of the chunk), which keeps the whole pipeline linear.
+//!   is quadratic in the size of a chunk holding many lines; the tap hands it one event at a
+//!   time (zero-copy slices of the chunk), which keeps the whole pipeline linear.
 
 // Shared by the provider clients; a build with only some of them leaves parts unused.
 #![cfg_attr(
@@ -117,7 +117,7 @@ struct TapShared {
     raw: Vec<u8>,
 }
 
-/// The byte stream `eventsource-stream` reads: the body, one line per item, a blank line at
+/// The byte stream `eventsource-stream` reads: the body, one event per item, a blank line at
 /// the end, with non-SSE text diverted to [`TapShared::raw`].
 struct SseTap {
     body: BoxStream<'static, Result<Bytes, String>>,
@@ -152,10 +152,7 @@ impl Stream for SseTap {
                     this.divert(&rest);
                     continue;
                 }
-                let end = match this.chunk.iter().position(|&b| b == b'\n') {
-                    Some(newline) => newline + 1,
-                    None => this.chunk.len(),
-                };
+                let end = event_end(&this.chunk);
                 let line = this.chunk.split_to(end);
                 this.at_line_start = matches!(line.last(), Some(b'\n' | b'\r'));
                 return Poll::Ready(Some(Ok(line)));
@@ -177,6 +174,22 @@ impl Stream for SseTap {
             }
         }
     }
+}
+
+/// Where the piece of `chunk` to hand to the SSE parser ends: after the first blank line (one
+/// event per piece, so the parser's buffer never holds more than one event), before a line
+/// that starts like raw JSON (so the tap sees it), or at the end of the chunk.
+fn event_end(chunk: &[u8]) -> usize {
+    let mut line_start = 0;
+    while let Some(newline) = chunk[line_start..].iter().position(|&b| b == b'\n') {
+        let end = line_start + newline + 1;
+        let blank = matches!(&chunk[line_start..end], b"\n" | b"\r\n");
+        if blank || matches!(chunk.get(end), Some(b'{' | b'[') | None) {
+            return end;
+        }
+        line_start = end;
+    }
+    chunk.len()
 }
 
 struct SseFrames {
@@ -358,6 +371,14 @@ mod tests {
             Frame::Raw(raw) => assert!(raw.starts_with("{\n  \"error\"")),
             other => panic!("expected raw text, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn pieces_end_after_blank_lines_and_before_raw_json() {
+        assert_eq!(event_end(b"event: a\ndata: 1\n\ndata: 2\n\n"), 18);
+        assert_eq!(event_end(b"data: 1\r\n\r\ndata: 2"), 11);
+        assert_eq!(event_end(b"data: 1\n{\"error\": 1}"), 8);
+        assert_eq!(event_end(b"data: 1"), 7);
     }
 
     #[test]
