@@ -58,7 +58,7 @@ anything else is sent to the model; Ctrl-C cancels a running turn";
 /// `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, `OLLAMA_HOST`) in `tool_core::model::from_env`; this
 /// is the one place the example asks for them.
 fn configured_model() -> Option<Arc<dyn ChatModel>> {
-    None
+    tool_core::model::from_env()
 }
 
 struct Args {

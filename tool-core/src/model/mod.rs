@@ -10,11 +10,41 @@ use serde_json::value::RawValue;
 
 use crate::{registry::RegistrySnapshot, schema::Provider, tool::ChatTool};
 
+mod env;
 mod message;
 mod scripted;
 mod test_model;
 
+#[cfg(feature = "http")]
+mod accumulate;
+#[cfg(feature = "http")]
+mod decode;
+#[cfg(feature = "http")]
+mod framing;
+#[cfg(feature = "http")]
+mod http;
+
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
+#[cfg(feature = "gemini")]
+pub mod gemini;
+#[cfg(feature = "ollama")]
+pub mod ollama;
+#[cfg(feature = "openai")]
+pub mod openai;
+
+#[cfg(feature = "anthropic")]
+pub use anthropic::{AnthropicClient, AnthropicConfig};
+pub use env::{from_env, from_vars};
+#[cfg(feature = "gemini")]
+pub use gemini::{GeminiClient, GeminiConfig};
+#[cfg(feature = "http")]
+pub use http::{HttpOptions, retry_after};
 pub use message::{Message, ToolCall};
+#[cfg(feature = "ollama")]
+pub use ollama::{OllamaClient, OllamaConfig};
+#[cfg(feature = "openai")]
+pub use openai::{OpenAiClient, OpenAiConfig};
 pub use scripted::{ScriptedModel, ScriptedResponse};
 pub use test_model::{TestModel, generate_arguments, generate_value};
 

@@ -1,0 +1,335 @@
+//! A loopback HTTP server that plays scripted replies (provider wire transcripts, byte for byte)
+//! to the real provider clients, and records the requests it received.
+
+use std::{
+    collections::VecDeque,
+    convert::Infallible,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{
+    Router,
+    body::{Body, Bytes},
+    extract::{Request, State},
+    http::{HeaderMap, StatusCode},
+    response::Response,
+};
+use futures::StreamExt;
+use tool_core::model::{HttpOptions, ModelEvent, ModelStream, ProviderError};
+
+/// One scripted reply.
+#[derive(Clone, Debug)]
+pub(crate) struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Bytes,
+    /// Send the body in pieces of this many bytes.
+    chunk_size: Option<usize>,
+    /// Wait this long before each piece (and before the headers, with `headers_delay`).
+    chunk_delay: Duration,
+    headers_delay: Duration,
+}
+
+impl Reply {
+    fn new(status: u16, content_type: &str, body: &'static [u8]) -> Self {
+        Self {
+            status,
+            headers: vec![("content-type".into(), content_type.into())],
+            body: Bytes::from_static(body),
+            chunk_size: None,
+            chunk_delay: Duration::ZERO,
+            headers_delay: Duration::ZERO,
+        }
+    }
+
+    /// A 200 `text/event-stream` body.
+    pub(crate) fn sse(body: &'static [u8]) -> Self {
+        Self::new(200, "text/event-stream", body)
+    }
+
+    /// A 200 `application/x-ndjson` body.
+    pub(crate) fn ndjson(body: &'static [u8]) -> Self {
+        Self::new(200, "application/x-ndjson", body)
+    }
+
+    /// A 200 `application/json` body.
+    pub(crate) fn json(body: &'static [u8]) -> Self {
+        Self::new(200, "application/json", body)
+    }
+
+    /// An error status with a JSON body.
+    pub(crate) fn error(status: u16, body: &'static [u8]) -> Self {
+        Self::new(status, "application/json", body)
+    }
+
+    /// Adds a header.
+    pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sends the body in `size`-byte pieces, each after `delay` (a slow, chunked stream).
+    pub(crate) fn chunked(mut self, size: usize, delay: Duration) -> Self {
+        self.chunk_size = Some(size.max(1));
+        self.chunk_delay = delay;
+        self
+    }
+
+    /// Waits before sending the status line.
+    pub(crate) fn delayed(mut self, delay: Duration) -> Self {
+        self.headers_delay = delay;
+        self
+    }
+}
+
+/// A request the server received.
+#[derive(Clone, Debug)]
+pub(crate) struct Recorded {
+    /// The path and query.
+    pub(crate) uri: String,
+    /// The headers.
+    pub(crate) headers: HeaderMap,
+    /// The body.
+    pub(crate) body: Bytes,
+}
+
+impl Recorded {
+    /// The body as JSON.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("the request body is JSON")
+    }
+
+    /// A header's value.
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+#[derive(Default)]
+struct Script {
+    replies: VecDeque<Reply>,
+    requests: Vec<Recorded>,
+}
+
+/// The running server.
+pub(crate) struct Server {
+    url: String,
+    script: Arc<Mutex<Script>>,
+}
+
+impl Server {
+    /// Starts a server that answers successive requests with `replies`, then with 418.
+    pub(crate) async fn start(replies: Vec<Reply>) -> Self {
+        let script = Arc::new(Mutex::new(Script {
+            replies: replies.into(),
+            requests: Vec::new(),
+        }));
+        let app = Router::new()
+            .fallback(answer)
+            .with_state(Arc::clone(&script));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Self { url, script }
+    }
+
+    /// The server's root URL (`http://127.0.0.1:port`).
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The requests received so far.
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
+        self.script.lock().unwrap().requests.clone()
+    }
+}
+
+async fn answer(State(script): State<Arc<Mutex<Script>>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+    let reply = {
+        let mut script = script.lock().unwrap();
+        script.requests.push(Recorded {
+            uri: parts.uri.to_string(),
+            headers: parts.headers,
+            body,
+        });
+        script.replies.pop_front()
+    };
+    let Some(reply) = reply else {
+        return Response::builder()
+            .status(StatusCode::IM_A_TEAPOT)
+            .body(Body::from("no more scripted replies"))
+            .unwrap();
+    };
+    tokio::time::sleep(reply.headers_delay).await;
+    let mut response = Response::builder().status(reply.status);
+    for (name, value) in &reply.headers {
+        response = response.header(name, value);
+    }
+    let body = match reply.chunk_size {
+        None => Body::from(reply.body),
+        Some(size) => {
+            let pieces: Vec<Bytes> = (0..reply.body.len())
+                .step_by(size)
+                .map(|at| reply.body.slice(at..(at + size).min(reply.body.len())))
+                .collect();
+            let delay = reply.chunk_delay;
+            Body::from_stream(futures::stream::iter(pieces).then(move |piece| async move {
+                tokio::time::sleep(delay).await;
+                Ok::<_, Infallible>(piece)
+            }))
+        }
+    };
+    response.body(body).unwrap()
+}
+
+/// Retries that happen at once (the tests count requests, they do not time them).
+pub(crate) fn fast_retries() -> HttpOptions {
+    HttpOptions::default()
+        .with_initial_backoff(Duration::from_millis(1))
+        .with_max_backoff(Duration::from_millis(50))
+}
+
+/// What a stream produced: its events, and the error that ended it, if any.
+#[derive(Debug)]
+pub(crate) struct Collected {
+    pub(crate) events: Vec<ModelEvent>,
+    pub(crate) error: Option<ProviderError>,
+}
+
+impl Collected {
+    /// Reads a stream to its end.
+    pub(crate) async fn from(mut stream: ModelStream) -> Self {
+        let mut events = Vec::new();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => events.push(event),
+                Err(error) => {
+                    assert!(
+                        stream.next().await.is_none(),
+                        "a stream ends after its error"
+                    );
+                    return Self {
+                        events,
+                        error: Some(error),
+                    };
+                }
+            }
+        }
+        Self {
+            events,
+            error: None,
+        }
+    }
+
+    /// The concatenated text deltas.
+    pub(crate) fn text(&self) -> String {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                ModelEvent::TextDelta(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The final `Done` (asserting there is exactly one, and that it is the last event).
+    pub(crate) fn done(&self) -> (&tool_core::model::Message, &tool_core::model::FinishReason) {
+        assert!(self.error.is_none(), "the stream failed: {:?}", self.error);
+        let dones = self
+            .events
+            .iter()
+            .filter(|event| matches!(event, ModelEvent::Done { .. }))
+            .count();
+        assert_eq!(dones, 1, "exactly one Done: {:#?}", self.events);
+        match self.events.last() {
+            Some(ModelEvent::Done {
+                message,
+                finish_reason,
+            }) => (message, finish_reason),
+            other => panic!("the last event is not Done: {other:?}"),
+        }
+    }
+
+    /// The tool calls of the final message.
+    pub(crate) fn calls(&self) -> Vec<tool_core::model::ToolCall> {
+        match self.done().0 {
+            tool_core::model::Message::Assistant { tool_calls, .. } => tool_calls.clone(),
+            other => panic!("not an assistant message: {other:?}"),
+        }
+    }
+
+    /// The calls announced by `ToolCallEnd`, in order.
+    pub(crate) fn ended_calls(&self) -> Vec<tool_core::model::ToolCall> {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                ModelEvent::ToolCallEnd { call, .. } => Some(call.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The `(index, id, name)` of each `ToolCallStart`.
+    pub(crate) fn starts(&self) -> Vec<(usize, String, String)> {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                ModelEvent::ToolCallStart { index, id, name } => {
+                    Some((*index, id.clone(), name.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The concatenated argument deltas of call `index`.
+    pub(crate) fn argument_deltas(&self, index: usize) -> String {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                ModelEvent::ToolCallDelta {
+                    index: at,
+                    arguments,
+                } if *at == index => Some(arguments.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The last usage event.
+    pub(crate) fn usage(&self) -> Option<tool_core::model::Usage> {
+        self.events.iter().rev().find_map(|event| match event {
+            ModelEvent::Usage(usage) => Some(*usage),
+            _ => None,
+        })
+    }
+}
+
+/// A JSON value parsed from a call's arguments text.
+pub(crate) fn args(call: &tool_core::model::ToolCall) -> serde_json::Value {
+    serde_json::from_str(&call.arguments).expect("the arguments are JSON")
+}
+
+/// Two tools, `get_weather(city)` and `read_file(path)`, as plain schemas.
+pub(crate) fn tools() -> tool_core::model::RequestTools {
+    let tool = |name: &str, description: &str, field: &str| {
+        tool_core::ChatTool::new(
+            name,
+            description,
+            serde_json::json!({
+                "type": "object",
+                "properties": { field: { "type": "string" } },
+                "required": [field]
+            }),
+        )
+    };
+    tool_core::model::RequestTools::from_schemas(vec![
+        tool("get_weather", "Current weather in a city.", "city"),
+        tool("read_file", "Read a text file.", "path"),
+    ])
+}

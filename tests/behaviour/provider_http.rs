@@ -1,0 +1,245 @@
+//! What every provider client shares: retries and their limits, transport errors, and picking
+//! a client from the environment.
+
+use std::{collections::HashMap, time::Duration};
+
+use axum::http::HeaderMap;
+use tool_core::{
+    Provider,
+    model::{
+        self, ChatModel, ChatRequest, HttpOptions, Message, OpenAiClient, OpenAiConfig,
+        ProviderError, retry_after,
+    },
+};
+
+use crate::loopback::{Collected, Reply, Server, fast_retries};
+
+const TEXT: &[u8] = include_bytes!("../transcripts/openai/text.sse");
+const DOWN: &[u8] =
+    br#"{"error":{"message":"upstream is down","type":"server_error","code":null}}"#;
+
+fn client(base: &str, http: HttpOptions) -> OpenAiClient {
+    OpenAiClient::new(
+        OpenAiConfig::default()
+            .with_api_key("sk-test")
+            .with_base_url(format!("{base}/v1"))
+            .with_http(http),
+    )
+    .unwrap()
+}
+
+fn hello() -> ChatRequest {
+    ChatRequest::new(vec![Message::user("hello")])
+}
+
+fn patient() -> HttpOptions {
+    HttpOptions::default()
+        .with_initial_backoff(Duration::from_secs(600))
+        .with_max_backoff(Duration::from_secs(600))
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_reported_as_unavailable() {
+    let server = Server::start(vec![
+        Reply::error(503, DOWN),
+        Reply::error(502, DOWN),
+        Reply::error(503, DOWN),
+        Reply::sse(TEXT),
+    ])
+    .await;
+    let model = client(server.url(), fast_retries().with_max_retries(2));
+    let error = model
+        .stream(hello())
+        .await
+        .err()
+        .expect("every attempt failed");
+    match error {
+        ProviderError::Unavailable {
+            provider: Provider::OpenAi,
+            status: 503,
+            attempts: 3,
+            message,
+        } => assert_eq!(message, "upstream is down"),
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn a_server_error_then_success_is_retried() {
+    let server = Server::start(vec![Reply::error(500, DOWN), Reply::sse(TEXT)]).await;
+    let model = client(server.url(), fast_retries());
+    let out = Collected::from(model.stream(hello()).await.unwrap()).await;
+    assert_eq!(out.text(), "The capital of France is Paris.");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn retry_after_as_a_past_http_date_means_retry_now() {
+    let server = Server::start(vec![
+        Reply::error(429, DOWN).header("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"),
+        Reply::sse(TEXT),
+    ])
+    .await;
+    let model = client(server.url(), patient());
+    let out = tokio::time::timeout(Duration::from_secs(60), async {
+        Collected::from(model.stream(hello()).await.unwrap()).await
+    })
+    .await
+    .expect("the HTTP date was honoured");
+    assert_eq!(out.text(), "The capital of France is Paris.");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn retry_after_is_capped_by_max_backoff() {
+    let server = Server::start(vec![
+        Reply::error(429, DOWN).header("retry-after", "3600"),
+        Reply::sse(TEXT),
+    ])
+    .await;
+    let http = HttpOptions::default().with_max_backoff(Duration::from_millis(100));
+    let model = client(server.url(), http);
+    let out = tokio::time::timeout(Duration::from_secs(60), async {
+        Collected::from(model.stream(hello()).await.unwrap()).await
+    })
+    .await
+    .expect("the hour-long Retry-After was capped");
+    assert_eq!(out.text(), "The capital of France is Paris.");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_a_transport_error_after_retries() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let model = client(
+        &format!("http://{address}"),
+        fast_retries().with_max_retries(1),
+    );
+    let error = model.chat(hello()).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ProviderError::Transport {
+                provider: Provider::OpenAi,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn retry_after_reads_seconds_dates_and_milliseconds() {
+    let now = std::time::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+    let mut headers = HeaderMap::new();
+    headers.insert("retry-after", "120".parse().unwrap());
+    assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(120)));
+    // 1_445_412_480 is Wed, 21 Oct 2015 07:28:00 GMT.
+    headers.insert(
+        "retry-after",
+        "Wed, 21 Oct 2015 07:28:30 GMT".parse().unwrap(),
+    );
+    assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(30)));
+    headers.insert("retry-after", "soon".parse().unwrap());
+    assert_eq!(retry_after(&headers, now), None);
+    headers.insert("retry-after-ms", "250".parse().unwrap());
+    assert_eq!(retry_after(&headers, now), Some(Duration::from_millis(250)));
+}
+
+fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+fn chosen(pairs: &[(&str, &str)]) -> Option<(Provider, String)> {
+    model::from_vars(&vars(pairs))
+        .unwrap()
+        .map(|model| (model.provider(), model.model_name().to_owned()))
+}
+
+#[test]
+fn no_provider_configured_gives_none() {
+    assert_eq!(chosen(&[]), None);
+    assert_eq!(
+        chosen(&[("OPENAI_API_KEY", "  ")]),
+        None,
+        "blank values do not count"
+    );
+}
+
+#[test]
+fn the_first_configured_provider_is_chosen() {
+    let all = [
+        ("OPENAI_API_KEY", "sk"),
+        ("ANTHROPIC_API_KEY", "ant"),
+        ("GEMINI_API_KEY", "gm"),
+        ("OLLAMA_HOST", "localhost"),
+    ];
+    assert_eq!(chosen(&all).unwrap().0, Provider::OpenAi);
+    assert_eq!(chosen(&all[1..]).unwrap().0, Provider::Anthropic);
+    assert_eq!(chosen(&all[2..]).unwrap().0, Provider::Gemini);
+    assert_eq!(chosen(&all[3..]).unwrap().0, Provider::Ollama);
+    assert_eq!(
+        chosen(&[
+            ("OPENAI_BASE_URL", "http://localhost:8000/v1"),
+            ("OPENAI_MODEL", "qwen")
+        ]),
+        Some((Provider::OpenAi, "qwen".to_owned()))
+    );
+}
+
+#[test]
+fn tool_core_provider_chooses_explicitly() {
+    assert_eq!(
+        chosen(&[
+            ("TOOL_CORE_PROVIDER", "Ollama"),
+            ("OPENAI_API_KEY", "sk"),
+            ("OLLAMA_MODEL", "qwen3"),
+        ]),
+        Some((Provider::Ollama, "qwen3".to_owned()))
+    );
+    assert_eq!(
+        chosen(&[
+            ("TOOL_CORE_PROVIDER", "gemini"),
+            ("GOOGLE_API_KEY", "gm"),
+            ("GEMINI_MODEL", "gemini-2.5-pro")
+        ]),
+        Some((Provider::Gemini, "gemini-2.5-pro".to_owned()))
+    );
+}
+
+#[test]
+fn an_unusable_explicit_choice_is_an_error() {
+    let unknown = model::from_vars(&vars(&[("TOOL_CORE_PROVIDER", "cohere")])).err();
+    assert!(
+        matches!(&unknown, Some(ProviderError::Config(message)) if message.contains("cohere")),
+        "{unknown:?}"
+    );
+    let keyless = model::from_vars(&vars(&[("TOOL_CORE_PROVIDER", "anthropic")])).err();
+    assert!(
+        matches!(&keyless, Some(ProviderError::Config(message)) if message.contains("ANTHROPIC_API_KEY")),
+        "{keyless:?}"
+    );
+}
+
+#[test]
+fn configs_read_their_variables() {
+    let config = OpenAiConfig::from_vars(&vars(&[
+        ("OPENAI_API_KEY", "sk-env"),
+        ("OPENAI_BASE_URL", "https://openrouter.ai/api/v1"),
+        ("OPENAI_MODEL", "openai/gpt-4o"),
+    ]));
+    assert_eq!(config.api_key.as_deref(), Some("sk-env"));
+    assert_eq!(config.base_url, "https://openrouter.ai/api/v1");
+    assert_eq!(config.model, "openai/gpt-4o");
+    let defaults = OpenAiConfig::from_vars(&vars(&[]));
+    assert_eq!(defaults, OpenAiConfig::default());
+    let ollama = model::OllamaConfig::from_vars(&vars(&[("OLLAMA_HOST", "0.0.0.0:9999")]));
+    assert_eq!(ollama.host, "http://0.0.0.0:9999");
+}

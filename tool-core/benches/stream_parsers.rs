@@ -1,0 +1,372 @@
+//! Throughput of each provider's stream decoder (framing, JSON, tool-call accumulation, events)
+//! on a large generated stream, against a baseline in the same run: plain `serde_json` parsing
+//! of every JSON payload of the same bytes into a `Value`. Also a stream holding one 1 MB tool
+//! call in 8-byte fragments, to show accumulation stays linear.
+//!
+//! Run with `cargo bench -p tool-core --bench stream_parsers`; a summary of MB/s and ratios is
+//! printed at the end.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use criterion::{Criterion, Throughput};
+use futures::{StreamExt, executor::block_on};
+use serde_json::{Value, json};
+use tool_core::model::{ModelEvent, ModelStream, anthropic, gemini, ollama, openai};
+
+/// The size of the chunks the body is delivered in (as a socket would).
+const CHUNK: usize = 16 * 1024;
+/// Text deltas and tool calls per generated stream.
+const TEXT_DELTAS: usize = 12_000;
+const CALLS: usize = 300;
+const FRAGMENTS_PER_CALL: usize = 12;
+
+type Decode =
+    fn(futures::stream::Iter<std::vec::IntoIter<Result<Bytes, std::io::Error>>>) -> ModelStream;
+
+struct Case {
+    name: &'static str,
+    body: Bytes,
+    decode: Decode,
+    /// The JSON payloads' framing, for the baseline.
+    framing: Framing,
+}
+
+#[derive(Clone, Copy)]
+enum Framing {
+    Sse,
+    Ndjson,
+}
+
+fn words(i: usize) -> String {
+    const WORDS: [&str; 8] = [
+        "the ",
+        "quick ",
+        "brown ",
+        "fox ",
+        "jumps ",
+        "over ",
+        "\"lazy\" ",
+        "dogs. ",
+    ];
+    format!("{}{}", WORDS[i % 8], WORDS[(i * 7 + 3) % 8])
+}
+
+fn arguments(call: usize) -> String {
+    json!({
+        "path": format!("notes/\"draft\" {call}.txt"),
+        "content": format!("line one\nline two of call {call}, café ünïcödé"),
+        "overwrite": call % 2 == 0
+    })
+    .to_string()
+}
+
+/// Splits `text` into `n` pieces on char boundaries.
+fn fragments(text: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let size = chars.len().div_ceil(n);
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+fn sse_line(data: &Value) -> String {
+    format!("data: {data}\n\n")
+}
+
+fn openai_body(text_deltas: usize, calls: usize, fragments_per_call: usize) -> String {
+    let chunk = |delta: Value, finish: Value| {
+        sse_line(&json!({
+            "id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1_731_000_000,
+            "model": "gpt-4o-2024-08-06", "system_fingerprint": "fp_bench",
+            "choices": [{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": finish }]
+        }))
+    };
+    let mut body = chunk(json!({ "role": "assistant", "content": "" }), Value::Null);
+    for i in 0..text_deltas {
+        body.push_str(&chunk(json!({ "content": words(i) }), Value::Null));
+    }
+    for call in 0..calls {
+        body.push_str(&chunk(
+            json!({ "tool_calls": [{ "index": call, "id": format!("call_{call}"), "type": "function",
+                                      "function": { "name": "write_file", "arguments": "" } }] }),
+            Value::Null,
+        ));
+        for fragment in fragments(&arguments(call), fragments_per_call) {
+            body.push_str(&chunk(
+                json!({ "tool_calls": [{ "index": call, "function": { "arguments": fragment } }] }),
+                Value::Null,
+            ));
+        }
+    }
+    body.push_str(&chunk(json!({}), json!("tool_calls")));
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+fn anthropic_body() -> String {
+    let event = |data: Value| {
+        format!(
+            "event: {}\ndata: {data}\n\n",
+            data["type"].as_str().unwrap_or_default()
+        )
+    };
+    let mut body = event(json!({ "type": "message_start", "message": {
+        "id": "msg_bench", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [], "stop_reason": null, "usage": { "input_tokens": 100, "output_tokens": 1 } } }));
+    body.push_str(&event(json!({ "type": "content_block_start", "index": 0,
+        "content_block": { "type": "text", "text": "" } })));
+    for i in 0..TEXT_DELTAS {
+        body.push_str(&event(json!({ "type": "content_block_delta", "index": 0,
+            "delta": { "type": "text_delta", "text": words(i) } })));
+    }
+    body.push_str(&event(json!({ "type": "content_block_stop", "index": 0 })));
+    for call in 0..CALLS {
+        let index = call + 1;
+        body.push_str(&event(json!({ "type": "content_block_start", "index": index,
+            "content_block": { "type": "tool_use", "id": format!("toolu_{call}"), "name": "write_file", "input": {} } })));
+        for fragment in fragments(&arguments(call), FRAGMENTS_PER_CALL) {
+            body.push_str(&event(
+                json!({ "type": "content_block_delta", "index": index,
+                "delta": { "type": "input_json_delta", "partial_json": fragment } }),
+            ));
+        }
+        body.push_str(&event(
+            json!({ "type": "content_block_stop", "index": index }),
+        ));
+    }
+    body.push_str(&event(json!({ "type": "message_delta",
+        "delta": { "stop_reason": "tool_use", "stop_sequence": null }, "usage": { "output_tokens": 5000 } })));
+    body.push_str(&event(json!({ "type": "message_stop" })));
+    body
+}
+
+fn gemini_body() -> String {
+    let response = |parts: Value, finish: Option<&str>| {
+        let mut candidate = json!({ "content": { "parts": parts, "role": "model" }, "index": 0 });
+        if let Some(finish) = finish {
+            candidate["finishReason"] = json!(finish);
+        }
+        format!(
+            "data: {}\r\n\r\n",
+            json!({ "candidates": [candidate],
+                    "usageMetadata": { "promptTokenCount": 100, "candidatesTokenCount": 10, "totalTokenCount": 110 },
+                    "modelVersion": "gemini-2.5-flash", "responseId": "bench" })
+        )
+    };
+    let mut body = String::new();
+    for i in 0..TEXT_DELTAS {
+        body.push_str(&response(json!([{ "text": words(i) }]), None));
+    }
+    for call in 0..CALLS {
+        let args: Value = serde_json::from_str(&arguments(call)).unwrap_or_default();
+        body.push_str(&response(
+            json!([{ "functionCall": { "name": "write_file", "args": args }, "thoughtSignature": "CiQBcsjafQ2ReVx4lWfK0sg7" }]),
+            None,
+        ));
+    }
+    body.push_str(&response(json!([{ "text": "" }]), Some("STOP")));
+    body
+}
+
+fn ollama_body() -> String {
+    let line = |message: Value, done: bool| {
+        let mut line = json!({ "model": "llama3.2", "created_at": "2025-07-07T20:22:19.184789Z",
+                               "message": message, "done": done });
+        if done {
+            line["done_reason"] = json!("stop");
+            line["prompt_eval_count"] = json!(100);
+            line["eval_count"] = json!(5000);
+        }
+        format!("{line}\n")
+    };
+    let mut body = String::new();
+    for i in 0..TEXT_DELTAS {
+        body.push_str(&line(
+            json!({ "role": "assistant", "content": words(i) }),
+            false,
+        ));
+    }
+    for call in 0..CALLS {
+        let args: Value = serde_json::from_str(&arguments(call)).unwrap_or_default();
+        body.push_str(&line(
+            json!({ "role": "assistant", "content": "",
+                    "tool_calls": [{ "function": { "name": "write_file", "arguments": args } }] }),
+            false,
+        ));
+    }
+    body.push_str(&line(json!({ "role": "assistant", "content": "" }), true));
+    body
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "openai",
+            body: Bytes::from(openai_body(TEXT_DELTAS, CALLS, FRAGMENTS_PER_CALL)),
+            decode: openai::decode_stream,
+            framing: Framing::Sse,
+        },
+        Case {
+            name: "anthropic",
+            body: Bytes::from(anthropic_body()),
+            decode: anthropic::decode_stream,
+            framing: Framing::Sse,
+        },
+        Case {
+            name: "gemini",
+            body: Bytes::from(gemini_body()),
+            decode: gemini::decode_stream,
+            framing: Framing::Sse,
+        },
+        Case {
+            name: "ollama",
+            body: Bytes::from(ollama_body()),
+            decode: ollama::decode_stream,
+            framing: Framing::Ndjson,
+        },
+    ]
+}
+
+fn chunks(body: &Bytes) -> Vec<Bytes> {
+    (0..body.len())
+        .step_by(CHUNK)
+        .map(|at| body.slice(at..(at + CHUNK).min(body.len())))
+        .collect()
+}
+
+/// Decodes the body and checks the answer is complete; returns the number of events.
+fn decode(case: &Case, chunks: &[Bytes]) -> usize {
+    let chunks: Vec<Result<Bytes, std::io::Error>> = chunks.iter().cloned().map(Ok).collect();
+    block_on(async {
+        let mut stream = (case.decode)(futures::stream::iter(chunks));
+        let mut count = 0;
+        let mut done = false;
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(ModelEvent::Done { .. }) => done = true,
+                Ok(_) => {}
+                Err(error) => panic!("{}: {error}", case.name),
+            }
+            count += 1;
+        }
+        assert!(done, "{}: no Done", case.name);
+        count
+    })
+}
+
+/// The baseline: every JSON payload of the same bytes parsed into a `serde_json::Value`.
+fn baseline(case: &Case) -> usize {
+    let text = std::str::from_utf8(&case.body).unwrap_or_default();
+    let mut count = 0;
+    for line in text.split('\n') {
+        let payload = match case.framing {
+            Framing::Sse => match line.trim_end_matches('\r').strip_prefix("data: ") {
+                Some(payload) if payload != "[DONE]" => payload,
+                _ => continue,
+            },
+            Framing::Ndjson if !line.is_empty() => line,
+            Framing::Ndjson => continue,
+        };
+        let value: Value = serde_json::from_str(payload).unwrap_or_default();
+        count += usize::from(!value.is_null());
+    }
+    count
+}
+
+/// A long tool call's stream: the arguments of one call, ~1 MB, in 8-character fragments
+/// (about 130,000 fragments appended to one buffer).
+fn long_call_case() -> Case {
+    let big: String = (0..40_000)
+        .map(|i| format!("\"k{i}\": \"v\\\"{i}\\\"\", "))
+        .collect();
+    let arguments = format!("{{{big}\"end\": true}}");
+    let chunk = |delta: Value, finish: Value| {
+        sse_line(
+            &json!({ "id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                          "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }] }),
+        )
+    };
+    let mut body = chunk(
+        json!({ "role": "assistant", "tool_calls": [{ "index": 0, "id": "call_long", "type": "function",
+                 "function": { "name": "write_file", "arguments": "" } }] }),
+        Value::Null,
+    );
+    let chars: Vec<char> = arguments.chars().collect();
+    for piece in chars.chunks(8) {
+        let piece: String = piece.iter().collect();
+        body.push_str(&chunk(
+            json!({ "tool_calls": [{ "index": 0, "function": { "arguments": piece } }] }),
+            Value::Null,
+        ));
+    }
+    body.push_str(&chunk(json!({}), json!("tool_calls")));
+    body.push_str("data: [DONE]\n\n");
+    Case {
+        name: "openai_one_long_call",
+        body: Bytes::from(body),
+        decode: openai::decode_stream,
+        framing: Framing::Sse,
+    }
+}
+
+fn all_cases() -> Vec<Case> {
+    let mut cases = cases();
+    cases.push(long_call_case());
+    cases
+}
+
+fn bench(c: &mut Criterion, cases: &[Case]) {
+    for case in cases {
+        let chunks = chunks(&case.body);
+        let mut group = c.benchmark_group(format!("stream_parsers/{}", case.name));
+        group.throughput(Throughput::Bytes(case.body.len() as u64));
+        group.sample_size(10);
+        group.warm_up_time(Duration::from_millis(500));
+        group.measurement_time(Duration::from_secs(3));
+        group.bench_function("decoder", |b| b.iter(|| decode(case, &chunks)));
+        group.bench_function("serde_json_value_baseline", |b| b.iter(|| baseline(case)));
+        group.finish();
+    }
+}
+
+/// MB/s of `run` over `bytes`, best of a few timed rounds.
+fn throughput(bytes: usize, mut run: impl FnMut() -> usize) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let start = Instant::now();
+        std::hint::black_box(run());
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    bytes as f64 / best / 1e6
+}
+
+fn summary(cases: &[Case]) {
+    println!("\nstream parser throughput (best of 5; chunks of {CHUNK} bytes)");
+    println!(
+        "{:<22} {:>9} {:>14} {:>16} {:>7}",
+        "stream", "MB", "decoder MB/s", "serde_json MB/s", "ratio"
+    );
+    for case in cases {
+        let chunks = chunks(&case.body);
+        let parser = throughput(case.body.len(), || decode(case, &chunks));
+        let raw = throughput(case.body.len(), || baseline(case));
+        println!(
+            "{:<22} {:>9.2} {:>14.1} {:>16.1} {:>7.2}",
+            case.name,
+            case.body.len() as f64 / 1e6,
+            parser,
+            raw,
+            parser / raw
+        );
+    }
+    println!(
+        "(ratio = decoder throughput / baseline throughput; above 1 is faster than the baseline)"
+    );
+}
+
+fn main() {
+    let cases = all_cases();
+    let mut criterion = Criterion::default().configure_from_args();
+    bench(&mut criterion, &cases);
+    criterion.final_summary();
+    summary(&cases);
+}

@@ -1,0 +1,338 @@
+//! Assembling an answer from stream fragments: the text, the tool calls (arguments appended to
+//! one `String` per call, never re-parsed while streaming, so the work is linear in the stream
+//! length), usage and the finish reason.
+
+// Shared by the provider clients; a build with only some of them leaves parts unused.
+#![cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "ollama",
+        feature = "gemini",
+        feature = "anthropic"
+    )),
+    allow(dead_code)
+)]
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::{FinishReason, Message, ModelEvent, ToolCall, Usage};
+
+/// The answer built so far from a stream's events.
+#[derive(Debug, Default)]
+pub(crate) struct Answer {
+    text: String,
+    pub(crate) calls: ToolCallAccumulator,
+    usage: Option<Usage>,
+}
+
+impl Answer {
+    /// Appends text and emits it as a delta (empty fragments are dropped).
+    pub(crate) fn text(&mut self, fragment: &str, out: &mut Vec<ModelEvent>) {
+        if fragment.is_empty() {
+            return;
+        }
+        self.text.push_str(fragment);
+        out.push(ModelEvent::TextDelta(fragment.to_owned()));
+    }
+
+    /// Records the latest token counts (emitted once, before `Done`).
+    pub(crate) fn usage(&mut self, usage: Usage) {
+        self.usage = Some(usage);
+    }
+
+    /// Ends the answer: starts and closes what is still open, then emits the usage and `Done`.
+    ///
+    /// Calls that were never closed by the provider are closed here unless the answer was cut
+    /// off (`Length`): an interrupted call keeps its (possibly invalid) arguments in the final
+    /// message, so it is reported, but it gets no `ToolCallEnd`.
+    pub(crate) fn done(mut self, finish_reason: FinishReason, out: &mut Vec<ModelEvent>) {
+        let close_open_calls = finish_reason != FinishReason::Length;
+        self.calls.finish(close_open_calls, out);
+        let tool_calls = self.calls.into_calls();
+        let finish_reason = match finish_reason {
+            // Some servers (Ollama's `/v1`, a few gateways) say `stop` after tool calls.
+            FinishReason::Stop if !tool_calls.is_empty() => FinishReason::ToolCalls,
+            other => other,
+        };
+        if let Some(usage) = self.usage {
+            out.push(ModelEvent::Usage(usage));
+        }
+        out.push(ModelEvent::Done {
+            message: Message::Assistant {
+                content: self.text,
+                tool_calls,
+            },
+            finish_reason,
+        });
+    }
+
+    /// The answer as a whole (for the non-streamed `chat`), with no events.
+    pub(crate) fn into_message(self) -> (Message, Option<Usage>) {
+        let mut sink = Vec::new();
+        let mut calls = self.calls;
+        calls.finish(true, &mut sink);
+        (
+            Message::Assistant {
+                content: self.text,
+                tool_calls: calls.into_calls(),
+            },
+            self.usage,
+        )
+    }
+}
+
+/// Tool calls under construction, in the order they started.
+#[derive(Debug, Default)]
+pub(crate) struct ToolCallAccumulator {
+    calls: Vec<PendingCall>,
+    /// The provider's key for a call (OpenAI's `index`, Anthropic's block index) to its slot.
+    slots: HashMap<u64, usize>,
+}
+
+#[derive(Debug, Default)]
+struct PendingCall {
+    id: String,
+    name: String,
+    arguments: String,
+    metadata: Option<Value>,
+    started: bool,
+    ended: bool,
+}
+
+impl ToolCallAccumulator {
+    /// The slot of the call the provider keys `key`. A fragment that carries an id different
+    /// from the one already under that key starts a new call: some servers number every call
+    /// `0`.
+    pub(crate) fn slot(&mut self, key: u64, id: Option<&str>) -> usize {
+        if let Some(&slot) = self.slots.get(&key) {
+            let call = &self.calls[slot];
+            let new_id =
+                id.is_some_and(|id| !id.is_empty() && !call.id.is_empty() && id != call.id);
+            if !new_id && !call.ended {
+                return slot;
+            }
+        }
+        let slot = self.calls.len();
+        self.calls.push(PendingCall::default());
+        self.slots.insert(key, slot);
+        slot
+    }
+
+    /// Starts a call in a new slot (for providers that send whole calls without keys).
+    pub(crate) fn push(&mut self) -> usize {
+        self.calls.push(PendingCall::default());
+        self.calls.len() - 1
+    }
+
+    /// Sets the id of a call if it has none yet.
+    pub(crate) fn set_id(&mut self, slot: usize, id: &str) {
+        let call = &mut self.calls[slot];
+        if call.id.is_empty() && !id.is_empty() {
+            call.id.push_str(id);
+        }
+    }
+
+    /// Sets the name of a call if it has none yet, and announces the call once its id is known.
+    pub(crate) fn set_name(&mut self, slot: usize, name: &str, out: &mut Vec<ModelEvent>) {
+        let call = &mut self.calls[slot];
+        if call.name.is_empty() && !name.is_empty() {
+            call.name.push_str(name);
+        }
+        if !call.id.is_empty() {
+            self.start(slot, out);
+        }
+    }
+
+    /// Attaches provider data that must travel back with the call.
+    pub(crate) fn set_metadata(&mut self, slot: usize, metadata: Value) {
+        self.calls[slot].metadata = Some(metadata);
+    }
+
+    /// Appends a fragment of the arguments.
+    pub(crate) fn append(&mut self, slot: usize, fragment: &str, out: &mut Vec<ModelEvent>) {
+        if fragment.is_empty() {
+            return;
+        }
+        self.calls[slot].arguments.push_str(fragment);
+        if self.calls[slot].started {
+            out.push(ModelEvent::ToolCallDelta {
+                index: slot,
+                arguments: fragment.to_owned(),
+            });
+        } else if !self.calls[slot].name.is_empty() {
+            // The id never came with the name; do not hold the arguments back any longer.
+            self.start(slot, out);
+        }
+    }
+
+    /// Closes a call: announces it if needed, turns empty arguments into `{}` and emits
+    /// `ToolCallEnd`.
+    pub(crate) fn end(&mut self, slot: usize, out: &mut Vec<ModelEvent>) {
+        if self.calls[slot].ended {
+            return;
+        }
+        self.start(slot, out);
+        let call = &mut self.calls[slot];
+        if call.arguments.trim().is_empty() {
+            call.arguments = String::from("{}");
+        }
+        call.ended = true;
+        out.push(ModelEvent::ToolCallEnd {
+            index: slot,
+            call: call.to_tool_call(),
+        });
+    }
+
+    /// The id of a call (empty until known).
+    pub(crate) fn id(&self, slot: usize) -> &str {
+        &self.calls[slot].id
+    }
+
+    /// Closes every open call (or, with `close` false, only announces them).
+    pub(crate) fn finish(&mut self, close: bool, out: &mut Vec<ModelEvent>) {
+        for slot in 0..self.calls.len() {
+            if close {
+                self.end(slot, out);
+            } else {
+                self.start(slot, out);
+            }
+        }
+    }
+
+    /// Closes every open call.
+    pub(crate) fn end_all(&mut self, out: &mut Vec<ModelEvent>) {
+        self.finish(true, out);
+    }
+
+    fn into_calls(self) -> Vec<ToolCall> {
+        self.calls
+            .into_iter()
+            .map(|call| ToolCall {
+                id: call.id,
+                name: call.name,
+                arguments: call.arguments,
+                provider_metadata: call.metadata,
+            })
+            .collect()
+    }
+
+    /// Emits `ToolCallStart` (generating an id if the provider gave none), then the arguments
+    /// received before the start.
+    fn start(&mut self, slot: usize, out: &mut Vec<ModelEvent>) {
+        let call = &mut self.calls[slot];
+        if call.started {
+            return;
+        }
+        if call.id.is_empty() {
+            call.id = generate_call_id();
+        }
+        call.started = true;
+        out.push(ModelEvent::ToolCallStart {
+            index: slot,
+            id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        if !call.arguments.is_empty() {
+            out.push(ModelEvent::ToolCallDelta {
+                index: slot,
+                arguments: call.arguments.clone(),
+            });
+        }
+    }
+}
+
+impl PendingCall {
+    fn to_tool_call(&self) -> ToolCall {
+        ToolCall {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            arguments: self.arguments.clone(),
+            provider_metadata: self.metadata.clone(),
+        }
+    }
+}
+
+/// A call's arguments as a JSON object (for the providers that send them back as one), `{}`
+/// when they are not one (a call cut off by the token limit).
+pub(crate) fn arguments_object(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value @ Value::Object(_)) => value,
+        _ => Value::Object(serde_json::Map::new()),
+    }
+}
+
+/// A fresh id for a tool call whose provider gives none (Ollama, Gemini without ids): unique in
+/// this process and unlikely to collide across processes.
+pub(crate) fn generate_call_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos() as u64)
+        .unwrap_or_default();
+    format!(
+        "call_{:012x}{:04x}",
+        nanos & 0xffff_ffff_ffff,
+        count & 0xffff
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fragments_are_appended_and_announced_once_id_and_name_are_known() {
+        let mut calls = ToolCallAccumulator::default();
+        let mut out = Vec::new();
+        let slot = calls.slot(1, Some("call_1"));
+        calls.set_id(slot, "call_1");
+        calls.append(slot, "{\"a\"", &mut out);
+        assert!(out.is_empty());
+        calls.set_name(slot, "add", &mut out);
+        calls.append(slot, ":1}", &mut out);
+        calls.end(slot, &mut out);
+        assert_eq!(
+            out,
+            vec![
+                ModelEvent::ToolCallStart {
+                    index: 0,
+                    id: "call_1".into(),
+                    name: "add".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "{\"a\"".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: ":1}".into()
+                },
+                ModelEvent::ToolCallEnd {
+                    index: 0,
+                    call: ToolCall::new("call_1", "add", "{\"a\":1}")
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_new_id_under_the_same_key_starts_a_new_call() {
+        let mut calls = ToolCallAccumulator::default();
+        let first = calls.slot(0, Some("a"));
+        calls.set_id(first, "a");
+        let second = calls.slot(0, Some("b"));
+        assert_ne!(first, second);
+        assert_eq!(calls.slot(0, None), second);
+    }
+
+    #[test]
+    fn generated_ids_are_unique() {
+        assert_ne!(generate_call_id(), generate_call_id());
+    }
+}

@@ -1,0 +1,614 @@
+//! Anthropic Messages (`POST {base}/v1/messages`, <https://docs.anthropic.com/en/api/messages>).
+//!
+//! Tools go as `{name, description, input_schema}`; the model calls them with `tool_use`
+//! content blocks, and the results go back as `tool_result` blocks in the next `user` message
+//! (the results of parallel calls in one message). Streaming is SSE
+//! (<https://docs.anthropic.com/en/api/messages-streaming>): a call's input arrives as
+//! `input_json_delta` fragments that are concatenated as they are (a fragment may end inside an
+//! escape sequence, and a call without arguments may get a single `""`) and parsed by whoever
+//! runs the call. Events are read by their JSON `type`, so data-only streams (no `event:` lines)
+//! work too; `error` events become [`ProviderError::Api`]. Server tools (`server_tool_use` and
+//! their result blocks) run on Anthropic's side: they are read past, never reported as calls.
+//! When the answer hits `max_tokens` inside a call's input, the call is reported with the input
+//! received so far (usually invalid JSON) and no `ToolCallEnd`, with
+//! [`FinishReason::Length`].
+
+use std::{collections::HashMap, sync::Arc};
+
+use bytes::Bytes;
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json, value::RawValue};
+
+use super::{
+    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
+    ProviderError, Usage,
+    accumulate::{Answer, arguments_object},
+    decode::{Decoder, Text, decoded, stream_error, unreadable},
+    env::var,
+    framing::{self, Frame},
+    http::{Http, HttpOptions},
+};
+use crate::schema::Provider;
+
+const PROVIDER: Provider = Provider::Anthropic;
+
+/// The `anthropic-version` header sent by default.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// Settings of an [`AnthropicClient`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct AnthropicConfig {
+    /// Sent as `x-api-key`; required.
+    pub api_key: Option<String>,
+    /// The API root, without `/v1`. Default `https://api.anthropic.com`.
+    pub base_url: String,
+    /// The model. Default `claude-sonnet-4-5`.
+    pub model: String,
+    /// `max_tokens` when the request does not set it (Anthropic requires one). Default 4096.
+    pub max_tokens: u32,
+    /// The `anthropic-version` header. Default [`API_VERSION`].
+    pub version: String,
+    /// `anthropic-beta` features to turn on, if any.
+    pub beta: Vec<String>,
+    /// Timeouts and retries.
+    pub http: HttpOptions,
+}
+
+impl Default for AnthropicConfig {
+    fn default() -> Self {
+        Self {
+            api_key: None,
+            base_url: String::from("https://api.anthropic.com"),
+            model: String::from("claude-sonnet-4-5"),
+            max_tokens: 4096,
+            version: String::from(API_VERSION),
+            beta: Vec::new(),
+            http: HttpOptions::default(),
+        }
+    }
+}
+
+impl AnthropicConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The settings from the environment: `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` and
+    /// `ANTHROPIC_MODEL`.
+    pub fn from_env() -> Self {
+        Self::from_vars(&super::env::process_vars)
+    }
+
+    /// The settings from variables looked up with `vars`.
+    pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
+        let mut config = Self {
+            api_key: var(vars, "ANTHROPIC_API_KEY"),
+            ..Self::default()
+        };
+        if let Some(base_url) = var(vars, "ANTHROPIC_BASE_URL") {
+            config.base_url = base_url;
+        }
+        if let Some(model) = var(vars, "ANTHROPIC_MODEL") {
+            config.model = model;
+        }
+        config
+    }
+
+    /// Sets the API key.
+    #[must_use]
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// Sets the base URL.
+    #[must_use]
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Sets the model.
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Sets the default `max_tokens`.
+    #[must_use]
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Turns on an `anthropic-beta` feature.
+    #[must_use]
+    pub fn with_beta(mut self, feature: impl Into<String>) -> Self {
+        self.beta.push(feature.into());
+        self
+    }
+
+    /// Sets the timeouts and retries.
+    #[must_use]
+    pub fn with_http(mut self, http: HttpOptions) -> Self {
+        self.http = http;
+        self
+    }
+}
+
+/// A client of the Anthropic Messages API.
+#[derive(Clone, Debug)]
+pub struct AnthropicClient {
+    config: Arc<AnthropicConfig>,
+    http: Http,
+    api_key: String,
+    beta: String,
+    url: String,
+}
+
+impl AnthropicClient {
+    /// A client with these settings; fails without an API key.
+    pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
+        let api_key = config.api_key.clone().ok_or_else(|| {
+            ProviderError::Config(String::from(
+                "no Anthropic API key: set ANTHROPIC_API_KEY or AnthropicConfig::with_api_key",
+            ))
+        })?;
+        let http = Http::new(PROVIDER, config.http.clone())?;
+        let url = format!("{}/v1/messages", config.base_url.trim_end_matches('/'));
+        Ok(Self {
+            beta: config.beta.join(","),
+            config: Arc::new(config),
+            http,
+            api_key,
+            url,
+        })
+    }
+
+    /// A client configured from the environment (see [`AnthropicConfig::from_env`]).
+    pub fn from_env() -> Result<Self, ProviderError> {
+        Self::new(AnthropicConfig::from_env())
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &AnthropicConfig {
+        &self.config
+    }
+
+    async fn post(
+        &self,
+        request: &ChatRequest,
+        stream: bool,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let body = request_body(&self.config, request, stream)?;
+        let mut headers = vec![
+            ("x-api-key", self.api_key.as_str()),
+            ("anthropic-version", self.config.version.as_str()),
+        ];
+        if !self.beta.is_empty() {
+            headers.push(("anthropic-beta", self.beta.as_str()));
+        }
+        if stream {
+            headers.push(("accept", "text/event-stream"));
+        }
+        self.http.post(&self.url, &headers, body, stream).await
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatModel for AnthropicClient {
+    fn provider(&self) -> Provider {
+        PROVIDER
+    }
+
+    fn model_name(&self) -> &str {
+        &self.config.model
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let response = self.post(&request, false).await?;
+        let reply: Reply = self.http.json(response).await?;
+        let mut answer = Answer::default();
+        let mut sink = Vec::new();
+        for block in reply.content {
+            match block {
+                ReplyBlock::Text { text } => answer.text(&text, &mut sink),
+                ReplyBlock::ToolUse { id, name, input } => {
+                    let slot = answer.calls.push();
+                    answer.calls.set_id(slot, &id);
+                    answer.calls.set_name(slot, &name, &mut sink);
+                    if !input.is_null() {
+                        answer.calls.append(slot, &input.to_string(), &mut sink);
+                    }
+                }
+                ReplyBlock::Other => {}
+            }
+        }
+        if let Some(usage) = reply.usage {
+            answer.usage(Usage::new(usage.input_tokens, usage.output_tokens));
+        }
+        let (message, usage) = answer.into_message();
+        let finish = finish_reason(reply.stop_reason.as_deref().unwrap_or("end_turn"));
+        let mut response = ChatResponse::new(message, finish);
+        response.usage = usage;
+        Ok(response)
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
+        let response = self.post(&request, true).await?;
+        Ok(decode_stream(response.bytes_stream()))
+    }
+}
+
+/// Decodes a Messages SSE body (for example a recorded one) into model events.
+pub fn decode_stream<S, B, E>(body: S) -> ModelStream
+where
+    S: Stream<Item = Result<B, E>> + Send + 'static,
+    B: Into<Bytes>,
+    E: std::fmt::Display,
+{
+    decoded(framing::sse(body), AnthropicDecoder::default())
+}
+
+fn request_body(
+    config: &AnthropicConfig,
+    request: &ChatRequest,
+    stream: bool,
+) -> Result<Bytes, ProviderError> {
+    let mut system: Vec<&str> = Vec::new();
+    let mut messages: Vec<WireMessage> = Vec::new();
+    for message in &request.messages {
+        let (role, blocks) = match message {
+            Message::System { content } => {
+                system.push(content);
+                continue;
+            }
+            Message::User { content } => ("user", vec![json!({ "type": "text", "text": content })]),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let mut blocks = Vec::new();
+                // Anthropic rejects empty text blocks.
+                if !content.is_empty() {
+                    blocks.push(json!({ "type": "text", "text": content }));
+                }
+                blocks.extend(tool_calls.iter().map(|call| {
+                    json!({
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": call.name,
+                        "input": arguments_object(&call.arguments),
+                    })
+                }));
+                ("assistant", blocks)
+            }
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
+            } => (
+                "user",
+                vec![json!({
+                    "type": "tool_result",
+                    "tool_use_id": tool_call_id,
+                    "content": content,
+                })],
+            ),
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        // The results of parallel calls, and a user message after them, make one message.
+        match messages.last_mut() {
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => messages.push(WireMessage {
+                role,
+                content: blocks,
+            }),
+        }
+    }
+    let system = system.join("\n\n");
+    let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
+    let body = RequestBody {
+        model: &config.model,
+        max_tokens: request.settings.max_tokens.unwrap_or(config.max_tokens),
+        system: (!system.is_empty()).then_some(system.as_str()),
+        messages,
+        tools: tools.as_deref(),
+        temperature: request.settings.temperature,
+        stream,
+    };
+    serde_json::to_vec(&body)
+        .map(Bytes::from)
+        .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
+}
+
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'a str>,
+    messages: Vec<WireMessage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    stream: bool,
+}
+
+#[derive(Serialize)]
+struct WireMessage {
+    role: &'static str,
+    content: Vec<Value>,
+}
+
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "tool_use" => FinishReason::ToolCalls,
+        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
+        "refusal" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+/// A non-streamed message.
+#[derive(Deserialize)]
+struct Reply {
+    #[serde(default)]
+    content: Vec<ReplyBlock>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ReplyBlock {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        /// A `Value`: `RawValue` cannot sit inside an internally tagged enum.
+        #[serde(default)]
+        input: Value,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize, Clone, Copy, Default)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+/// One streamed event, read by its JSON `type`.
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(borrow)]
+    r#type: Text<'a>,
+    #[serde(default)]
+    index: u64,
+    #[serde(default)]
+    message: Option<StartMessage>,
+    #[serde(default, borrow)]
+    content_block: Option<Block<'a>>,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default)]
+    usage: Option<DeltaUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct StartMessage {
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(borrow)]
+    r#type: Text<'a>,
+    #[serde(default, borrow)]
+    text: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    name: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    input: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    r#type: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    text: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    partial_json: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    stop_reason: Option<Text<'a>>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct DeltaUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+}
+
+#[derive(Default)]
+struct AnthropicDecoder {
+    answer: Answer,
+    /// The client tool calls by content block index.
+    tool_blocks: HashMap<u64, usize>,
+    /// The `input` of a `tool_use` start, used if no `input_json_delta` follows.
+    start_inputs: HashMap<usize, String>,
+    finish: Option<FinishReason>,
+    usage: Usage,
+}
+
+impl AnthropicDecoder {
+    fn event(
+        &mut self,
+        event: Event<'_>,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<bool, ProviderError> {
+        match &*event.r#type {
+            "message_start" => {
+                if let Some(usage) = event.message.and_then(|m| m.usage) {
+                    self.usage = Usage::new(usage.input_tokens, usage.output_tokens);
+                    self.answer.usage(self.usage);
+                }
+            }
+            "content_block_start" => {
+                if let Some(block) = event.content_block {
+                    self.block_start(event.index, block, out);
+                }
+            }
+            "content_block_delta" => {
+                if let Some(delta) = event.delta {
+                    self.block_delta(event.index, delta, out);
+                }
+            }
+            "content_block_stop" => {
+                if let Some(&slot) = self.tool_blocks.get(&event.index) {
+                    self.flush_start_input(slot, out);
+                    self.answer.calls.end(slot, out);
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = event.delta.and_then(|d| d.stop_reason) {
+                    self.finish = Some(finish_reason(&reason));
+                }
+                if let Some(usage) = event.usage {
+                    if let Some(input) = usage.input_tokens {
+                        self.usage.input_tokens = input;
+                    }
+                    if let Some(output) = usage.output_tokens {
+                        self.usage.output_tokens = output;
+                    }
+                    self.answer.usage(self.usage);
+                }
+            }
+            "message_stop" => {
+                let finish = self.finish.take().unwrap_or(FinishReason::Stop);
+                if finish != FinishReason::Length {
+                    let slots: Vec<usize> = self.tool_blocks.values().copied().collect();
+                    for slot in slots {
+                        self.flush_start_input(slot, out);
+                    }
+                }
+                std::mem::take(&mut self.answer).done(finish, out);
+                return Ok(true);
+            }
+            "error" => {
+                let error = event.error.unwrap_or(Value::Null);
+                let text = json!({ "error": error }).to_string();
+                return Err(stream_error(PROVIDER, &text));
+            }
+            // `ping`, and event types added after this was written.
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    fn block_start(&mut self, index: u64, block: Block<'_>, out: &mut Vec<ModelEvent>) {
+        match &*block.r#type {
+            "text" => {
+                if let Some(text) = block.text {
+                    self.answer.text(&text, out);
+                }
+            }
+            "tool_use" => {
+                let calls = &mut self.answer.calls;
+                let slot = calls.push();
+                calls.set_id(slot, block.id.as_deref().unwrap_or_default());
+                calls.set_name(slot, block.name.as_deref().unwrap_or_default(), out);
+                self.tool_blocks.insert(index, slot);
+                let input = block.input.map(RawValue::get);
+                if let Some(input) = input.filter(|input| !is_empty_object(input)) {
+                    self.start_inputs.insert(slot, input.to_owned());
+                }
+            }
+            // Server tools, their results, thinking: not calls for the client to run.
+            _ => {}
+        }
+    }
+
+    fn block_delta(&mut self, index: u64, delta: Delta<'_>, out: &mut Vec<ModelEvent>) {
+        match delta.r#type.as_deref() {
+            Some("text_delta") => {
+                if let Some(text) = delta.text {
+                    self.answer.text(&text, out);
+                }
+            }
+            Some("input_json_delta") => {
+                if let (Some(&slot), Some(fragment)) =
+                    (self.tool_blocks.get(&index), delta.partial_json)
+                {
+                    self.start_inputs.remove(&slot);
+                    self.answer.calls.append(slot, &fragment, out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn flush_start_input(&mut self, slot: usize, out: &mut Vec<ModelEvent>) {
+        if let Some(input) = self.start_inputs.remove(&slot) {
+            self.answer.calls.append(slot, &input, out);
+        }
+    }
+}
+
+fn is_empty_object(json: &str) -> bool {
+    let inner = json.trim();
+    inner
+        .strip_prefix('{')
+        .and_then(|rest| rest.strip_suffix('}'))
+        .is_some_and(|rest| rest.trim().is_empty())
+}
+
+impl Decoder for AnthropicDecoder {
+    fn provider(&self) -> Provider {
+        PROVIDER
+    }
+
+    fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
+        match frame {
+            Frame::Event {
+                data, unterminated, ..
+            } => {
+                let event: Event<'_> = serde_json::from_str(&data)
+                    .map_err(|error| unreadable(PROVIDER, unterminated, "an event", &error))?;
+                self.event(event, out)
+            }
+            Frame::Raw(text) => Err(stream_error(PROVIDER, &text)),
+            Frame::Line { .. } => Err(ProviderError::Protocol {
+                provider: PROVIDER,
+                message: String::from("expected server-sent events"),
+            }),
+        }
+    }
+
+    fn finish(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {
+        Err(ProviderError::Truncated { provider: PROVIDER })
+    }
+}

@@ -1,0 +1,223 @@
+//! Turning frames into [`ModelEvent`]s: each wire protocol has a [`Decoder`] (a synchronous
+//! state machine fed one frame at a time), and [`decoded`] drives one over a frame stream.
+
+// Shared by the provider clients; a build with only some of them leaves parts unused.
+#![cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "ollama",
+        feature = "gemini",
+        feature = "anthropic"
+    )),
+    allow(dead_code)
+)]
+
+use std::{
+    collections::VecDeque,
+    pin::Pin,
+    task::{Context, Poll},
+};
+
+use futures::{Stream, StreamExt};
+
+use super::{
+    ModelEvent, ModelStream, ProviderError,
+    framing::{Frame, FrameStream},
+};
+use crate::schema::Provider;
+
+/// A wire protocol's stream decoder.
+pub(crate) trait Decoder: Send + Unpin + 'static {
+    /// Which provider speaks this protocol.
+    fn provider(&self) -> Provider;
+
+    /// Reads one frame and pushes the events it yields. Returns `true` once the protocol's
+    /// terminal event has been seen (and `Done` pushed); the rest of the body is not read.
+    fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError>;
+
+    /// The body ended without a terminal event: pushes `Done` if the answer is nonetheless
+    /// complete, or fails with [`ProviderError::Truncated`].
+    fn finish(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ProviderError>;
+}
+
+/// The events of `frames` decoded by `decoder`.
+pub(crate) fn decoded<D: Decoder>(frames: FrameStream, decoder: D) -> ModelStream {
+    Decoded {
+        frames,
+        decoder,
+        ready: VecDeque::new(),
+        scratch: Vec::new(),
+        state: State::Reading,
+    }
+    .boxed()
+}
+
+enum State {
+    Reading,
+    /// The remaining ready events are the last ones.
+    Draining,
+    /// An error is to be yielded after the ready events.
+    Failing(ProviderError),
+    Finished,
+}
+
+struct Decoded<D> {
+    frames: FrameStream,
+    decoder: D,
+    ready: VecDeque<ModelEvent>,
+    scratch: Vec<ModelEvent>,
+    state: State,
+}
+
+impl<D: Decoder> Decoded<D> {
+    fn settle(&mut self, result: Result<bool, ProviderError>, draining_on: bool) {
+        self.ready.extend(self.scratch.drain(..));
+        match result {
+            Ok(true) => self.state = State::Draining,
+            Ok(false) if draining_on => self.state = State::Draining,
+            Ok(false) => {}
+            Err(error) => self.state = State::Failing(error),
+        }
+    }
+}
+
+impl<D: Decoder> Stream for Decoded<D> {
+    type Item = Result<ModelEvent, ProviderError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if let Some(event) = this.ready.pop_front() {
+                return Poll::Ready(Some(Ok(event)));
+            }
+            match std::mem::replace(&mut this.state, State::Finished) {
+                State::Finished | State::Draining => return Poll::Ready(None),
+                State::Failing(error) => return Poll::Ready(Some(Err(error))),
+                State::Reading => this.state = State::Reading,
+            }
+            match this.frames.poll_next_unpin(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    let result = this.decoder.feed(frame, &mut this.scratch);
+                    this.settle(result, false);
+                }
+                Poll::Ready(Some(Err(message))) => {
+                    let provider = this.decoder.provider();
+                    this.state = State::Failing(ProviderError::Transport { provider, message });
+                }
+                Poll::Ready(None) => {
+                    let result = this.decoder.finish(&mut this.scratch).map(|()| true);
+                    this.settle(result, true);
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+/// A JSON string borrowed from the input when it has no escapes (`Option<Cow<str>>` fields
+/// always allocate in serde, this does not).
+#[derive(Debug, Default)]
+pub(crate) struct Text<'a>(pub(crate) std::borrow::Cow<'a, str>);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Text<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Text<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(std::borrow::Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(std::borrow::Cow::Owned(v.to_owned())))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Text(std::borrow::Cow::Owned(v)))
+            }
+        }
+
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
+/// The error a frame that cannot be read stands for: a cut-off last frame means the stream
+/// was truncated; anything else is a protocol error.
+pub(crate) fn unreadable(
+    provider: Provider,
+    unterminated: bool,
+    what: &str,
+    error: &serde_json::Error,
+) -> ProviderError {
+    if unterminated {
+        ProviderError::Truncated { provider }
+    } else {
+        ProviderError::Protocol {
+            provider,
+            message: format!("cannot read {what}: {error}"),
+        }
+    }
+}
+
+/// An error object found in the stream (an `error` event, a raw JSON body, an NDJSON line),
+/// with the provider's own message.
+pub(crate) fn stream_error(provider: Provider, text: &str) -> ProviderError {
+    match serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .as_ref()
+        .and_then(super::http::error_from_value)
+    {
+        Some((code, message)) => ProviderError::Api {
+            provider,
+            status: None,
+            code,
+            message,
+        },
+        None => ProviderError::Protocol {
+            provider,
+            message: format!("unexpected text in the stream: {}", text.trim()),
+        },
+    }
+}
+
+/// A whole (non-streamed) body read with a stream decoder, as one frame.
+pub(crate) fn decode_whole<D: Decoder>(
+    mut decoder: D,
+    frame: Frame,
+) -> Result<super::ChatResponse, ProviderError> {
+    let provider = decoder.provider();
+    let mut events = Vec::new();
+    if !decoder.feed(frame, &mut events)? {
+        decoder.finish(&mut events)?;
+    }
+    let mut usage = None;
+    for event in events {
+        match event {
+            ModelEvent::Usage(counts) => usage = Some(counts),
+            ModelEvent::Done {
+                message,
+                finish_reason,
+            } => {
+                let mut response = super::ChatResponse::new(message, finish_reason);
+                response.usage = usage;
+                return Ok(response);
+            }
+            _ => {}
+        }
+    }
+    Err(ProviderError::Truncated { provider })
+}

@@ -1,0 +1,510 @@
+//! Ollama's native chat API (`POST {host}/api/chat`,
+//! <https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion>).
+//!
+//! Streaming is newline-delimited JSON, one object per line, the last with `done: true`. Tool
+//! calls come whole, with `arguments` as a JSON object and no id (one is made up; newer servers
+//! send one, which is kept). A call, and text, can arrive in the `done: true` line itself, and
+//! an `{"error": "..."}` line can follow a 200 status. Tool results go back as
+//! `{"role": "tool", "tool_name": ..., "content": ...}`.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, value::RawValue};
+
+use super::{
+    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
+    ProviderError, Usage,
+    accumulate::{Answer, arguments_object},
+    decode::{Decoder, Text, decoded, stream_error, unreadable},
+    env::var,
+    framing::{self, Frame},
+    http::{Http, HttpOptions},
+};
+use crate::schema::Provider;
+
+const PROVIDER: Provider = Provider::Ollama;
+
+/// Settings of an [`OllamaClient`].
+///
+/// ```
+/// use tool_core::model::OllamaConfig;
+///
+/// let config = OllamaConfig::from_vars(&|name| (name == "OLLAMA_HOST").then(|| "gpu-box".into()));
+/// assert_eq!(config.host, "http://gpu-box:11434");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct OllamaConfig {
+    /// The server's URL. Default `http://localhost:11434`.
+    pub host: String,
+    /// The model. Default `llama3.2`.
+    pub model: String,
+    /// Sent as `Authorization: Bearer …` (Ollama's hosted service, or a proxy); usually none.
+    pub api_key: Option<String>,
+    /// Timeouts and retries.
+    pub http: HttpOptions,
+}
+
+impl Default for OllamaConfig {
+    fn default() -> Self {
+        Self {
+            host: String::from("http://localhost:11434"),
+            model: String::from("llama3.2"),
+            api_key: None,
+            http: HttpOptions::default(),
+        }
+    }
+}
+
+impl OllamaConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The settings from the environment: `OLLAMA_HOST` (as Ollama reads it: `host`,
+    /// `host:port` or a URL), `OLLAMA_MODEL` and `OLLAMA_API_KEY`.
+    pub fn from_env() -> Self {
+        Self::from_vars(&super::env::process_vars)
+    }
+
+    /// The settings from variables looked up with `vars`.
+    pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
+        let mut config = Self::default();
+        if let Some(host) = var(vars, "OLLAMA_HOST") {
+            config.host = host_url(&host);
+        }
+        if let Some(model) = var(vars, "OLLAMA_MODEL") {
+            config.model = model;
+        }
+        config.api_key = var(vars, "OLLAMA_API_KEY");
+        config
+    }
+
+    /// Sets the server (a URL, or `host[:port]` as in `OLLAMA_HOST`).
+    #[must_use]
+    pub fn with_host(mut self, host: impl AsRef<str>) -> Self {
+        self.host = host_url(host.as_ref());
+        self
+    }
+
+    /// Sets the model.
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Sets the API key.
+    #[must_use]
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// Sets the timeouts and retries.
+    #[must_use]
+    pub fn with_http(mut self, http: HttpOptions) -> Self {
+        self.http = http;
+        self
+    }
+}
+
+/// `OLLAMA_HOST` as a URL: the scheme defaults to `http`, and the port of `http` to 11434.
+fn host_url(host: &str) -> String {
+    let host = host.trim().trim_end_matches('/');
+    let (scheme, rest) = match host.split_once("://") {
+        Some((scheme, rest)) => (scheme, rest),
+        None => ("http", host),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(slash) => rest.split_at(slash),
+        None => (rest, ""),
+    };
+    let has_port = match authority.rsplit_once(':') {
+        Some((_, port)) => !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()),
+        None => false,
+    } && !authority.ends_with(']');
+    let port = match (has_port, scheme) {
+        (true, _) => "",
+        (false, "https") => "",
+        (false, _) => ":11434",
+    };
+    format!("{scheme}://{authority}{port}{path}")
+}
+
+/// A client of Ollama's native `/api/chat`.
+#[derive(Clone, Debug)]
+pub struct OllamaClient {
+    config: Arc<OllamaConfig>,
+    http: Http,
+    url: String,
+}
+
+impl OllamaClient {
+    /// A client with these settings.
+    pub fn new(config: OllamaConfig) -> Result<Self, ProviderError> {
+        let http = Http::new(PROVIDER, config.http.clone())?;
+        let url = format!("{}/api/chat", config.host.trim_end_matches('/'));
+        Ok(Self {
+            config: Arc::new(config),
+            http,
+            url,
+        })
+    }
+
+    /// A client configured from the environment (see [`OllamaConfig::from_env`]).
+    pub fn from_env() -> Result<Self, ProviderError> {
+        Self::new(OllamaConfig::from_env())
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &OllamaConfig {
+        &self.config
+    }
+
+    async fn post(
+        &self,
+        request: &ChatRequest,
+        stream: bool,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let body = request_body(&self.config, request, stream)?;
+        let auth = self
+            .config
+            .api_key
+            .as_ref()
+            .map(|key| format!("Bearer {key}"));
+        let mut headers: Vec<(&str, &str)> = Vec::new();
+        if let Some(auth) = &auth {
+            headers.push(("authorization", auth));
+        }
+        self.http.post(&self.url, &headers, body, stream).await
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatModel for OllamaClient {
+    fn provider(&self) -> Provider {
+        PROVIDER
+    }
+
+    fn model_name(&self) -> &str {
+        &self.config.model
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let response = self.post(&request, false).await?;
+        let reply: OwnedReply = self.http.json(response).await?;
+        let mut answer = Answer::default();
+        let mut sink = Vec::new();
+        let message = reply.message.unwrap_or_default();
+        answer.text(&message.content, &mut sink);
+        for call in message.tool_calls {
+            add_call(
+                &mut answer,
+                call.id.as_deref(),
+                &call.function.name,
+                call.function.arguments.as_ref(),
+                &mut sink,
+            );
+        }
+        answer.usage(Usage::new(reply.prompt_eval_count, reply.eval_count));
+        let (message, usage) = answer.into_message();
+        let mut finish = finish_reason(reply.done_reason.as_deref());
+        if finish == FinishReason::Stop
+            && matches!(&message, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty())
+        {
+            finish = FinishReason::ToolCalls;
+        }
+        let mut response = ChatResponse::new(message, finish);
+        response.usage = usage;
+        Ok(response)
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
+        let response = self.post(&request, true).await?;
+        Ok(decode_stream(response.bytes_stream()))
+    }
+}
+
+/// Decodes an Ollama `/api/chat` NDJSON body (for example a recorded one) into model events.
+/// Lines of `/api/generate` (text in `response`) are read too.
+pub fn decode_stream<S, B, E>(body: S) -> ModelStream
+where
+    S: Stream<Item = Result<B, E>> + Send + 'static,
+    B: Into<Bytes>,
+    E: std::fmt::Display,
+{
+    decoded(framing::ndjson(body), OllamaDecoder::default())
+}
+
+fn request_body(
+    config: &OllamaConfig,
+    request: &ChatRequest,
+    stream: bool,
+) -> Result<Bytes, ProviderError> {
+    let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
+    let settings = &request.settings;
+    let options =
+        (settings.temperature.is_some() || settings.max_tokens.is_some()).then_some(WireOptions {
+            temperature: settings.temperature,
+            num_predict: settings.max_tokens,
+        });
+    let body = RequestBody {
+        model: &config.model,
+        messages: request.messages.iter().map(WireMessage::from).collect(),
+        stream,
+        tools: tools.as_deref(),
+        options,
+    };
+    serde_json::to_vec(&body)
+        .map(Bytes::from)
+        .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
+}
+
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    options: Option<WireOptions>,
+}
+
+#[derive(Serialize)]
+struct WireOptions {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    num_predict: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    /// Ollama wants an object; arguments that are not one (a cut-off call) go back as `{}`.
+    arguments: Value,
+}
+
+impl<'a> From<&'a Message> for WireMessage<'a> {
+    fn from(message: &'a Message) -> Self {
+        let plain = |role, content| WireMessage {
+            role,
+            content,
+            tool_calls: Vec::new(),
+            tool_name: None,
+        };
+        match message {
+            Message::System { content } => plain("system", content),
+            Message::User { content } => plain("user", content),
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => WireMessage {
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|call| WireCall {
+                        function: WireFunction {
+                            name: &call.name,
+                            arguments: arguments_object(&call.arguments),
+                        },
+                    })
+                    .collect(),
+                ..plain("assistant", content)
+            },
+            Message::Tool { name, content, .. } => WireMessage {
+                tool_name: Some(name),
+                ..plain("tool", content)
+            },
+        }
+    }
+}
+
+fn add_call(
+    answer: &mut Answer,
+    id: Option<&str>,
+    name: &str,
+    arguments: Option<&Value>,
+    out: &mut Vec<ModelEvent>,
+) {
+    let slot = answer.calls.push();
+    answer.calls.set_id(slot, id.unwrap_or_default());
+    answer.calls.set_name(slot, name, out);
+    let arguments = match arguments {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(value) => value.to_string(),
+    };
+    answer.calls.append(slot, &arguments, out);
+    answer.calls.end(slot, out);
+}
+
+fn finish_reason(reason: Option<&str>) -> FinishReason {
+    match reason.unwrap_or("stop") {
+        "stop" => FinishReason::Stop,
+        "length" => FinishReason::Length,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+/// A non-streamed reply.
+#[derive(Deserialize)]
+struct OwnedReply {
+    #[serde(default)]
+    message: Option<OwnedMessage>,
+    #[serde(default)]
+    done_reason: Option<String>,
+    #[serde(default)]
+    prompt_eval_count: u64,
+    #[serde(default)]
+    eval_count: u64,
+}
+
+#[derive(Deserialize, Default)]
+struct OwnedMessage {
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    tool_calls: Vec<OwnedCall>,
+}
+
+#[derive(Deserialize)]
+struct OwnedCall {
+    #[serde(default)]
+    id: Option<String>,
+    function: OwnedFunction,
+}
+
+#[derive(Deserialize)]
+struct OwnedFunction {
+    name: String,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+/// One streamed line.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(default, borrow)]
+    message: Option<LineMessage<'a>>,
+    /// `/api/generate`'s text.
+    #[serde(default, borrow)]
+    response: Option<Text<'a>>,
+    #[serde(default)]
+    done: bool,
+    #[serde(default, borrow)]
+    done_reason: Option<Text<'a>>,
+    #[serde(default)]
+    prompt_eval_count: Option<u64>,
+    #[serde(default)]
+    eval_count: Option<u64>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct LineMessage<'a> {
+    #[serde(default, borrow)]
+    content: Option<Text<'a>>,
+    #[serde(default)]
+    tool_calls: Option<Vec<OwnedCall>>,
+}
+
+#[derive(Default)]
+struct OllamaDecoder {
+    answer: Answer,
+}
+
+impl Decoder for OllamaDecoder {
+    fn provider(&self) -> Provider {
+        PROVIDER
+    }
+
+    fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
+        let (line, unterminated) = match frame {
+            Frame::Line { line, unterminated } => (line, unterminated),
+            Frame::Event { data, .. } => (Bytes::from(data), false),
+            Frame::Raw(text) => return Err(stream_error(PROVIDER, &text)),
+        };
+        let line: Line<'_> = serde_json::from_slice(&line)
+            .map_err(|error| unreadable(PROVIDER, unterminated, "a line", &error))?;
+        if let Some(error) = line.error {
+            let text = serde_json::json!({ "error": error }).to_string();
+            return Err(stream_error(PROVIDER, &text));
+        }
+        // Text and calls can come in the `done` line too: read them before finishing.
+        if let Some(message) = line.message {
+            if let Some(content) = message.content {
+                self.answer.text(&content, out);
+            }
+            for call in message.tool_calls.unwrap_or_default() {
+                add_call(
+                    &mut self.answer,
+                    call.id.as_deref(),
+                    &call.function.name,
+                    call.function.arguments.as_ref(),
+                    out,
+                );
+            }
+        }
+        if let Some(response) = line.response {
+            self.answer.text(&response, out);
+        }
+        if !line.done {
+            return Ok(false);
+        }
+        if line.prompt_eval_count.is_some() || line.eval_count.is_some() {
+            self.answer.usage(Usage::new(
+                line.prompt_eval_count.unwrap_or_default(),
+                line.eval_count.unwrap_or_default(),
+            ));
+        }
+        let finish = finish_reason(line.done_reason.as_deref());
+        std::mem::take(&mut self.answer).done(finish, out);
+        Ok(true)
+    }
+
+    fn finish(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {
+        Err(ProviderError::Truncated { provider: PROVIDER })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_url;
+
+    #[test]
+    fn ollama_host_forms() {
+        assert_eq!(host_url("localhost"), "http://localhost:11434");
+        assert_eq!(host_url("0.0.0.0:8080"), "http://0.0.0.0:8080");
+        assert_eq!(
+            host_url("https://ollama.example.com"),
+            "https://ollama.example.com"
+        );
+        assert_eq!(
+            host_url("http://127.0.0.1:11434/"),
+            "http://127.0.0.1:11434"
+        );
+        assert_eq!(host_url("[::1]"), "http://[::1]:11434");
+    }
+}

@@ -1,0 +1,640 @@
+//! OpenAI-compatible Chat Completions (`POST {base}/chat/completions`): OpenAI itself, and
+//! OpenRouter, vLLM, llama.cpp's server, LM Studio and Ollama's `/v1`, with a different base URL.
+//!
+//! Streaming is SSE: each `data:` is a `chat.completion.chunk`, and the stream ends with
+//! `data: [DONE]`. Tool-call arguments arrive as string fragments keyed by `index`
+//! (<https://platform.openai.com/docs/api-reference/chat-streaming>). Compatible servers differ
+//! in the details, and all of these are accepted: the first index is 1; `id` and `type` come in
+//! one chunk and the name in the next; empty argument fragments; `choices: []` chunks (usage,
+//! Azure's prompt filter results); a whole call in one chunk, possibly together with
+//! `finish_reason`; every call numbered `0` but each with its own id; no `[DONE]` after the
+//! finish reason; text in `refusal` instead of `content`.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, value::RawValue};
+
+use super::{
+    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
+    ProviderError, Usage,
+    accumulate::Answer,
+    decode::{Decoder, Text, decoded, stream_error, unreadable},
+    env::var,
+    framing::{self, Frame},
+    http::{Http, HttpOptions},
+};
+use crate::schema::Provider;
+
+const PROVIDER: Provider = Provider::OpenAi;
+
+/// Settings of an [`OpenAiClient`].
+///
+/// ```
+/// use tool_core::model::OpenAiConfig;
+///
+/// // A local vLLM or llama.cpp server needs no key.
+/// let config = OpenAiConfig::default()
+///     .with_base_url("http://localhost:8000/v1")
+///     .with_model("Qwen/Qwen2.5-7B-Instruct");
+/// assert_eq!(config.api_key, None);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct OpenAiConfig {
+    /// Sent as `Authorization: Bearer …`; none for local servers.
+    pub api_key: Option<String>,
+    /// The API root, up to and including the version (`/v1`). Default
+    /// `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// The model. Default `gpt-4o-mini`.
+    pub model: String,
+    /// Ask streamed answers to end with token counts (`stream_options.include_usage`).
+    /// Default on; turn it off for servers that reject the option.
+    pub include_usage: bool,
+    /// More headers for every request (for example OpenRouter's `HTTP-Referer`).
+    pub headers: Vec<(String, String)>,
+    /// Timeouts and retries.
+    pub http: HttpOptions,
+}
+
+impl Default for OpenAiConfig {
+    fn default() -> Self {
+        Self {
+            api_key: None,
+            base_url: String::from("https://api.openai.com/v1"),
+            model: String::from("gpt-4o-mini"),
+            include_usage: true,
+            headers: Vec::new(),
+            http: HttpOptions::default(),
+        }
+    }
+}
+
+impl OpenAiConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The settings from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL` and
+    /// `OPENAI_MODEL` (each optional; the defaults fill the gaps).
+    pub fn from_env() -> Self {
+        Self::from_vars(&super::env::process_vars)
+    }
+
+    /// The settings from variables looked up with `vars` (the environment in
+    /// [`from_env`](Self::from_env)).
+    pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
+        let mut config = Self {
+            api_key: var(vars, "OPENAI_API_KEY"),
+            ..Self::default()
+        };
+        if let Some(base_url) = var(vars, "OPENAI_BASE_URL") {
+            config.base_url = base_url;
+        }
+        if let Some(model) = var(vars, "OPENAI_MODEL") {
+            config.model = model;
+        }
+        config
+    }
+
+    /// Sets the API key.
+    #[must_use]
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// Sets the base URL.
+    #[must_use]
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Sets the model.
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Turns `stream_options.include_usage` on or off.
+    #[must_use]
+    pub fn with_include_usage(mut self, include_usage: bool) -> Self {
+        self.include_usage = include_usage;
+        self
+    }
+
+    /// Adds a header to every request.
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sets the timeouts and retries.
+    #[must_use]
+    pub fn with_http(mut self, http: HttpOptions) -> Self {
+        self.http = http;
+        self
+    }
+}
+
+/// A client of an OpenAI-compatible Chat Completions API.
+#[derive(Clone, Debug)]
+pub struct OpenAiClient {
+    config: Arc<OpenAiConfig>,
+    http: Http,
+    url: String,
+}
+
+impl OpenAiClient {
+    /// A client with these settings.
+    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
+        let http = Http::new(PROVIDER, config.http.clone())?;
+        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        Ok(Self {
+            config: Arc::new(config),
+            http,
+            url,
+        })
+    }
+
+    /// A client configured from the environment (see [`OpenAiConfig::from_env`]).
+    pub fn from_env() -> Result<Self, ProviderError> {
+        Self::new(OpenAiConfig::from_env())
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    async fn post(
+        &self,
+        request: &ChatRequest,
+        stream: bool,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let body = request_body(&self.config, request, stream)?;
+        let auth = self
+            .config
+            .api_key
+            .as_ref()
+            .map(|key| format!("Bearer {key}"));
+        let mut headers: Vec<(&str, &str)> = Vec::new();
+        if let Some(auth) = &auth {
+            headers.push(("authorization", auth));
+        }
+        headers.extend(
+            self.config
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str())),
+        );
+        if stream {
+            headers.push(("accept", "text/event-stream"));
+        }
+        self.http.post(&self.url, &headers, body, stream).await
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatModel for OpenAiClient {
+    fn provider(&self) -> Provider {
+        PROVIDER
+    }
+
+    fn model_name(&self) -> &str {
+        &self.config.model
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let response = self.post(&request, false).await?;
+        let completion: Completion = self.http.json(response).await?;
+        completion.into_response()
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
+        let response = self.post(&request, true).await?;
+        Ok(decode_stream(response.bytes_stream()))
+    }
+}
+
+/// Decodes a Chat Completions SSE body (for example a recorded one) into model events.
+///
+/// ```
+/// use futures::{StreamExt, executor::block_on};
+/// use tool_core::model::{ModelEvent, openai};
+///
+/// let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+/// let chunks = futures::stream::iter([Ok::<_, std::io::Error>(body.as_bytes().to_vec())]);
+/// let events: Vec<_> = block_on(openai::decode_stream(chunks).collect());
+/// assert_eq!(events[0].as_ref().unwrap(), &ModelEvent::TextDelta("Hi".into()));
+/// ```
+pub fn decode_stream<S, B, E>(body: S) -> ModelStream
+where
+    S: Stream<Item = Result<B, E>> + Send + 'static,
+    B: Into<Bytes>,
+    E: std::fmt::Display,
+{
+    decoded(framing::sse(body), OpenAiDecoder::default())
+}
+
+fn request_body(
+    config: &OpenAiConfig,
+    request: &ChatRequest,
+    stream: bool,
+) -> Result<Bytes, ProviderError> {
+    let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
+    let body = RequestBody {
+        model: &config.model,
+        messages: request.messages.iter().map(WireMessage::from).collect(),
+        stream,
+        stream_options: (stream && config.include_usage).then_some(StreamOptions {
+            include_usage: true,
+        }),
+        tools: tools.as_deref(),
+        temperature: request.settings.temperature,
+        max_tokens: request.settings.max_tokens,
+    };
+    serde_json::to_vec(&body)
+        .map(Bytes::from)
+        .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
+}
+
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl<'a> From<&'a Message> for WireMessage<'a> {
+    fn from(message: &'a Message) -> Self {
+        match message {
+            Message::System { content } => WireMessage::System { content },
+            Message::User { content } => WireMessage::User { content },
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => WireMessage::Assistant {
+                // OpenAI wants `null`, not `""`, beside tool calls.
+                content: (!content.is_empty() || tool_calls.is_empty()).then_some(content),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|call| WireCall {
+                        id: &call.id,
+                        r#type: "function",
+                        function: WireFunction {
+                            name: &call.name,
+                            arguments: &call.arguments,
+                        },
+                    })
+                    .collect(),
+            },
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
+            } => WireMessage::Tool {
+                tool_call_id,
+                content,
+            },
+        }
+    }
+}
+
+/// A non-streamed completion.
+#[derive(Deserialize)]
+struct Completion {
+    #[serde(default)]
+    choices: Vec<CompletionChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct CompletionChoice {
+    #[serde(default)]
+    message: CompletionMessage,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct CompletionMessage {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<CompletionCall>>,
+}
+
+#[derive(Deserialize)]
+struct CompletionCall {
+    #[serde(default)]
+    id: Option<String>,
+    function: CompletionFunction,
+}
+
+#[derive(Deserialize)]
+struct CompletionFunction {
+    name: String,
+    /// A JSON string by the spec; a few servers send an object.
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(usage: WireUsage) -> Self {
+        Usage::new(usage.prompt_tokens, usage.completion_tokens)
+    }
+}
+
+impl Completion {
+    fn into_response(self) -> Result<ChatResponse, ProviderError> {
+        let choice = self
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| ProviderError::Protocol {
+                provider: PROVIDER,
+                message: String::from("the completion has no choices"),
+            })?;
+        let mut answer = Answer::default();
+        let mut sink = Vec::new();
+        let message = choice.message;
+        let refused = message.refusal.as_deref().is_some_and(|r| !r.is_empty());
+        answer.text(message.content.as_deref().unwrap_or_default(), &mut sink);
+        answer.text(message.refusal.as_deref().unwrap_or_default(), &mut sink);
+        for call in message.tool_calls.unwrap_or_default() {
+            let slot = answer.calls.push();
+            answer
+                .calls
+                .set_id(slot, call.id.as_deref().unwrap_or_default());
+            answer.calls.set_name(slot, &call.function.name, &mut sink);
+            let arguments = match call.function.arguments {
+                Some(Value::String(text)) => text,
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            answer.calls.append(slot, &arguments, &mut sink);
+        }
+        let (message, _) = answer.into_message();
+        let mut finish = finish_reason(choice.finish_reason.as_deref().unwrap_or("stop"));
+        if refused {
+            finish = FinishReason::ContentFilter;
+        }
+        if finish == FinishReason::Stop && has_calls(&message) {
+            finish = FinishReason::ToolCalls;
+        }
+        let mut response = ChatResponse::new(message, finish);
+        response.usage = self.usage.map(Usage::from);
+        Ok(response)
+    }
+}
+
+fn has_calls(message: &Message) -> bool {
+    matches!(message, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty())
+}
+
+/// The neutral finish reason of an OpenAI `finish_reason`.
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "stop" | "end_turn" | "eos" => FinishReason::Stop,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        "length" => FinishReason::Length,
+        "content_filter" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+/// One streamed chunk, borrowing its strings from the event's data.
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<ChunkChoice<'a>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice<'a> {
+    #[serde(default)]
+    index: u32,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    refusal: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<CallChunk<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct CallChunk<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionChunk<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionChunk<'a> {
+    #[serde(default, borrow)]
+    name: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    arguments: Option<Text<'a>>,
+}
+
+#[derive(Default)]
+struct OpenAiDecoder {
+    answer: Answer,
+    finish: Option<FinishReason>,
+    refused: bool,
+    /// The slot of the last call fragment, for fragments that carry no index.
+    last_slot: Option<usize>,
+}
+
+impl OpenAiDecoder {
+    fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Vec<ModelEvent>) {
+        if let Some(usage) = chunk.usage {
+            self.answer.usage(usage.into());
+        }
+        // Only the first choice is read (a request never asks for more than one).
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if let Some(delta) = choice.delta {
+                if let Some(text) = delta.content {
+                    self.answer.text(&text, out);
+                }
+                if let Some(refusal) = delta.refusal.filter(|r| !r.is_empty()) {
+                    self.refused = true;
+                    self.answer.text(&refusal, out);
+                }
+                for call in delta.tool_calls.unwrap_or_default() {
+                    self.call(call, out);
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                // The calls are complete once the choice has finished, even when the finish
+                // reason rides on the same chunk as a call.
+                self.answer.calls.end_all(out);
+                self.finish = Some(finish_reason(&reason));
+            }
+        }
+    }
+
+    fn call(&mut self, call: CallChunk<'_>, out: &mut Vec<ModelEvent>) {
+        let id = call.id.as_deref().filter(|id| !id.is_empty());
+        let calls = &mut self.answer.calls;
+        let slot = match (call.index, self.last_slot) {
+            (Some(index), _) => calls.slot(index, id),
+            (None, Some(last)) if id.is_none_or(|id| id == calls.id(last)) => last,
+            (None, _) => calls.push(),
+        };
+        self.last_slot = Some(slot);
+        if let Some(id) = id {
+            calls.set_id(slot, id);
+        }
+        let Some(function) = call.function else {
+            return;
+        };
+        if let Some(name) = function.name {
+            calls.set_name(slot, &name, out);
+        }
+        if let Some(arguments) = function.arguments {
+            calls.append(slot, &arguments, out);
+        }
+    }
+
+    fn done(&mut self, out: &mut Vec<ModelEvent>) {
+        let answer = std::mem::take(&mut self.answer);
+        let mut finish = self.finish.take().unwrap_or(FinishReason::Stop);
+        if self.refused && finish == FinishReason::Stop {
+            finish = FinishReason::ContentFilter;
+        }
+        answer.done(finish, out);
+    }
+}
+
+impl Decoder for OpenAiDecoder {
+    fn provider(&self) -> Provider {
+        PROVIDER
+    }
+
+    fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
+        match frame {
+            Frame::Event {
+                name,
+                data,
+                unterminated,
+            } => {
+                let data = data.trim();
+                if data == "[DONE]" {
+                    self.done(out);
+                    return Ok(true);
+                }
+                if name == "error" {
+                    return Err(stream_error(PROVIDER, data));
+                }
+                let chunk: Chunk<'_> = serde_json::from_str(data)
+                    .map_err(|error| unreadable(PROVIDER, unterminated, "a chunk", &error))?;
+                if let Some(error) = &chunk.error {
+                    return Err(stream_error(PROVIDER, &error_json(error)));
+                }
+                self.chunk(chunk, out);
+                Ok(false)
+            }
+            Frame::Raw(text) => Err(stream_error(PROVIDER, &text)),
+            Frame::Line { .. } => Err(ProviderError::Protocol {
+                provider: PROVIDER,
+                message: String::from("expected server-sent events"),
+            }),
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {
+        // Some servers stop after the finish reason without `[DONE]`; the answer is complete.
+        if self.finish.is_some() {
+            self.done(out);
+            Ok(())
+        } else {
+            Err(ProviderError::Truncated { provider: PROVIDER })
+        }
+    }
+}
+
+/// `{"error": value}` as text, for [`stream_error`].
+fn error_json(error: &Value) -> String {
+    serde_json::json!({ "error": error }).to_string()
+}
