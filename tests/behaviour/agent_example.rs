@@ -9,6 +9,11 @@ use std::{
 
 /// Runs the agent example with `args`, feeding `input` on stdin; returns its stdout.
 fn run(args: &[&str], input: &str) -> String {
+    run_with_env(args, input, &[])
+}
+
+/// Like [`run`], with environment variables set for the example.
+fn run_with_env(args: &[&str], input: &str, env: &[(&str, &str)]) -> String {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agent_example"));
     command
         .args(args)
@@ -26,6 +31,7 @@ fn run(args: &[&str], input: &str) -> String {
     ] {
         command.env_remove(variable);
     }
+    command.envs(env.iter().copied());
     let mut child = command.spawn().expect("the agent example starts");
     child
         .stdin
@@ -114,4 +120,46 @@ fn the_example_loads_tools_from_a_configuration_file() {
         tool_line(&stdout, "company_faq").contains("[off]"),
         "default_enabled = false in the file: {stdout}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_uses_the_provider_configured_in_the_environment() {
+    let server = crate::loopback::Server::start(vec![crate::loopback::Reply::sse(include_bytes!(
+        "../transcripts/openai/text.sse"
+    ))])
+    .await;
+    let base_url = format!("{}/v1", server.url());
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let stdout = tokio::task::spawn_blocking(move || {
+        run_with_env(
+            &["--root", &root, "What is the capital of France?"],
+            "",
+            &[
+                ("OPENAI_API_KEY", "sk-test"),
+                ("OPENAI_BASE_URL", &base_url),
+                ("OPENAI_MODEL", "gpt-4o-mini"),
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(!stdout.contains("offline test model"), "{stdout}");
+    assert!(stdout.contains("(openai)"), "{stdout}");
+    assert!(
+        stdout.contains("The capital of France is Paris."),
+        "{stdout}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].header("authorization"), Some("Bearer sk-test"));
+    let body = requests[0].json();
+    assert_eq!(body["model"], "gpt-4o-mini");
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read_file", "write_file", "save_session_context"]);
 }
