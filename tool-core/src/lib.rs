@@ -79,3 +79,5 @@ pub use tool::{
     ChatTool, ExecutableTool, FunctionDefinition, JsonObject, ToolError, ToolHints, ToolKind,
     ToolMetadata,
 };
+#[cfg(feature = "macros")]
+pub use tool_macros::{tool, toolbox};
