@@ -1,2 +1,5 @@
 //! Behaviour tests of tool-core through its public API.
-mod macro_smoke;
+mod macro_narrowing;
+mod macro_output;
+mod macro_schema;
+mod macro_tools;

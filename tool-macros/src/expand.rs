@@ -202,7 +202,7 @@ fn toolbox_tools(item: &ItemImpl, tools: &[Tool<'_>]) -> TokenStream {
         .collect::<Vec<_>>()
         .join(", ");
     let doc = format!(
-        "The tools of this toolbox ({names}), sharing this state; register them with \
+        " The tools of this toolbox ({names}), sharing this state; register them with \
          `ToolRegistry::register_all`."
     );
     quote! {
@@ -233,7 +233,7 @@ fn tool_impl(
 ) -> TokenStream {
     let name = &tool.name;
     let description = &tool.description;
-    let args_ident = format_ident!("__{}Args", prefix);
+    let args_ident = format_ident!("{}Args", if prefix.is_empty() { "__" } else { prefix });
     let mut call_args = Vec::new();
     if tool.func.receiver.is_some() {
         call_args.push(quote!(&*self.0));

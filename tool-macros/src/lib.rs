@@ -14,6 +14,9 @@ mod expand;
 mod fallback;
 mod valid;
 
+#[cfg(test)]
+mod tests;
+
 use proc_macro::TokenStream;
 
 /// Turns an `async fn` into a tool a model can call. See `tool_core::tool` for the reference.
