@@ -120,9 +120,10 @@ fn join_description(parts: &[&str]) -> String {
     parts.join("\n").trim().to_owned()
 }
 
-/// Picks how a tool's return value becomes its text, by autoref specialization: a
-/// `Result<T, E>` with `E: Display` is unwrapped first (`ResultOutput`, on `Output`); any other
-/// value goes through `PlainOutput` (on `&Output`). Both paths then need `T: ToolOutput`.
+/// Picks how a tool's return value becomes its text, by autoref specialization on the type: a
+/// `Result<T, E>` is unwrapped (`ResultOutput`, on `Output`); any other value goes through
+/// `PlainOutput` (on `&Output`). The bounds on `T` and `E` sit on the methods, so an unsupported
+/// type is an error that names them rather than a silent fallback.
 pub struct Output<T>(core::cell::Cell<Option<T>>);
 
 impl<T> Output<T> {
@@ -142,19 +143,24 @@ impl<T> Output<T> {
 pub trait ResultOutput {
     /// The success type.
     type Value;
+    /// The error type.
+    type Error;
 
     /// The tool's text, or its error's text.
     fn tool_output(&self) -> Result<String, ToolError>
     where
-        Self::Value: ToolOutput;
+        Self::Value: ToolOutput,
+        Self::Error: ToolErrorText;
 }
 
-impl<T, E: Display> ResultOutput for Output<Result<T, E>> {
+impl<T, E> ResultOutput for Output<Result<T, E>> {
     type Value = T;
+    type Error = E;
 
     fn tool_output(&self) -> Result<String, ToolError>
     where
         T: ToolOutput,
+        E: ToolErrorText,
     {
         match self.take()? {
             Ok(value) => value.into_tool_text(),
@@ -185,6 +191,17 @@ impl<T> PlainOutput for &Output<T> {
     }
 }
 
+/// The error of a `#[tool]` function's `Result`: its `Display` text is the tool's error.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the error of a `#[tool]` function: it does not implement `Display`",
+    label = "the error type must implement `Display`",
+    note = "implement `std::fmt::Display` for it (for example with `thiserror`), or map it to a \
+            `String` error"
+)]
+pub trait ToolErrorText: Display {}
+
+impl<E: Display> ToolErrorText for E {}
+
 /// A value a `#[tool]` function may return: anything `Serialize`. A string is returned as is;
 /// any other value as JSON text.
 #[diagnostic::on_unimplemented(
@@ -200,41 +217,196 @@ pub trait ToolOutput {
 
 impl<T: Serialize> ToolOutput for T {
     fn into_tool_text(self) -> Result<String, ToolError> {
-        text_of(serde_json::to_value(&self))
+        // A value that serializes as a string is returned as that string (no quotes); the probe
+        // gives up at the first call that is not `serialize_str`, so other values are written
+        // once, straight to JSON text.
+        if let Ok(text) = self.serialize(StrProbe) {
+            return Ok(text);
+        }
+        serde_json::to_string(&self).map_err(|error| {
+            ToolError::new(format!("cannot encode the tool's result as JSON: {error}"))
+        })
     }
 }
 
-fn text_of(value: Result<Value, serde_json::Error>) -> Result<String, ToolError> {
-    match value {
-        Ok(Value::String(text)) => Ok(text),
-        Ok(value) => Ok(value.to_string()),
-        Err(error) => Err(ToolError::new(format!(
-            "cannot encode the tool's result as JSON: {error}"
-        ))),
+/// A serializer that accepts only a string, and returns it.
+struct StrProbe;
+
+/// The probe's refusal: the value is not a string.
+#[derive(Debug)]
+struct NotAString;
+
+impl Display for NotAString {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("not a string")
     }
 }
 
-/// Bound check on the type of a `#[tool]`'s arguments, placed on the user's tokens so the error
-/// underlines the type.
+impl std::error::Error for NotAString {}
+
+impl serde::ser::Error for NotAString {
+    fn custom<M: Display>(_: M) -> Self {
+        Self
+    }
+}
+
+macro_rules! not_a_string {
+    ($($method:ident($($ty:ty),*);)*) => {
+        $(fn $method(self, $(_: $ty),*) -> Result<String, NotAString> {
+            Err(NotAString)
+        })*
+    };
+}
+
+impl serde::Serializer for StrProbe {
+    type Ok = String;
+    type Error = NotAString;
+    type SerializeSeq = serde::ser::Impossible<String, NotAString>;
+    type SerializeTuple = serde::ser::Impossible<String, NotAString>;
+    type SerializeTupleStruct = serde::ser::Impossible<String, NotAString>;
+    type SerializeTupleVariant = serde::ser::Impossible<String, NotAString>;
+    type SerializeMap = serde::ser::Impossible<String, NotAString>;
+    type SerializeStruct = serde::ser::Impossible<String, NotAString>;
+    type SerializeStructVariant = serde::ser::Impossible<String, NotAString>;
+
+    fn serialize_str(self, text: &str) -> Result<String, NotAString> {
+        Ok(text.to_owned())
+    }
+
+    fn serialize_char(self, c: char) -> Result<String, NotAString> {
+        Ok(c.to_string())
+    }
+
+    fn serialize_unit_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        variant: &'static str,
+    ) -> Result<String, NotAString> {
+        Ok(variant.to_owned())
+    }
+
+    fn serialize_newtype_struct<V: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        value: &V,
+    ) -> Result<String, NotAString> {
+        value.serialize(self)
+    }
+
+    fn serialize_some<V: Serialize + ?Sized>(self, _: &V) -> Result<String, NotAString> {
+        Err(NotAString)
+    }
+
+    fn serialize_newtype_variant<V: Serialize + ?Sized>(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: &V,
+    ) -> Result<String, NotAString> {
+        Err(NotAString)
+    }
+
+    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, NotAString> {
+        Err(NotAString)
+    }
+
+    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, NotAString> {
+        Err(NotAString)
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleStruct, NotAString> {
+        Err(NotAString)
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant, NotAString> {
+        Err(NotAString)
+    }
+
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, NotAString> {
+        Err(NotAString)
+    }
+
+    fn serialize_struct(
+        self,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStruct, NotAString> {
+        Err(NotAString)
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _: &'static str,
+        _: u32,
+        _: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant, NotAString> {
+        Err(NotAString)
+    }
+
+    not_a_string! {
+        serialize_bool(bool);
+        serialize_i8(i8);
+        serialize_i16(i16);
+        serialize_i32(i32);
+        serialize_i64(i64);
+        serialize_i128(i128);
+        serialize_u8(u8);
+        serialize_u16(u16);
+        serialize_u32(u32);
+        serialize_u64(u64);
+        serialize_u128(u128);
+        serialize_f32(f32);
+        serialize_f64(f64);
+        serialize_bytes(&[u8]);
+        serialize_none();
+        serialize_unit();
+        serialize_unit_struct(&'static str);
+    }
+}
+
+/// The type of a `#[tool]`'s arguments must describe its schema; the bound sits on the user's
+/// tokens so the error underlines the type.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the arguments of a `#[tool]`: it does not implement `JsonSchema`",
     label = "the arguments type must implement `JsonSchema`",
     note = "add `#[derive(schemars::JsonSchema)]` to the type"
 )]
-pub trait ArgsSchema {}
+pub trait ArgsSchema: schemars::JsonSchema {}
 
 impl<T: schemars::JsonSchema> ArgsSchema for T {}
 
-/// Bound check on the type of a `#[tool]`'s arguments: they must be deserializable from JSON.
+/// The type of a `#[tool]`'s arguments must be deserializable from the model's JSON.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the arguments of a `#[tool]`: it does not implement `Deserialize`",
     label = "the arguments type must implement `serde::Deserialize`",
-    note = "add `#[derive(serde::Deserialize)]` to the type; borrowed data (`&str`) cannot be \
-            deserialized from the model's arguments, use an owned type such as `String`"
+    note = "add `#[derive(serde::Deserialize)]` to the type, with owned fields (`String`, not `&str`)"
 )]
-pub trait ArgsDeserialize {}
+pub trait ArgsDeserialize: DeserializeOwned {}
 
 impl<T: DeserializeOwned> ArgsDeserialize for T {}
+
+/// [`schema_for`] for the arguments type of a typed-struct `#[tool]`.
+pub fn args_schema<T: ArgsSchema>() -> Value {
+    schema_for::<T>()
+}
+
+/// [`narrow`] into the arguments type of a typed-struct `#[tool]`.
+pub fn narrow_args<T: ArgsDeserialize>(tool: &str, args: JsonObject) -> Result<T, ToolError> {
+    narrow(tool, args)
+}
 
 /// Bound check on the type a `#[context]` parameter stores in the generated tool.
 #[diagnostic::on_unimplemented(
@@ -255,9 +427,6 @@ impl<T: Send + Sync + 'static> ContextValue for T {}
 pub trait ContextClone {}
 
 impl<T: Clone> ContextClone for T {}
-
-/// Checks, at the user's arguments type, that it can be a tool's arguments.
-pub fn args_type<T: ArgsSchema + ArgsDeserialize>() {}
 
 /// Checks, at the user's context type, that a tool can hold it.
 pub fn context_value<T: ContextValue>() {}

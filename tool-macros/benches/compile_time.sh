@@ -26,6 +26,10 @@ tool-core = { path = "$root/tool-core" }
 serde = { version = "1", features = ["derive"] }
 schemars = "1"
 serde_json = "1"
+
+# The repository's settings, so the dependencies it already built are reused.
+[profile.dev.package."*"]
+debug = false
 TOML
 cp "$root/Cargo.lock" "$bench/Cargo.lock"
 
@@ -154,21 +158,21 @@ RS
 } >"$bench/macro_plain/src/lib.rs"
 
 
-export CARGO_TARGET_DIR=$bench/target CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target/compile-bench-target} CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
 cd "$bench"
 echo "building dependencies..." >&2
 cargo build --offline --workspace --quiet 2>&1 | grep -v '^warning' >&2 || true
 
+# Interleave the crates within each run, so a change in machine load hits all of them alike.
 declare -A best
-for name in hand macro_typed macro_plain; do
-    best[$name]=
-    for _ in $(seq "$runs"); do
+for _ in $(seq "$runs"); do
+    for name in hand macro_typed macro_plain; do
         touch "$name/src/lib.rs"
         start=$(date +%s.%N)
         cargo build --offline --quiet -p "$name"
         end=$(date +%s.%N)
         took=$(echo "$end - $start" | bc)
-        if [ -z "${best[$name]}" ] || [ "$(echo "$took < ${best[$name]}" | bc)" = 1 ]; then
+        if [ -z "${best[$name]:-}" ] || [ "$(echo "$took < ${best[$name]}" | bc)" = 1 ]; then
             best[$name]=$took
         fi
     done

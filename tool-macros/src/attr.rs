@@ -29,8 +29,8 @@ mod kw {
 
 /// The keys `#[tool(...)]` accepts, for the unknown-key message.
 const KEYS: &str = "`name`, `description`, `rename_struct`, `title`, `category`, `icon`, \
-                    `enabled`, `read_only`, `destructive`, `idempotent`, `open_world`, \
-                    `sequential`, `timeout`";
+                    `enabled`, `read_only`, `destructive`, `idempotent`, `open_world`, `sequential`, \
+                    `timeout`";
 
 /// A boolean argument, written `key` (true) or `key = true|false`.
 #[derive(Clone, Copy)]
@@ -164,14 +164,43 @@ impl ToolArgs {
             set(&mut self.timeout, key.span, "timeout", string_value(input)?)
         } else if input.peek(syn::Ident) {
             let key: syn::Ident = input.parse()?;
+            let hint = closest(&key.to_string()).map_or_else(
+                || format!("the arguments are {KEYS}"),
+                |known| format!("did you mean `{known}`?"),
+            );
             Err(syn::Error::new(
                 key.span(),
-                format!("unknown `#[tool]` argument `{key}`; the arguments are {KEYS}"),
+                format!("unknown `#[tool]` argument `{key}`; {hint}"),
             ))
         } else {
             Err(lookahead.error())
         }
     }
+}
+
+/// The known key closest to a misspelt one, when it is close enough to be a typo.
+fn closest(key: &str) -> Option<&'static str> {
+    KEYS.split(", ")
+        .map(|known| known.trim_matches('`'))
+        .map(|known| (edit_distance(key, known), known))
+        .filter(|(distance, _)| *distance <= 2)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, known)| known)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
 }
 
 fn set<T>(slot: &mut Option<T>, span: Span, key: &str, value: T) -> syn::Result<()> {
@@ -291,5 +320,37 @@ pub(crate) fn tool_attr_tokens(attr: &Attribute) -> syn::Result<TokenStream> {
             meta,
             "`#[tool]` takes its arguments in parentheses: `#[tool(name = \"...\")]`",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn misspelt_keys_suggest_the_closest_one() {
+        assert_eq!(closest("categroy"), Some("category"));
+        assert_eq!(closest("descripton"), Some("description"));
+        assert_eq!(closest("readonly"), Some("read_only"));
+        assert_eq!(closest("colour"), None);
+    }
+
+    #[test]
+    fn every_error_of_an_attribute_is_collected() {
+        let mut errors = Errors::default();
+        let args = ToolArgs::parse(
+            quote::quote!(
+                name = "a",
+                name = "b",
+                colour = "red",
+                timeout = 5,
+                read_only
+            ),
+            &mut errors,
+        );
+        assert_eq!(errors.count(), 3);
+        assert!(!args.complete);
+        assert_eq!(args.name.map(|name| name.value()).as_deref(), Some("a"));
+        assert!(args.read_only.is_some_and(|flag| flag.value));
     }
 }

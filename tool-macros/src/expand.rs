@@ -59,7 +59,7 @@ pub(crate) fn toolbox(args: TokenStream, input: TokenStream) -> TokenStream {
              state type; implement the tools for a concrete type",
         );
     }
-    let methods = take_tool_methods(&mut item, &mut errors);
+    let (methods, tool_path) = take_tool_methods(&mut item, &mut errors);
     if methods.is_empty() && errors.is_empty() {
         errors.spanned(
             &item.self_ty,
@@ -77,13 +77,18 @@ pub(crate) fn toolbox(args: TokenStream, input: TokenStream) -> TokenStream {
     if !errors.is_empty() {
         return fallback::toolbox(&item, &errors);
     }
-    toolbox_tools(&item, &tools)
+    toolbox_tools(&item, &tools, tool_path.as_ref())
 }
 
 /// Removes `#[tool]` from the methods of `item` that carry it, returning them (cleaned of the
-/// parameter attributes `#[tool]` reads) with their arguments.
-fn take_tool_methods(item: &mut ItemImpl, errors: &mut Errors) -> Vec<(ToolFn, ToolArgs)> {
+/// parameter attributes `#[tool]` reads) with their arguments, and the path the first `#[tool]`
+/// was written with.
+fn take_tool_methods(
+    item: &mut ItemImpl,
+    errors: &mut Errors,
+) -> (Vec<(ToolFn, ToolArgs)>, Option<syn::Path>) {
     let mut methods = Vec::new();
+    let mut tool_path = None;
     for impl_item in &mut item.items {
         let ImplItem::Fn(method) = impl_item else {
             continue;
@@ -95,6 +100,7 @@ fn take_tool_methods(item: &mut ItemImpl, errors: &mut Errors) -> Vec<(ToolFn, T
         let Some(first) = tool_attrs.first() else {
             continue;
         };
+        tool_path.get_or_insert_with(|| first.path().clone());
         for extra in &tool_attrs[1..] {
             errors.spanned(extra, "duplicate `#[tool]` on one method; keep one");
         }
@@ -109,7 +115,7 @@ fn take_tool_methods(item: &mut ItemImpl, errors: &mut Errors) -> Vec<(ToolFn, T
         *method = func.to_method();
         methods.push((func, args));
     }
-    methods
+    (methods, tool_path)
 }
 
 fn free_tool(tool: &Tool<'_>) -> TokenStream {
@@ -174,7 +180,11 @@ fn free_tool(tool: &Tool<'_>) -> TokenStream {
     }
 }
 
-fn toolbox_tools(item: &ItemImpl, tools: &[Tool<'_>]) -> TokenStream {
+fn toolbox_tools(
+    item: &ItemImpl,
+    tools: &[Tool<'_>],
+    tool_path: Option<&syn::Path>,
+) -> TokenStream {
     let self_ty = &item.self_ty;
     let mut bodies = Vec::new();
     let mut constructors = Vec::new();
@@ -205,10 +215,14 @@ fn toolbox_tools(item: &ItemImpl, tools: &[Tool<'_>]) -> TokenStream {
         " The tools of this toolbox ({names}), sharing this state; register them with \
          `ToolRegistry::register_all`."
     );
+    // The `#[tool]` attributes are removed before name resolution, so an import of `tool` used
+    // only inside toolboxes would be reported unused; this use of its path keeps it used.
+    let tool_use = tool_path.map(|path| quote!(use #path as _;));
     quote! {
         #item
 
         const _: () = {
+            #tool_use
             #(#bodies)*
 
             impl #self_ty {
@@ -295,12 +309,10 @@ fn tool_impl(
             let ty = &param.ty;
             let span = valid::span_of(ty);
             (
+                TokenStream::new(),
+                quote_spanned!(span=> ::tool_core::__private::args_schema::<#ty>),
                 quote_spanned! {span=>
-                    const _: fn() = ::tool_core::__private::args_type::<#ty>;
-                },
-                quote_spanned!(span=> ::tool_core::__private::schema_for::<#ty>),
-                quote_spanned! {span=>
-                    let __args: #ty = ::tool_core::__private::narrow(#name, args)?;
+                    let __args = ::tool_core::__private::narrow_args::<#ty>(#name, args)?;
                 },
             )
         }

@@ -4,7 +4,7 @@ use tool_core::tool;
 
 /// A string.
 #[tool]
-async fn string() -> String {
+async fn text() -> String {
     String::new()
 }
 
@@ -28,19 +28,19 @@ async fn boolean() -> bool {
 
 /// A JSON value.
 #[tool]
-async fn value() -> serde_json::Value {
+async fn json_value() -> serde_json::Value {
     serde_json::Value::Null
 }
 
 /// Any `Serialize` type.
 #[tool]
-async fn map() -> BTreeMap<String, u32> {
+async fn counts() -> BTreeMap<String, u32> {
     BTreeMap::new()
 }
 
 /// Nothing.
 #[tool]
-async fn unit() {}
+async fn nothing() {}
 
 /// A result with a `Display` error.
 #[tool]
