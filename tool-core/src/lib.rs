@@ -277,7 +277,7 @@ pub use tool_macros::tool;
 /// ```
 /// use std::sync::{Arc, Mutex};
 ///
-/// use tool_core::{ToolRegistry, toolbox};
+/// use tool_core::{ToolRegistry, tool, toolbox};
 ///
 /// #[derive(Default)]
 /// struct Notebook {
@@ -318,6 +318,7 @@ pub use tool_macros::tool;
 ///
 /// - The block must be an inherent impl of a concrete (non-generic) type, and have at least one
 ///   `#[tool]` method.
+/// - The methods are marked with the `tool` attribute itself, so import it beside `toolbox`.
 /// - Tool methods take `&self` (use interior mutability for state that changes); `#[context]`
 ///   is not used there, since `self` is the state.
 /// - Two tools of one toolbox cannot share a name (a compile error).

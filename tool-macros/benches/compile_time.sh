@@ -158,7 +158,7 @@ RS
 } >"$bench/macro_plain/src/lib.rs"
 
 
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target/compile-bench-target} CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target} CARGO_INCREMENTAL=0 CARGO_TERM_COLOR=never
 cd "$bench"
 echo "building dependencies..." >&2
 cargo build --offline --workspace --quiet 2>&1 | grep -v '^warning' >&2 || true
