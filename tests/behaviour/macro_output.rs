@@ -73,6 +73,25 @@ async fn name() -> Nickname {
 #[tool]
 async fn nothing() {}
 
+/// A sky.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Sky {
+    PartlyCloudy,
+}
+
+/// An enum that serializes as a string.
+#[tool(rename_struct = "SkyTool")]
+async fn sky() -> Sky {
+    Sky::PartlyCloudy
+}
+
+/// An optional string.
+#[tool]
+async fn maybe(present: bool) -> Option<String> {
+    present.then(|| "here".to_owned())
+}
+
 /// Why the weather is unknown.
 #[derive(Debug)]
 struct WeatherError {
@@ -112,6 +131,8 @@ fn registry() -> ToolRegistry {
     registry.register(Report).unwrap();
     registry.register(Name).unwrap();
     registry.register(Nothing).unwrap();
+    registry.register(SkyTool).unwrap();
+    registry.register(Maybe).unwrap();
     registry.register(Weather).unwrap();
     registry.register(Parse).unwrap();
     registry
@@ -131,6 +152,20 @@ async fn strings_are_returned_unquoted() {
     );
     assert_eq!(run(&registry, "static_text", json!({})).await, "static");
     assert_eq!(run(&registry, "name", json!({})).await, "Ada");
+    assert_eq!(run(&registry, "sky", json!({})).await, "partly_cloudy");
+}
+
+#[tokio::test]
+async fn optional_string_is_returned_unquoted_and_none_is_null() {
+    let registry = registry();
+    assert_eq!(
+        run(&registry, "maybe", json!({"present": true})).await,
+        "here"
+    );
+    assert_eq!(
+        run(&registry, "maybe", json!({"present": false})).await,
+        "null"
+    );
 }
 
 #[tokio::test]

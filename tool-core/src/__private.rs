@@ -298,8 +298,8 @@ impl serde::Serializer for StrProbe {
         value.serialize(self)
     }
 
-    fn serialize_some<V: Serialize + ?Sized>(self, _: &V) -> Result<String, NotAString> {
-        Err(NotAString)
+    fn serialize_some<V: Serialize + ?Sized>(self, value: &V) -> Result<String, NotAString> {
+        value.serialize(self)
     }
 
     fn serialize_newtype_variant<V: Serialize + ?Sized>(
