@@ -22,3 +22,7 @@ mod provider_openai;
 mod registry;
 mod session_preferences;
 mod session_toggles;
+mod macro_narrowing;
+mod macro_output;
+mod macro_schema;
+mod macro_tools;

@@ -298,7 +298,14 @@ pub(crate) fn describe_serde_error(
             None => message.clone(),
         }
     } else if let Some(field) = between(&message, "unknown field `", "`") {
-        format!("unknown argument '{field}' is not allowed")
+        // The path ends at the unknown field itself; say where it was found, as the schema
+        // validator does.
+        let parent = pointer.rsplit_once('/').map_or("", |(parent, _)| parent);
+        return if parent.is_empty() {
+            format!("unknown argument '{field}' is not allowed")
+        } else {
+            format!("at {parent}: unknown field '{field}' is not allowed")
+        };
     } else if let Some(variant) = between(&message, "unknown variant `", "`") {
         let expected = message
             .split_once(", expected ")

@@ -1,0 +1,142 @@
+//! Turning the model's untyped arguments into a tool's typed arguments, and the errors the model
+//! sees when they do not fit, with and without schema validation in the registry.
+
+use serde_json::json;
+use tool_core::{JsonObject, RegistryOptions, ToolRegistry, tool};
+
+/// Arguments of `get_weather`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct WeatherArgs {
+    /// The city.
+    city: String,
+    /// How many days ahead.
+    #[serde(default)]
+    days: u8,
+}
+
+/// Get the weather.
+#[tool]
+async fn get_weather(args: WeatherArgs) -> String {
+    format!("sunny in {} in {} days", args.city, args.days)
+}
+
+/// Strict arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StrictArgs {
+    /// The text.
+    text: String,
+}
+
+/// Echo strictly.
+#[tool]
+async fn echo(args: StrictArgs) -> String {
+    args.text
+}
+
+/// Add two integers.
+#[tool]
+async fn add(a: i64, b: i64, scale: Option<i64>) -> i64 {
+    (a + b) * scale.unwrap_or(1)
+}
+
+fn args(value: serde_json::Value) -> JsonObject {
+    value.as_object().unwrap().clone()
+}
+
+fn unvalidated() -> ToolRegistry {
+    let registry = ToolRegistry::with_options(RegistryOptions::new().validate_arguments(false));
+    registry.register(GetWeather).unwrap();
+    registry.register(Echo).unwrap();
+    registry.register(Add).unwrap();
+    registry
+}
+
+#[tokio::test]
+async fn wrong_argument_type_names_tool_path_expected_and_got() {
+    let registry = unvalidated();
+    assert_eq!(
+        registry
+            .execute("get_weather", args(json!({"city": 42})))
+            .await,
+        "Error: invalid arguments for get_weather: at /city: expected a string, got 42"
+    );
+}
+
+#[tokio::test]
+async fn missing_required_argument_is_named() {
+    let registry = unvalidated();
+    assert_eq!(
+        registry
+            .execute("get_weather", args(json!({"days": 2})))
+            .await,
+        "Error: invalid arguments for get_weather: missing required argument 'city'"
+    );
+    assert_eq!(
+        registry.execute("add", args(json!({"a": 1}))).await,
+        "Error: invalid arguments for add: missing required argument 'b'"
+    );
+}
+
+#[tokio::test]
+async fn plain_parameters_narrow_with_optional_ones_left_out() {
+    let registry = unvalidated();
+    assert_eq!(
+        registry.execute("add", args(json!({"a": 2, "b": 3}))).await,
+        "5"
+    );
+    assert_eq!(
+        registry
+            .execute("add", args(json!({"a": 2, "b": 3, "scale": 10})))
+            .await,
+        "50"
+    );
+    assert_eq!(
+        registry
+            .execute("add", args(json!({"a": 2, "b": "three"})))
+            .await,
+        "Error: invalid arguments for add: at /b: expected i64, got \"three\""
+    );
+}
+
+#[tokio::test]
+async fn unknown_arguments_are_ignored_unless_the_type_denies_them() {
+    let registry = unvalidated();
+    assert_eq!(
+        registry
+            .execute(
+                "get_weather",
+                args(json!({"city": "Paris", "mood": "happy"}))
+            )
+            .await,
+        "sunny in Paris in 0 days"
+    );
+    assert_eq!(
+        registry
+            .execute("echo", args(json!({"text": "hi", "mood": "happy"})))
+            .await,
+        "Error: invalid arguments for echo: unknown argument 'mood' is not allowed"
+    );
+}
+
+#[tokio::test]
+async fn with_validation_on_the_schema_reports_the_same_shape() {
+    let registry = ToolRegistry::new();
+    registry.register(GetWeather).unwrap();
+    assert_eq!(
+        registry
+            .execute("get_weather", args(json!({"city": 42})))
+            .await,
+        "Error: invalid arguments for get_weather: at /city: expected a string, got 42"
+    );
+    assert_eq!(
+        registry.execute("get_weather", args(json!({}))).await,
+        "Error: invalid arguments for get_weather: missing required argument 'city'"
+    );
+    assert_eq!(
+        registry
+            .execute("get_weather", args(json!({"city": "Oslo", "days": 3})))
+            .await,
+        "sunny in Oslo in 3 days"
+    );
+}

@@ -1,0 +1,14 @@
+use tool_core::tool;
+
+#[derive(schemars::JsonSchema)]
+struct WeatherArgs {
+    city: String,
+}
+
+/// Get the weather.
+#[tool]
+async fn get_weather(args: WeatherArgs) -> String {
+    args.city
+}
+
+fn main() {}

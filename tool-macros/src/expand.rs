@@ -1,0 +1,376 @@
+//! The generated code. Every impl body is a one-line call into `::tool_core::__private`; bound
+//! checks are spanned on the user's tokens so that errors underline them.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::{ImplItem, ItemImpl, spanned::Spanned};
+
+use crate::{
+    ast::ToolFn,
+    attr::{self, ToolArgs},
+    fallback,
+    valid::{self, Errors, Form, Place, Tool},
+};
+
+/// `#[tool]` on a free function.
+pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let attr = ToolArgs::parse(args, &mut errors);
+    let Ok(item) = syn::parse2::<syn::ItemFn>(input.clone()) else {
+        errors.push(syn::Error::new(
+            first_span(&input),
+            "`#[tool]` goes on an `async fn`, or on a method of a `#[toolbox]` impl",
+        ));
+        return fallback::raw(input, &errors);
+    };
+    let func = ToolFn::from_item(item, &mut errors);
+    match valid::tool(&func, &attr, Place::Free, &mut errors) {
+        Some(tool) if errors.is_empty() => free_tool(&tool),
+        _ => fallback::function(&func, &errors),
+    }
+}
+
+/// `#[toolbox]` on an inherent impl block.
+pub(crate) fn toolbox(args: TokenStream, input: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    if !args.is_empty() {
+        errors.spanned(
+            &args,
+            "`#[toolbox]` takes no arguments; put them on each method's `#[tool(...)]`",
+        );
+    }
+    let Ok(mut item) = syn::parse2::<ItemImpl>(input.clone()) else {
+        errors.push(syn::Error::new(
+            first_span(&input),
+            "`#[toolbox]` goes on an inherent `impl` block whose methods are marked `#[tool]`",
+        ));
+        return fallback::raw(input, &errors);
+    };
+    if let Some((_, path, _)) = &item.trait_ {
+        errors.spanned(
+            path,
+            "`#[toolbox]` goes on an inherent `impl` block, not on a trait impl",
+        );
+    }
+    if !item.generics.params.is_empty() {
+        errors.spanned(
+            &item.generics,
+            "`#[toolbox]` impl blocks cannot be generic, since each tool needs one concrete \
+             state type; implement the tools for a concrete type",
+        );
+    }
+    let (methods, tool_path) = take_tool_methods(&mut item, &mut errors);
+    if methods.is_empty() && errors.is_empty() {
+        errors.spanned(
+            &item.self_ty,
+            "this `#[toolbox]` has no `#[tool]` methods; mark the methods the model may call \
+             with `#[tool]`",
+        );
+    }
+    let mut tools = Vec::new();
+    for (func, args) in &methods {
+        if let Some(tool) = valid::tool(func, args, Place::Toolbox, &mut errors) {
+            tools.push(tool);
+        }
+    }
+    valid::unique_names(&tools, &mut errors);
+    if !errors.is_empty() {
+        return fallback::toolbox(&item, &errors);
+    }
+    toolbox_tools(&item, &tools, tool_path.as_ref())
+}
+
+/// Removes `#[tool]` from the methods of `item` that carry it, returning them (cleaned of the
+/// parameter attributes `#[tool]` reads) with their arguments, and the path the first `#[tool]`
+/// was written with.
+fn take_tool_methods(
+    item: &mut ItemImpl,
+    errors: &mut Errors,
+) -> (Vec<(ToolFn, ToolArgs)>, Option<syn::Path>) {
+    let mut methods = Vec::new();
+    let mut tool_path = None;
+    for impl_item in &mut item.items {
+        let ImplItem::Fn(method) = impl_item else {
+            continue;
+        };
+        let (tool_attrs, others): (Vec<_>, Vec<_>) = std::mem::take(&mut method.attrs)
+            .into_iter()
+            .partition(attr::is_tool_attr);
+        method.attrs = others;
+        let Some(first) = tool_attrs.first() else {
+            continue;
+        };
+        tool_path.get_or_insert_with(|| first.path().clone());
+        for extra in &tool_attrs[1..] {
+            errors.spanned(extra, "duplicate `#[tool]` on one method; keep one");
+        }
+        let args = match attr::tool_attr_tokens(first) {
+            Ok(tokens) => ToolArgs::parse(tokens, errors),
+            Err(error) => {
+                errors.push(error);
+                ToolArgs::default()
+            }
+        };
+        let func = ToolFn::from_method(method.clone(), errors);
+        *method = func.to_method();
+        methods.push((func, args));
+    }
+    (methods, tool_path)
+}
+
+fn free_tool(tool: &Tool<'_>) -> TokenStream {
+    let item = tool.func.to_item();
+    let vis = &tool.func.vis;
+    let ident = &tool.type_ident;
+    let docs = tool.func.doc_attrs();
+    let fn_ident = &tool.func.sig.ident;
+    let (definition, constructor) = match &tool.context {
+        None => (
+            quote! {
+                #[derive(Clone, Copy, Debug, Default)]
+                #vis struct #ident;
+            },
+            TokenStream::new(),
+        ),
+        Some(context) => {
+            let held = context.held;
+            let doc = format!(
+                "The `{}` tool, holding the value passed to the function's `#[context]` \
+                 parameter on every call.",
+                tool.name
+            );
+            let check = quote_spanned! {valid::span_of(held)=>
+                const _: fn() = ::tool_core::__private::context_value::<#held>;
+            };
+            let clone_check = (!context.by_ref).then(|| {
+                quote_spanned! {valid::span_of(held)=>
+                    const _: fn() = ::tool_core::__private::context_clone::<#held>;
+                }
+            });
+            (
+                quote! {
+                    #vis struct #ident {
+                        context: #held,
+                    }
+                },
+                quote! {
+                    impl #ident {
+                        #[doc = #doc]
+                        #vis fn new(context: #held) -> Self {
+                            Self { context }
+                        }
+                    }
+                    #check
+                    #clone_check
+                },
+            )
+        }
+    };
+    let body = tool_impl(tool, &quote!(#ident), &quote!(#fn_ident), "");
+    quote! {
+        #item
+
+        #(#docs)*
+        #definition
+        #constructor
+
+        const _: () = {
+            #body
+        };
+    }
+}
+
+fn toolbox_tools(
+    item: &ItemImpl,
+    tools: &[Tool<'_>],
+    tool_path: Option<&syn::Path>,
+) -> TokenStream {
+    let self_ty = &item.self_ty;
+    let mut bodies = Vec::new();
+    let mut constructors = Vec::new();
+    for tool in tools {
+        let ident = format_ident!("__Toolbox{}", tool.type_ident);
+        let method = &tool.func.sig.ident;
+        let body = tool_impl(
+            tool,
+            &quote!(#ident),
+            &quote!(<#self_ty>::#method),
+            &ident.to_string(),
+        );
+        bodies.push(quote! {
+            struct #ident(::tool_core::__private::Arc<#self_ty>);
+            #body
+        });
+        constructors.push(quote! {
+            ::tool_core::__private::Arc::new(#ident(::tool_core::__private::Clone::clone(&self)))
+                as ::tool_core::__private::DynTool
+        });
+    }
+    let names = tools
+        .iter()
+        .map(|tool| format!("`{}`", tool.name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let doc = format!(
+        " The tools of this toolbox ({names}), sharing this state; register them with \
+         `ToolRegistry::register_all`."
+    );
+    // The `#[tool]` attributes are removed before name resolution, so an import of `tool` used
+    // only inside toolboxes would be reported unused; this use of its path keeps it used.
+    let tool_use = tool_path.map(|path| quote!(use #path as _;));
+    quote! {
+        #item
+
+        const _: () = {
+            #tool_use
+            #(#bodies)*
+
+            impl #self_ty {
+                #[doc = #doc]
+                pub fn tools(
+                    self: ::tool_core::__private::Arc<Self>,
+                ) -> ::tool_core::__private::Vec<::tool_core::__private::DynTool> {
+                    ::tool_core::__private::Vec::from([#(#constructors),*])
+                }
+            }
+        };
+    }
+}
+
+/// The `ExecutableTool` impl of `tool` for `self_ty`, calling `callee`, with the hidden
+/// arguments struct it needs. `prefix` keeps the hidden names of one toolbox apart.
+fn tool_impl(
+    tool: &Tool<'_>,
+    self_ty: &TokenStream,
+    callee: &TokenStream,
+    prefix: &str,
+) -> TokenStream {
+    let name = &tool.name;
+    let description = &tool.description;
+    let args_ident = format_ident!("{}Args", if prefix.is_empty() { "__" } else { prefix });
+    let mut call_args = Vec::new();
+    if tool.func.receiver.is_some() {
+        call_args.push(quote!(&*self.0));
+    }
+    let mut fields = Vec::new();
+    let mut bindings = Vec::new();
+    for (index, param) in tool.func.params.iter().enumerate() {
+        if let Some(context) = tool
+            .context
+            .as_ref()
+            .filter(|c| std::ptr::eq(c.param, param))
+        {
+            call_args.push(if context.by_ref {
+                quote!(&self.context)
+            } else {
+                quote!(::tool_core::__private::Clone::clone(&self.context))
+            });
+            continue;
+        }
+        match &tool.form {
+            Form::Args(_) => call_args.push(quote!(__args)),
+            Form::Plain => {
+                let binding = format_ident!("__arg{}", index);
+                if let Some(field) = param.ident() {
+                    let attrs = &param.field_attrs;
+                    let ty = &param.ty;
+                    fields.push(quote!(#(#attrs)* #field: #ty));
+                    bindings.push(quote!(#field: #binding));
+                }
+                call_args.push(quote!(#binding));
+            }
+            Form::Empty => {}
+        }
+    }
+    let (args_struct, schema, narrow) = match &tool.form {
+        Form::Empty => (
+            TokenStream::new(),
+            quote!(::tool_core::__private::empty_schema),
+            quote!(let _ = args;),
+        ),
+        Form::Plain => (
+            quote! {
+                #[derive(
+                    ::tool_core::__private::serde::Deserialize,
+                    ::tool_core::__private::schemars::JsonSchema,
+                )]
+                #[serde(crate = "::tool_core::__private::serde")]
+                #[schemars(crate = "::tool_core::__private::schemars")]
+                struct #args_ident {
+                    #(#fields,)*
+                }
+            },
+            quote!(::tool_core::__private::params_schema_for::<#args_ident>),
+            quote! {
+                let #args_ident { #(#bindings),* } = ::tool_core::__private::narrow(#name, args)?;
+            },
+        ),
+        Form::Args(param) => {
+            let ty = &param.ty;
+            let span = valid::span_of(ty);
+            (
+                TokenStream::new(),
+                quote_spanned!(span=> ::tool_core::__private::args_schema::<#ty>),
+                quote_spanned! {span=>
+                    let __args = ::tool_core::__private::narrow_args::<#ty>(#name, args)?;
+                },
+            )
+        }
+    };
+    let output_span = match &tool.func.sig.output {
+        syn::ReturnType::Type(_, ty) => ty.span(),
+        syn::ReturnType::Default => tool.func.sig.ident.span(),
+    };
+    let output = quote_spanned! {output_span=>
+        (&::tool_core::__private::Output::new(__output)).tool_output()
+    };
+    let metadata = (!tool.metadata.is_empty()).then(|| {
+        let calls = &tool.metadata;
+        quote! {
+            fn metadata(&self) -> ::tool_core::ToolMetadata {
+                ::tool_core::ToolMetadata::new() #(#calls)*
+            }
+        }
+    });
+    quote! {
+        #args_struct
+
+        impl ::tool_core::ExecutableTool for #self_ty {
+            fn name(&self) -> &str {
+                #name
+            }
+
+            fn get_schema(&self) -> ::tool_core::ChatTool {
+                static SCHEMA: ::tool_core::__private::OnceLock<::tool_core::ChatTool> =
+                    ::tool_core::__private::OnceLock::new();
+                ::tool_core::__private::chat_tool(&SCHEMA, #name, &[#(#description),*], #schema)
+            }
+
+            #metadata
+
+            fn execute<'life0, 'async_trait>(
+                &'life0 self,
+                args: ::tool_core::JsonObject,
+            ) -> ::tool_core::__private::ExecuteFuture<'async_trait>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                use ::tool_core::__private::{PlainOutput as _, ResultOutput as _};
+                ::tool_core::__private::execute(async move {
+                    #narrow
+                    let __output = #callee(#(#call_args),*).await;
+                    #output
+                })
+            }
+        }
+    }
+}
+
+fn first_span(tokens: &TokenStream) -> Span {
+    tokens
+        .clone()
+        .into_iter()
+        .next()
+        .map_or_else(Span::call_site, |token| token.span())
+}

@@ -1,0 +1,103 @@
+//! Expansion snapshots: the code generated for a few representative tools, pretty-printed, so a
+//! change in the output is seen in review.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::expand;
+
+fn pretty(tokens: TokenStream) -> String {
+    match syn::parse2::<syn::File>(tokens.clone()) {
+        Ok(file) => prettyplease::unparse(&file),
+        Err(error) => format!("unparsable output ({error}):\n{tokens}"),
+    }
+}
+
+#[test]
+fn plain_parameters_with_metadata() {
+    let output = expand::tool(
+        quote!(category = "math", read_only, timeout = "30s"),
+        quote! {
+            /// Add two integers.
+            pub async fn add(
+                /// The first addend
+                a: i64,
+                /// The second addend
+                #[serde(default)]
+                b: i64,
+            ) -> i64 {
+                a + b
+            }
+        },
+    );
+    insta::assert_snapshot!(pretty(output));
+}
+
+#[test]
+fn typed_arguments_struct() {
+    let output = expand::tool(
+        TokenStream::new(),
+        quote! {
+            /// Get the current weather for a city.
+            #[doc = include_str!("weather.md")]
+            async fn get_weather(args: WeatherArgs) -> Result<String, WeatherError> {
+                fetch(args).await
+            }
+        },
+    );
+    insta::assert_snapshot!(pretty(output));
+}
+
+#[test]
+fn context_parameter() {
+    let output = expand::tool(
+        quote!(name = "save_session_context"),
+        quote! {
+            /// Save the session.
+            pub(crate) async fn save(#[context] ctx: &ToolContext, reason: String) -> String {
+                ctx.save(reason)
+            }
+        },
+    );
+    insta::assert_snapshot!(pretty(output));
+}
+
+#[test]
+fn toolbox_impl() {
+    let output = expand::toolbox(
+        TokenStream::new(),
+        quote! {
+            impl Weather {
+                /// Today's weather.
+                #[tool]
+                async fn today(&self, city: String) -> String {
+                    self.lookup(city)
+                }
+
+                /// No parameters.
+                #[tool(name = "stations")]
+                async fn list_stations(&self) -> Vec<String> {
+                    self.stations.clone()
+                }
+
+                fn lookup(&self, city: String) -> String {
+                    city
+                }
+            }
+        },
+    );
+    insta::assert_snapshot!(pretty(output));
+}
+
+#[test]
+fn broken_input_keeps_the_function_beside_every_error() {
+    let output = expand::tool(
+        quote!(colour = "red", name = "a b"),
+        quote! {
+            fn add(#[context] a: i64, /** doc */ b: i64) -> i64 {
+                a + b
+            }
+        },
+    );
+    insta::assert_snapshot!(pretty(output));
+}
