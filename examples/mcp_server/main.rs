@@ -10,14 +10,12 @@
 //! In HTTP mode the first line on stdout is `listening on <url>`. Logs go to stderr (stdout
 //! carries the protocol in stdio mode); set `RUST_LOG` for more.
 
-use std::{path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
-use schemars::JsonSchema;
-use serde::Deserialize;
 use tool_core::{
-    ChatTool, ExecutableTool, JsonObject, ToolContext, ToolContextOptions, ToolError, ToolMetadata,
-    ToolRegistry, async_trait, create_default_tool_registry,
+    ExecutableTool, ToolContext, ToolContextOptions, ToolRegistry, create_default_tool_registry,
     mcp::{McpOptions, McpServer},
+    tool,
 };
 
 #[tokio::main]
@@ -121,129 +119,58 @@ fn build_registry(root: Option<PathBuf>) -> ToolRegistry {
     registry
 }
 
-// The tools below are written by hand; with `#[tool]` each is an `async fn` and its doc comment.
-
-#[derive(Deserialize, JsonSchema)]
-struct AddArgs {
+/// Add two integers.
+#[tool(
+    title = "Add",
+    category = "math",
+    read_only,
+    idempotent,
+    open_world = false
+)]
+async fn add(
     /// The first addend.
     a: i64,
     /// The second addend.
     b: i64,
+) -> Result<i64, &'static str> {
+    a.checked_add(b).ok_or("the sum does not fit in 64 bits")
 }
 
-/// `add`: adds two integers.
-struct Add;
-
-#[async_trait]
-impl ExecutableTool for Add {
-    fn name(&self) -> &str {
-        "add"
-    }
-
-    fn get_schema(&self) -> ChatTool {
-        ChatTool::new(
-            "add",
-            "Add two integers.",
-            tool_core::__private::schema_for::<AddArgs>(),
-        )
-    }
-
-    async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-        let AddArgs { a, b } = tool_core::__private::narrow("add", args)?;
-        a.checked_add(b)
-            .map(|sum| sum.to_string())
-            .ok_or_else(|| ToolError::new("the sum does not fit in 64 bits"))
-    }
-
-    fn metadata(&self) -> ToolMetadata {
-        ToolMetadata::new()
-            .title("Add")
-            .category("math")
-            .read_only(true)
-            .idempotent(true)
-            .open_world(false)
-    }
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct DivideArgs {
+/// Divide one number by another.
+#[tool(
+    title = "Divide",
+    category = "math",
+    read_only,
+    idempotent,
+    open_world = false,
+    timeout = "5s"
+)]
+async fn divide(
     /// The number to divide.
     dividend: f64,
     /// The number to divide by; not zero.
     divisor: f64,
+) -> Result<f64, &'static str> {
+    if divisor == 0.0 {
+        return Err("cannot divide by zero");
+    }
+    Ok(dividend / divisor)
 }
 
-/// `divide`: divides two numbers; dividing by zero is a tool error.
-struct Divide;
-
-#[async_trait]
-impl ExecutableTool for Divide {
-    fn name(&self) -> &str {
-        "divide"
-    }
-
-    fn get_schema(&self) -> ChatTool {
-        ChatTool::new(
-            "divide",
-            "Divide one number by another.",
-            tool_core::__private::schema_for::<DivideArgs>(),
-        )
-    }
-
-    async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-        let DivideArgs { dividend, divisor } = tool_core::__private::narrow("divide", args)?;
-        if divisor == 0.0 {
-            return Err(ToolError::new("cannot divide by zero"));
-        }
-        Ok((dividend / divisor).to_string())
-    }
-
-    fn metadata(&self) -> ToolMetadata {
-        ToolMetadata::new()
-            .title("Divide")
-            .category("math")
-            .read_only(true)
-            .idempotent(true)
-            .open_world(false)
-            .timeout(Duration::from_secs(5))
-    }
+/// The current time, in seconds since 1970-01-01T00:00:00Z.
+// The icon, a clock, is a data URL so it needs no network.
+#[tool(
+    title = "Current time",
+    icon = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCI+PGNpcmNsZSBjeD0iMTIiIGN5PSIxMiIgcj0iMTAiIGZpbGw9Im5vbmUiIHN0cm9rZT0iYmxhY2siIHN0cm9rZS13aWR0aD0iMiIvPjxwYXRoIGQ9Ik0xMiA2djZsNCAyIiBmaWxsPSJub25lIiBzdHJva2U9ImJsYWNrIiBzdHJva2Utd2lkdGg9IjIiLz48L3N2Zz4=",
+    read_only,
+    open_world = false
+)]
+async fn now() -> Result<u64, &'static str> {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_secs())
+        .map_err(|_| "the system clock is before 1970")
 }
-
-/// `now`: the current time as seconds since the Unix epoch; takes no arguments.
-struct Now;
-
-#[async_trait]
-impl ExecutableTool for Now {
-    fn name(&self) -> &str {
-        "now"
-    }
-
-    fn get_schema(&self) -> ChatTool {
-        ChatTool::new(
-            "now",
-            "The current time, in seconds since 1970-01-01T00:00:00Z.",
-            serde_json::json!({ "type": "object", "properties": {} }),
-        )
-    }
-
-    async fn execute(&self, _args: JsonObject) -> Result<String, ToolError> {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_secs().to_string())
-            .map_err(|_| ToolError::new("the system clock is before 1970"))
-    }
-
-    fn metadata(&self) -> ToolMetadata {
-        ToolMetadata::new()
-            .title("Current time")
-            .icon(CLOCK_ICON)
-            .read_only(true)
-            .open_world(false)
-    }
-}
-
-/// A clock, as a data URL so the icon needs no network.
-const CLOCK_ICON: &str = "data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAyNCAyNCI+PGNpcmNsZSBjeD0iMTIiIGN5PSIxMiIgcj0iMTAiIGZpbGw9Im5vbmUiIHN0cm9rZT0iYmxhY2siIHN0cm9rZS13aWR0aD0iMiIvPjxwYXRoIGQ9Ik0xMiA2djZsNCAyIiBmaWxsPSJub25lIiBzdHJva2U9ImJsYWNrIiBzdHJva2Utd2lkdGg9IjIiLz48L3N2Zz4=";
 
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
