@@ -1,0 +1,1 @@
+//! Compile-time tests of `#[tool]` and `#[toolbox]`; the cases live beside this file.
