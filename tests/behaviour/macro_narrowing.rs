@@ -95,7 +95,7 @@ async fn plain_parameters_narrow_with_optional_ones_left_out() {
         registry
             .execute("add", args(json!({"a": 2, "b": "three"})))
             .await,
-        "Error: invalid arguments for add: at /b: expected i64, got \"three\""
+        "Error: invalid arguments for add: at /b: expected an integer, got \"three\""
     );
 }
 

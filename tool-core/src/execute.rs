@@ -279,7 +279,12 @@ pub(crate) fn describe_serde_error(
     path: &serde_path_to_error::Path,
     error: &serde_json::Error,
 ) -> String {
-    let pointer = json_pointer(path);
+    describe_serde_message(&json_pointer(path), error)
+}
+
+/// [`describe_serde_error`] for an error whose place is known only as a JSON pointer (empty for
+/// the root).
+pub(crate) fn describe_serde_message(pointer: &str, error: &serde_json::Error) -> String {
     let message = error.to_string();
     let what = if let Some(field) = between(&message, "missing field `", "`") {
         return if pointer.is_empty() {

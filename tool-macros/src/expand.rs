@@ -302,7 +302,11 @@ fn tool_impl(
             },
             quote!(::tool_core::__private::params_schema_for::<#args_ident>),
             quote! {
-                let #args_ident { #(#bindings),* } = ::tool_core::__private::narrow(#name, args)?;
+                let #args_ident { #(#bindings),* } = ::tool_core::__private::narrow_with(
+                    #name,
+                    args,
+                    || ::tool_core::ExecutableTool::get_schema(self),
+                )?;
             },
         ),
         Form::Args(param) => {
@@ -312,7 +316,11 @@ fn tool_impl(
                 TokenStream::new(),
                 quote_spanned!(span=> ::tool_core::__private::args_schema::<#ty>),
                 quote_spanned! {span=>
-                    let __args = ::tool_core::__private::narrow_args::<#ty>(#name, args)?;
+                    let __args = ::tool_core::__private::narrow_args::<#ty>(
+                        #name,
+                        args,
+                        || ::tool_core::ExecutableTool::get_schema(self),
+                    )?;
                 },
             )
         }
