@@ -127,7 +127,7 @@ impl<A: DeserializeOwned + Send + 'static> ExecutableTool for TypedTool<A> {
     }
 
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-        let args: A = __private::narrow(&self.name, args)?;
+        let args: A = __private::narrow_with(&self.name, args, || self.schema.clone())?;
         Ok((self.function)(args))
     }
 }
