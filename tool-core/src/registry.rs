@@ -706,7 +706,8 @@ fn slot_of(provider: Provider, options: &FormatOptions) -> usize {
     }
 }
 
-fn wrap(provider: Provider, tools: Vec<Value>) -> Value {
+/// The provider's list shape around tools already in its format.
+pub(crate) fn wrap(provider: Provider, tools: Vec<Value>) -> Value {
     match provider {
         Provider::Gemini => serde_json::json!({ "functionDeclarations": tools }),
         _ => Value::Array(tools),

@@ -204,11 +204,7 @@ impl RequestTools {
                 },
             )
             .collect();
-        let value = match provider {
-            Provider::Gemini => serde_json::json!({ "functionDeclarations": tools }),
-            _ => serde_json::Value::Array(tools),
-        };
-        serde_json::value::to_raw_value(&value)
+        serde_json::value::to_raw_value(&crate::registry::wrap(provider, tools))
             .map(Arc::from)
             .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()))
     }
