@@ -333,3 +333,20 @@ pub(crate) fn tools() -> tool_core::model::RequestTools {
         tool("read_file", "Read a text file.", "path"),
     ])
 }
+
+/// The status, code and message of a provider API error from `provider`; any other outcome
+/// fails the test.
+pub(crate) fn api_error(
+    provider: tool_core::Provider,
+    error: Option<ProviderError>,
+) -> (Option<u16>, Option<String>, String) {
+    match error {
+        Some(ProviderError::Api {
+            provider: from,
+            status,
+            code,
+            message,
+        }) if from == provider => (status, code, message),
+        other => panic!("expected a {provider} API error, got {other:?}"),
+    }
+}

@@ -11,7 +11,7 @@ use tool_core::{
     },
 };
 
-use crate::loopback::{Collected, Reply, Server, args, fast_retries, tools};
+use crate::loopback::{Collected, Reply, Server, api_error, args, fast_retries, tools};
 
 macro_rules! transcript {
     ($name:literal) => {
@@ -43,18 +43,6 @@ async fn stream(reply: Reply, request: ChatRequest) -> (Collected, Server) {
     let server = Server::start(vec![reply]).await;
     let collected = Collected::from(client(&server).stream(request).await.unwrap()).await;
     (collected, server)
-}
-
-fn api_error(error: Option<ProviderError>) -> (Option<u16>, Option<String>, String) {
-    match error {
-        Some(ProviderError::Api {
-            provider: Provider::Anthropic,
-            status,
-            code,
-            message,
-        }) => (status, code, message),
-        other => panic!("expected an Anthropic API error, got {other:?}"),
-    }
 }
 
 #[tokio::test]
@@ -218,7 +206,7 @@ async fn anthropic_error_event_mid_stream_carries_the_provider_message() {
     )
     .await;
     assert_eq!(out.text(), "Partial");
-    let (status, code, message) = api_error(out.error);
+    let (status, code, message) = api_error(Provider::Anthropic, out.error);
     assert_eq!(status, None);
     assert_eq!(code.as_deref(), Some("overloaded_error"));
     assert_eq!(message, "Overloaded");
@@ -231,7 +219,7 @@ async fn anthropic_data_only_error_is_read_from_the_json_type() {
         ChatRequest::new(question()),
     )
     .await;
-    let (_, code, message) = api_error(out.error);
+    let (_, code, message) = api_error(Provider::Anthropic, out.error);
     assert_eq!(code.as_deref(), Some("api_error"));
     assert_eq!(message, "Internal server error");
 }
@@ -356,7 +344,7 @@ async fn anthropic_authentication_error_is_typed() {
         .chat(ChatRequest::new(question()))
         .await
         .unwrap_err();
-    let (status, code, message) = api_error(Some(error));
+    let (status, code, message) = api_error(Provider::Anthropic, Some(error));
     assert_eq!(status, Some(401));
     assert_eq!(code.as_deref(), Some("authentication_error"));
     assert_eq!(message, "invalid x-api-key");

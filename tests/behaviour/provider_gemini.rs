@@ -12,7 +12,7 @@ use tool_core::{
     },
 };
 
-use crate::loopback::{Collected, Reply, Server, args, fast_retries, tools};
+use crate::loopback::{Collected, Reply, Server, api_error, args, fast_retries, tools};
 
 macro_rules! transcript {
     ($name:literal) => {
@@ -44,18 +44,6 @@ async fn stream(reply: Reply, request: ChatRequest) -> (Collected, Server) {
     let server = Server::start(vec![reply]).await;
     let collected = Collected::from(client(&server).stream(request).await.unwrap()).await;
     (collected, server)
-}
-
-fn api_error(error: Option<ProviderError>) -> (Option<u16>, Option<String>, String) {
-    match error {
-        Some(ProviderError::Api {
-            provider: Provider::Gemini,
-            status,
-            code,
-            message,
-        }) => (status, code, message),
-        other => panic!("expected a Gemini API error, got {other:?}"),
-    }
 }
 
 #[tokio::test]
@@ -264,7 +252,7 @@ async fn gemini_raw_json_error_mid_stream_carries_the_provider_message() {
     )
     .await;
     assert_eq!(out.text(), "First second ");
-    let (status, code, message) = api_error(out.error);
+    let (status, code, message) = api_error(Provider::Gemini, out.error);
     assert_eq!(status, None);
     assert_eq!(code.as_deref(), Some("UNAVAILABLE"));
     assert_eq!(message, "The model is overloaded. Please try again later.");
@@ -278,7 +266,7 @@ async fn gemini_error_event_mid_stream_carries_the_provider_message() {
     )
     .await;
     assert_eq!(out.text(), "Partial");
-    let (_, code, message) = api_error(out.error);
+    let (_, code, message) = api_error(Provider::Gemini, out.error);
     assert_eq!(code.as_deref(), Some("INTERNAL"));
     assert_eq!(message, "Internal error encountered.");
 }
@@ -345,7 +333,7 @@ async fn gemini_invalid_key_error_is_typed() {
         .await
         .err()
         .expect("a 400 is an error");
-    let (status, code, message) = api_error(Some(error));
+    let (status, code, message) = api_error(Provider::Gemini, Some(error));
     assert_eq!(status, Some(400));
     assert_eq!(code.as_deref(), Some("INVALID_ARGUMENT"));
     assert_eq!(message, "API key not valid. Please pass a valid API key.");
