@@ -2,7 +2,7 @@
 //! model (system, user, assistant text, assistant tool calls, tool results, usage, finish
 //! reason).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -153,7 +153,9 @@ impl ChatRequest {
 /// computed once and shared between requests.
 #[derive(Clone, Debug, Default)]
 pub struct RequestTools {
-    schemas: Vec<ChatTool>,
+    /// The schemas; from a snapshot they are copied out only when asked for (the HTTP clients
+    /// only need the snapshot's cached provider JSON).
+    schemas: OnceLock<Vec<ChatTool>>,
     snapshot: Option<Arc<RegistrySnapshot>>,
 }
 
@@ -161,7 +163,7 @@ impl RequestTools {
     /// Tools from plain schemas.
     pub fn from_schemas(schemas: Vec<ChatTool>) -> Self {
         Self {
-            schemas,
+            schemas: OnceLock::from(schemas),
             snapshot: None,
         }
     }
@@ -169,19 +171,27 @@ impl RequestTools {
     /// The enabled tools of a registry snapshot.
     pub fn from_snapshot(snapshot: Arc<RegistrySnapshot>) -> Self {
         Self {
-            schemas: snapshot.schemas(),
+            schemas: OnceLock::new(),
             snapshot: Some(snapshot),
         }
     }
 
     /// The tools' canonical schemas, in order.
     pub fn schemas(&self) -> &[ChatTool] {
-        &self.schemas
+        self.schemas.get_or_init(|| {
+            self.snapshot
+                .as_ref()
+                .map(|snapshot| snapshot.schemas())
+                .unwrap_or_default()
+        })
     }
 
     /// Whether there are no tools.
     pub fn is_empty(&self) -> bool {
-        self.schemas.is_empty()
+        match &self.snapshot {
+            Some(snapshot) => snapshot.is_empty(),
+            None => self.schemas().is_empty(),
+        }
     }
 
     /// The tools in `provider`'s format, as JSON text ready to embed in a request body. Cached
@@ -192,7 +202,7 @@ impl RequestTools {
         }
         let options = crate::schema::FormatOptions::default();
         let tools: Vec<serde_json::Value> = self
-            .schemas
+            .schemas()
             .iter()
             .filter_map(
                 |tool| match crate::schema::format_tool(provider, tool, &options) {
