@@ -79,19 +79,13 @@ pub fn narrow_with<T: DeserializeOwned>(
 /// Says what is wrong with `value` for tool `tool`, preferring the schema's account.
 #[cold]
 fn mismatch(tool: &str, schema: &ChatTool, value: &Value, error: &serde_json::Error) -> ToolError {
-    let problems: Vec<String> = jsonschema::validator_for(schema.parameters())
-        .map(|validator| {
-            validator
-                .iter_errors(value)
-                .take(5)
-                .map(|problem| crate::execute::describe_schema_error(&problem))
-                .collect()
-        })
+    let problems = jsonschema::validator_for(schema.parameters())
+        .map(|validator| crate::execute::describe_schema_errors(&validator, value))
         .unwrap_or_default();
     let detail = if problems.is_empty() {
         crate::execute::describe_serde_message("", error)
     } else {
-        problems.join("; ")
+        problems
     };
     ToolError::invalid_arguments(format!("invalid arguments for {tool}: {detail}"))
 }

@@ -177,6 +177,17 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// What is wrong with `value` for `validator`: at most five problems, joined by `; ` (empty when
+/// the value is valid).
+pub(crate) fn describe_schema_errors(validator: &jsonschema::Validator, value: &Value) -> String {
+    validator
+        .iter_errors(value)
+        .take(5)
+        .map(|error| describe_schema_error(&error))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Turns a `jsonschema` error into `at /path: expected …, got …` (or the validator's own message
 /// for rarer keywords).
 pub(crate) fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> String {

@@ -14,7 +14,7 @@ use serde_json::{Value, value::RawValue};
 use tokio::sync::broadcast;
 
 use crate::{
-    execute::{ExecuteError, describe_schema_error, run_guarded},
+    execute::{ExecuteError, describe_schema_errors, run_guarded},
     schema::{FormatOptions, Provider, SchemaError, format_tool},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolHints, ToolMetadata},
 };
@@ -841,14 +841,9 @@ impl ToolEntry {
                 _ => JsonObject::new(),
             });
         }
-        let problems: Vec<String> = validator
-            .iter_errors(&value)
-            .take(5)
-            .map(|error| describe_schema_error(&error))
-            .collect();
         Err(ExecuteError::InvalidArguments {
             name: self.name.to_string(),
-            message: problems.join("; "),
+            message: describe_schema_errors(validator, &value),
         })
     }
 }
