@@ -1,5 +1,7 @@
 //! Arguments as the model sends them, made to fit the canonical schema.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use super::common::{MAX_DEPTH, resolve};
@@ -14,6 +16,9 @@ use crate::tool::JsonObject;
 /// after this call the field is absent and takes its default. A `null` for a required
 /// property, or for one whose schema admits `null` (an `Option`), is kept. Arguments without
 /// any `null` are left untouched at the cost of one scan.
+///
+/// This works the schema out on every call; to apply the same schema many times, build an
+/// [`OptionalNulls`] once (the registry keeps one per tool).
 ///
 /// ```
 /// use serde_json::json;
@@ -34,7 +39,7 @@ use crate::tool::JsonObject;
 /// ```
 pub fn drop_optional_nulls(parameters: &Value, args: &mut JsonObject) {
     if args.values().any(contains_null) {
-        object(parameters, parameters, args, 0);
+        OptionalNulls::for_schema(parameters).drop_from(args);
     }
 }
 
@@ -47,50 +52,164 @@ fn contains_null(value: &Value) -> bool {
     }
 }
 
-fn object(root: &Value, schema: &Value, args: &mut JsonObject, depth: usize) {
-    if depth > MAX_DEPTH {
-        return;
+/// The `null`s [`drop_optional_nulls`] removes for one parameters schema, worked out once:
+/// which optional properties do not admit `null`, and where in nested objects and arrays
+/// they are. Applying it walks only those places; for a schema where every optional property
+/// admits `null` (all `Option`s, say) it does nothing at all.
+///
+/// ```
+/// use serde_json::json;
+/// use tool_core::schema::OptionalNulls;
+///
+/// let schema = json!({
+///     "type": "object",
+///     "properties": { "days": { "type": "integer", "default": 1 } }
+/// });
+/// let nulls = OptionalNulls::for_schema(&schema);
+/// assert!(!nulls.is_empty());
+/// let mut args = json!({ "days": null });
+/// nulls.drop_from(args.as_object_mut().unwrap());
+/// assert_eq!(args, json!({}));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct OptionalNulls {
+    /// `nodes[0]` is the root object; empty when there is nothing to drop anywhere.
+    nodes: Vec<Node>,
+}
+
+/// One plain schema (behind `$ref`s and `Option` unions) that has `null`s to drop at or
+/// below it. A value of that schema is handled by what it is: an object loses its `drop`
+/// properties and descends into `properties`, an array descends into `items`.
+#[derive(Clone, Debug, Default)]
+struct Node {
+    drop: Vec<String>,
+    properties: Vec<(String, usize)>,
+    items: Option<usize>,
+}
+
+impl OptionalNulls {
+    /// Works out the `null`s to drop for arguments of `parameters` (an object schema; any
+    /// other schema gives an empty set). Recursive `$ref`s are followed once.
+    pub fn for_schema(parameters: &Value) -> Self {
+        let mut builder = Builder {
+            root: parameters,
+            nodes: Vec::new(),
+            seen: HashMap::new(),
+        };
+        if builder.node(parameters, 0).is_none() {
+            return Self::default();
+        }
+        let mut nodes = builder.nodes;
+        // A node has work if it drops something or leads to a node that does; recursion
+        // makes this a fixed point.
+        let mut work: Vec<bool> = nodes.iter().map(|node| !node.drop.is_empty()).collect();
+        loop {
+            let mut changed = false;
+            for (index, node) in nodes.iter().enumerate() {
+                if !work[index]
+                    && (node.properties.iter().any(|&(_, child)| work[child])
+                        || node.items.is_some_and(|child| work[child]))
+                {
+                    work[index] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        if !work[0] {
+            return Self::default();
+        }
+        for node in &mut nodes {
+            node.properties.retain(|&(_, child)| work[child]);
+            node.items = node.items.filter(|&child| work[child]);
+        }
+        Self { nodes }
     }
-    let Some(schema) = plain(root, schema) else {
-        return;
-    };
-    let Some(Value::Object(properties)) = schema.get("properties") else {
-        return;
-    };
-    let required = |name: &str| {
-        schema
-            .get("required")
-            .and_then(Value::as_array)
-            .is_some_and(|names| names.iter().any(|n| n == name))
-    };
-    args.retain(|name, value| {
-        let optional_non_null = value.is_null()
-            && !required(name)
-            && properties
-                .get(name)
-                .is_some_and(|property| !admits_null(root, property, 0));
-        !optional_non_null
-    });
-    for (name, value) in args.iter_mut() {
-        if let Some(property) = properties.get(name) {
-            descend(root, property, value, depth + 1);
+
+    /// Whether there is no `null` to drop for this schema, so [`drop_from`](Self::drop_from)
+    /// does nothing.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Removes, in `args`, the `null`s of optional properties that do not admit `null`.
+    pub fn drop_from(&self, args: &mut JsonObject) {
+        if !self.nodes.is_empty() {
+            self.object(0, args, 0);
+        }
+    }
+
+    fn object(&self, index: usize, map: &mut JsonObject, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        let node = &self.nodes[index];
+        let is_dropped = |name: &String, value: &Value| value.is_null() && node.drop.contains(name);
+        if map.iter().any(|(name, value)| is_dropped(name, value)) {
+            map.retain(|name, value| !is_dropped(name, value));
+        }
+        for (name, child) in &node.properties {
+            if let Some(value) = map.get_mut(name) {
+                self.value(*child, value, depth + 1);
+            }
+        }
+    }
+
+    fn value(&self, index: usize, value: &mut Value, depth: usize) {
+        match value {
+            Value::Object(map) => self.object(index, map, depth),
+            Value::Array(items) => {
+                if let Some(child) = self.nodes[index].items {
+                    for item in items {
+                        self.value(child, item, depth + 1);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }
 
-fn descend(root: &Value, schema: &Value, value: &mut Value, depth: usize) {
-    match value {
-        Value::Object(map) if map.values().any(contains_null) => object(root, schema, map, depth),
-        Value::Array(items) => {
-            let Some(items_schema) = plain(root, schema).and_then(|schema| schema.get("items"))
-            else {
-                return;
-            };
-            for item in items {
-                descend(root, items_schema, item, depth + 1);
+struct Builder<'a> {
+    root: &'a Value,
+    nodes: Vec<Node>,
+    /// Plain schemas already given a node, by address, so a recursive `$ref` closes a loop.
+    seen: HashMap<*const Map<String, Value>, usize>,
+}
+
+impl<'a> Builder<'a> {
+    fn node(&mut self, schema: &'a Value, depth: usize) -> Option<usize> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let map = plain(self.root, schema)?;
+        if let Some(&index) = self.seen.get(&std::ptr::from_ref(map)) {
+            return Some(index);
+        }
+        let index = self.nodes.len();
+        self.nodes.push(Node::default());
+        self.seen.insert(std::ptr::from_ref(map), index);
+        if let Some(Value::Object(properties)) = map.get("properties") {
+            let required: Vec<&str> = map
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|names| names.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for (name, property) in properties {
+                if !required.contains(&name.as_str()) && !admits_null(self.root, property, 0) {
+                    self.nodes[index].drop.push(name.clone());
+                }
+                if let Some(child) = self.node(property, depth + 1) {
+                    self.nodes[index].properties.push((name.clone(), child));
+                }
             }
         }
-        _ => {}
+        if let Some(items) = map.get("items") {
+            self.nodes[index].items = self.node(items, depth + 1);
+        }
+        Some(index)
     }
 }
 
@@ -203,6 +322,61 @@ mod tests {
                 "list": [{ "title": "b" }, { "title": "c", "limit": 2 }]
             })
         );
+    }
+
+    #[test]
+    fn recursive_schemas_are_followed_at_every_depth() {
+        let schema = json!({
+            "$ref": "#/$defs/Node",
+            "$defs": {
+                "Node": {
+                    "type": "object",
+                    "properties": {
+                        "weight": { "type": "integer", "default": 1 },
+                        "children": { "type": "array", "items": { "$ref": "#/$defs/Node" } }
+                    }
+                }
+            }
+        });
+        let args = run(
+            schema,
+            json!({
+                "weight": null,
+                "children": [{ "weight": null, "children": [{ "weight": 3, "children": [{ "weight": null }] }] }]
+            }),
+        );
+        assert_eq!(
+            args,
+            json!({ "children": [{ "children": [{ "weight": 3, "children": [{}] }] }] })
+        );
+    }
+
+    #[test]
+    fn schemas_whose_optional_properties_all_admit_null_have_nothing_to_drop() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "name": { "type": "string" },
+                "address": { "$ref": "#/$defs/Address" },
+                "tags": { "type": "array", "items": { "type": "string" } }
+            },
+            "required": ["name", "address", "tags"],
+            "$defs": {
+                "Address": {
+                    "type": "object",
+                    "properties": { "zip": { "type": ["string", "null"] } }
+                }
+            }
+        });
+        assert!(OptionalNulls::for_schema(&schema).is_empty());
+        let with_default = json!({
+            "type": "object",
+            "properties": { "inner": { "$ref": "#/$defs/Inner" } },
+            "required": ["inner"],
+            "$defs": { "Inner": { "type": "object", "properties": { "n": { "type": "integer" } } } }
+        });
+        assert!(!OptionalNulls::for_schema(&with_default).is_empty());
+        assert!(OptionalNulls::for_schema(&json!(true)).is_empty());
     }
 
     #[test]

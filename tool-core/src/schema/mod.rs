@@ -45,7 +45,7 @@ use serde_json::{Map, Value, json};
 
 use crate::tool::ChatTool;
 
-pub use arguments::drop_optional_nulls;
+pub use arguments::{OptionalNulls, drop_optional_nulls};
 
 mod arguments;
 mod common;
