@@ -43,7 +43,7 @@ fn built_in_tools_are_enabled() {
     let names: Vec<_> = registry
         .get_enabled_schemas()
         .into_iter()
-        .map(|tool| tool.function.name)
+        .map(|tool| tool.name().to_owned())
         .collect();
     assert_eq!(names, ["read_file", "write_file", "save_session_context"]);
 }

@@ -182,7 +182,7 @@ fn get_enabled_schemas() {
     let names: Vec<_> = registry
         .get_enabled_schemas()
         .into_iter()
-        .map(|tool| tool.function.name)
+        .map(|tool| tool.name().to_owned())
         .collect();
     assert_eq!(names, ["c", "b"], "enabled tools in registration order");
 }
@@ -276,7 +276,7 @@ fn tool_provides_schema() {
 #[test]
 fn tool_name_matches_schema() {
     let tool = TestTool::new("weather");
-    assert_eq!(tool.get_schema().function.name, tool.name());
+    assert_eq!(tool.get_schema().name(), tool.name());
 }
 
 #[tokio::test]

@@ -201,7 +201,7 @@ fn registry(options: RegistryOptions) -> ToolRegistry {
 
 fn dispatch_text(registry: &ToolRegistry, name: &str, text: &str) -> String {
     let args: JsonObject = serde_json::from_str(text).unwrap_or_default();
-    futures::executor::block_on(registry.execute(name, args))
+    support::run_now(registry.execute(name, args))
 }
 
 // --- dispatch --------------------------------------------------------------------------------

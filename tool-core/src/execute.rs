@@ -1,9 +1,16 @@
 //! Running a tool safely: argument validation, timeouts, the panic guard, and the exact strings
 //! the model sees when something goes wrong.
 
-use std::{any::Any, fmt, panic::AssertUnwindSafe, time::Duration};
+use std::{
+    any::Any,
+    fmt,
+    future::Future,
+    panic::AssertUnwindSafe,
+    pin::Pin,
+    task::{Context, Poll},
+    time::Duration,
+};
 
-use futures::FutureExt as _;
 use serde_json::Value;
 
 use crate::tool::{ExecutableTool, JsonObject, ToolError};
@@ -118,41 +125,85 @@ impl fmt::Display for DisplaySeconds {
     }
 }
 
-/// Runs `tool` with `args`, catching panics and enforcing `timeout`.
-pub(crate) async fn run_guarded(
-    name: &str,
-    tool: &dyn ExecutableTool,
-    args: JsonObject,
-    timeout: Option<Duration>,
-) -> Result<String, ExecuteError> {
-    // The call itself sits inside the guarded future, so a hand-written tool that panics
-    // before returning its future is caught as well.
-    let guarded = AssertUnwindSafe(async move { tool.execute(args).await }).catch_unwind();
-    let outcome = match timeout {
-        None => guarded.await,
-        Some(after) => match tokio::time::timeout(after, guarded).await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                return Err(ExecuteError::TimedOut {
-                    name: name.to_owned(),
-                    after,
-                });
+/// A started tool call, polled as a plain future (no extra state machine around the tool's
+/// own): a panic while polling becomes [`ExecuteError::Panicked`], the tool's result becomes
+/// the registry's outcome, and a timeout, when there is one, keeps its timer on the heap so
+/// that the common call without one stays small.
+pub(crate) struct GuardedCall<'a> {
+    name: &'a str,
+    state: CallState<'a>,
+}
+
+type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'a>>;
+
+enum CallState<'a> {
+    Running(ToolFuture<'a>),
+    Timed(Pin<Box<tokio::time::Timeout<ToolFuture<'a>>>>, Duration),
+}
+
+impl<'a> GuardedCall<'a> {
+    /// Calls `tool.execute(args)`; a hand-written tool may panic before it returns its future,
+    /// and that is caught as well.
+    pub(crate) fn start(
+        name: &'a str,
+        tool: &'a dyn ExecutableTool,
+        args: JsonObject,
+        timeout: Option<Duration>,
+    ) -> Result<Self, ExecuteError> {
+        let call = std::panic::catch_unwind(AssertUnwindSafe(|| tool.execute(args))).map_err(
+            |payload| ExecuteError::Panicked {
+                name: name.to_owned(),
+                message: panic_message(payload.as_ref()),
+            },
+        )?;
+        let state = match timeout {
+            None => CallState::Running(call),
+            Some(after) => CallState::Timed(Box::pin(tokio::time::timeout(after, call)), after),
+        };
+        Ok(Self { name, state })
+    }
+}
+
+impl Future for GuardedCall<'_> {
+    type Output = Result<String, ExecuteError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Every field is `Unpin` (the futures are boxed).
+        let this = self.get_mut();
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| match &mut this.state {
+            CallState::Running(call) => call.as_mut().poll(cx).map(Ok),
+            CallState::Timed(call, after) => {
+                let after = *after;
+                call.as_mut().poll(cx).map(|done| done.map_err(|_| after))
             }
-        },
-    };
-    match outcome {
-        Ok(Ok(text)) => Ok(text),
-        Ok(Err(error)) if error.is_invalid_arguments() => Err(ExecuteError::InvalidArguments {
+        }));
+        let name = this.name;
+        match polled {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(Ok(result))) => Poll::Ready(outcome(name, result)),
+            Ok(Poll::Ready(Err(after))) => Poll::Ready(Err(ExecuteError::TimedOut {
+                name: name.to_owned(),
+                after,
+            })),
+            Err(payload) => Poll::Ready(Err(ExecuteError::Panicked {
+                name: name.to_owned(),
+                message: panic_message(payload.as_ref()),
+            })),
+        }
+    }
+}
+
+/// The registry's outcome for what a tool returned.
+fn outcome(name: &str, result: Result<String, ToolError>) -> Result<String, ExecuteError> {
+    match result {
+        Ok(text) => Ok(text),
+        Err(error) if error.is_invalid_arguments() => Err(ExecuteError::InvalidArguments {
             name: name.to_owned(),
             message: strip_invalid_prefix(name, error.message()).to_owned(),
         }),
-        Ok(Err(error)) => Err(ExecuteError::Failed {
+        Err(error) => Err(ExecuteError::Failed {
             name: name.to_owned(),
             error,
-        }),
-        Err(payload) => Err(ExecuteError::Panicked {
-            name: name.to_owned(),
-            message: panic_message(payload.as_ref()),
         }),
     }
 }

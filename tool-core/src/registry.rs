@@ -4,7 +4,10 @@
 use std::{
     collections::HashMap,
     fmt,
-    sync::{Arc, OnceLock, PoisonError, RwLock},
+    sync::{
+        Arc, OnceLock, PoisonError, RwLock,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -14,8 +17,8 @@ use serde_json::{Value, value::RawValue};
 use tokio::sync::broadcast;
 
 use crate::{
-    execute::{ExecuteError, describe_schema_errors, run_guarded},
-    schema::{FormatOptions, Provider, SchemaError, format_tool},
+    execute::{ExecuteError, GuardedCall, describe_schema_errors},
+    schema::{FormatOptions, OptionalNulls, Provider, SchemaError, format_tool},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolHints, ToolMetadata},
 };
 
@@ -170,12 +173,15 @@ pub struct ToolInfo {
 pub struct ToolRegistry {
     state: RwLock<State>,
     events: broadcast::Sender<RegistryEvent>,
+    /// Set by the first [`subscribe`](Self::subscribe); until then there is nobody to notify.
+    ever_subscribed: AtomicBool,
     options: RegistryOptions,
 }
 
 #[derive(Default)]
 struct State {
-    tools: IndexMap<Arc<str>, Slot>,
+    /// Keyed with foldhash: names are the developer's, and every call hashes one.
+    tools: IndexMap<Arc<str>, Slot, foldhash::fast::RandomState>,
     version: u64,
     snapshot: Option<Arc<RegistrySnapshot>>,
 }
@@ -214,6 +220,7 @@ impl ToolRegistry {
         Self {
             state: RwLock::new(State::default()),
             events,
+            ever_subscribed: AtomicBool::new(false),
             options,
         }
     }
@@ -234,8 +241,8 @@ impl ToolRegistry {
     /// Registers a shared tool; see [`register`](Self::register).
     pub fn register_arc(&self, tool: Arc<dyn ExecutableTool>) -> Result<(), RegistryError> {
         let entry = ToolEntry::new(tool)?;
-        let name = entry.name.clone();
-        let enabled = entry.metadata.default_enabled;
+        let name = entry.name().clone();
+        let enabled = entry.metadata().default_enabled;
         {
             let mut state = self.write();
             match state.tools.entry(name.clone()) {
@@ -358,7 +365,7 @@ impl ToolRegistry {
         self.read()
             .tools
             .get(name)
-            .map(|slot| slot.entry.metadata.clone())
+            .map(|slot| slot.entry.metadata().clone())
     }
 
     /// Every tool with its metadata and enabled state, in registration order.
@@ -412,7 +419,7 @@ impl ToolRegistry {
                 Some(slot) => slot.entry.clone(),
             }
         };
-        entry.run(args, &self.options).await
+        entry.call(args, &self.options)?.await
     }
 
     /// The enabled tools in a provider's format, optionally filtered by an allow-list of names
@@ -473,7 +480,7 @@ impl ToolRegistry {
         RegistrySnapshot::new(
             state.version,
             state.tools.values().map(|slot| {
-                let on = enabled(&slot.entry.name, &slot.entry.metadata, slot.enabled);
+                let on = enabled(slot.entry.name(), slot.entry.metadata(), slot.enabled);
                 (slot.entry.clone(), on)
             }),
             self.options.clone(),
@@ -484,6 +491,7 @@ impl ToolRegistry {
     /// [`RegistryEvent`]. A receiver that falls behind by more than 256 events gets
     /// `RecvError::Lagged` and should treat it as "the list changed".
     pub fn subscribe(&self) -> broadcast::Receiver<RegistryEvent> {
+        self.ever_subscribed.store(true, Ordering::Release);
         self.events.subscribe()
     }
 
@@ -496,7 +504,9 @@ impl ToolRegistry {
     fn notify(&self, event: impl FnOnce() -> RegistryEvent) {
         // Building the event allocates; skip it when nobody listens (the common case while a
         // registry is being filled). A send error likewise only means nobody is listening.
-        if self.events.receiver_count() > 0 {
+        // `receiver_count` takes the channel's lock; a registry nobody ever watched skips even
+        // that.
+        if self.ever_subscribed.load(Ordering::Acquire) && self.events.receiver_count() > 0 {
             let _ = self.events.send(event());
         }
     }
@@ -524,7 +534,7 @@ impl State {
 pub struct RegistrySnapshot {
     version: u64,
     tools: Vec<(Arc<ToolEntry>, bool)>,
-    index: OnceLock<HashMap<Arc<str>, usize>>,
+    index: OnceLock<HashMap<Arc<str>, usize, foldhash::fast::RandomState>>,
     formats: [OnceLock<Arc<RawValue>>; FORMAT_SLOTS],
     options: RegistryOptions,
 }
@@ -565,7 +575,7 @@ impl RegistrySnapshot {
 
     /// The names of the enabled tools, in registration order.
     pub fn enabled_names(&self) -> Vec<&str> {
-        self.enabled().map(|entry| &*entry.name).collect()
+        self.enabled().map(|entry| &**entry.name()).collect()
     }
 
     /// Whether no tool is enabled.
@@ -580,7 +590,7 @@ impl RegistrySnapshot {
 
     /// The metadata of a tool of this snapshot (enabled or not).
     pub fn metadata(&self, name: &str) -> Option<&ToolMetadata> {
-        self.slot(name).map(|(entry, _)| &entry.metadata)
+        self.slot(name).map(|(entry, _)| entry.metadata())
     }
 
     /// Every tool of the snapshot with its enabled state, in registration order.
@@ -620,7 +630,7 @@ impl RegistrySnapshot {
             .filter_map(|entry| match entry.format(provider, options) {
                 Ok((value, _)) => Some(Value::clone(value)),
                 Err(error) => {
-                    tracing::error!(tool = %entry.name, %provider, %error, "tool left out of the request");
+                    tracing::error!(tool = %entry.name(), %provider, %error, "tool left out of the request");
                     None
                 }
             })
@@ -663,7 +673,7 @@ impl RegistrySnapshot {
             Some((_, false)) => Err(ExecuteError::Disabled {
                 name: name.to_owned(),
             }),
-            Some((entry, true)) => entry.run(args, &self.options).await,
+            Some((entry, true)) => entry.call(args, &self.options)?.await,
         }
     }
 
@@ -679,7 +689,7 @@ impl RegistrySnapshot {
         allowed: Option<&'a [&'a str]>,
     ) -> impl Iterator<Item = &'a Arc<ToolEntry>> + 'a {
         self.enabled()
-            .filter(move |entry| allowed.is_none_or(|names| names.contains(&&*entry.name)))
+            .filter(move |entry| allowed.is_none_or(|names| names.contains(&&**entry.name())))
     }
 
     fn slot(&self, name: &str) -> Option<&(Arc<ToolEntry>, bool)> {
@@ -687,7 +697,7 @@ impl RegistrySnapshot {
             self.tools
                 .iter()
                 .enumerate()
-                .map(|(position, (entry, _))| (entry.name.clone(), position))
+                .map(|(position, (entry, _))| (entry.name().clone(), position))
                 .collect()
         });
         index.get(name).map(|&position| &self.tools[position])
@@ -733,14 +743,39 @@ fn assemble(provider: Provider, fragments: &[&RawValue]) -> Arc<RawValue> {
         .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()))
 }
 
-/// A registered tool with everything computed from it once: schema, metadata, validator and
-/// provider formats.
+/// A registered tool with everything computed from it once: schema and metadata when it is
+/// registered; validator, `null` handling and provider formats when first needed.
 pub(crate) struct ToolEntry {
-    name: Arc<str>,
     tool: Arc<dyn ExecutableTool>,
     schema: ChatTool,
-    metadata: ToolMetadata,
+    /// `None` for the default metadata, the common case: most tools set none, and an entry
+    /// that is small to allocate makes registering a thousand tools cheap.
+    metadata: Option<Box<ToolMetadata>>,
+    /// Allocated on first use, so registering a tool stays one small allocation.
+    derived: OnceLock<Box<Derived>>,
+}
+
+/// [`ToolMetadata::default`], as a value entries can point to.
+static DEFAULT_METADATA: ToolMetadata = ToolMetadata {
+    title: None,
+    icon: None,
+    category: None,
+    default_enabled: true,
+    hints: crate::tool::ToolHints {
+        read_only: None,
+        destructive: None,
+        idempotent: None,
+        open_world: None,
+    },
+    timeout: None,
+    sequential: false,
+};
+
+/// What a [`ToolEntry`] works out from its schema when first asked.
+#[derive(Default)]
+struct Derived {
     validator: OnceLock<Result<jsonschema::Validator, String>>,
+    optional_nulls: OnceLock<OptionalNulls>,
     formats: [OnceLock<FormatResult>; FORMAT_SLOTS],
 }
 
@@ -748,13 +783,13 @@ type FormatResult = Result<(Arc<Value>, Box<RawValue>), SchemaError>;
 
 impl ToolEntry {
     fn new(tool: Arc<dyn ExecutableTool>) -> Result<Self, RegistryError> {
+        let schema = tool.get_schema();
         let name = tool.name();
         validate_name(name)?;
-        let schema = tool.get_schema();
-        if schema.function.name != name {
+        if &*schema.function.name != name {
             return Err(RegistryError::NameMismatch {
                 name: name.to_owned(),
-                schema_name: schema.function.name.clone(),
+                schema_name: schema.function.name.to_string(),
             });
         }
         if schema.function.description.trim().is_empty() {
@@ -768,34 +803,46 @@ impl ToolEntry {
                 reason,
             }
         })?;
+        let metadata = tool.metadata();
         Ok(Self {
-            name: Arc::from(name),
-            metadata: tool.metadata(),
+            metadata: (metadata != DEFAULT_METADATA).then(|| Box::new(metadata)),
             schema,
             tool,
-            validator: OnceLock::new(),
-            formats: Default::default(),
+            derived: OnceLock::new(),
         })
+    }
+
+    /// The tool's name, shared with its schema.
+    fn name(&self) -> &Arc<str> {
+        &self.schema.function.name
+    }
+
+    fn metadata(&self) -> &ToolMetadata {
+        self.metadata.as_deref().unwrap_or(&DEFAULT_METADATA)
+    }
+
+    fn derived(&self) -> &Derived {
+        self.derived.get_or_init(Box::default)
     }
 
     fn info(&self, enabled: bool) -> ToolInfo {
         ToolInfo {
-            name: self.name.to_string(),
-            description: self.schema.function.description.clone(),
-            title: self.metadata.title.clone(),
-            category: self.metadata.category.clone(),
-            icon: self.metadata.icon.clone(),
-            default_enabled: self.metadata.default_enabled,
+            name: self.name().to_string(),
+            description: self.schema.function.description.to_string(),
+            title: self.metadata().title.clone(),
+            category: self.metadata().category.clone(),
+            icon: self.metadata().icon.clone(),
+            default_enabled: self.metadata().default_enabled,
             enabled,
-            hints: self.metadata.hints,
+            hints: self.metadata().hints,
         }
     }
 
     fn format(&self, provider: Provider, options: &FormatOptions) -> &FormatResult {
-        self.formats[slot_of(provider, options)].get_or_init(|| {
+        self.derived().formats[slot_of(provider, options)].get_or_init(|| {
             let value = format_tool(provider, &self.schema, options)?;
             let text = serde_json::value::to_raw_value(&value).map_err(|error| SchemaError {
-                tool: self.name.to_string(),
+                tool: self.name().to_string(),
                 provider,
                 reason: error.to_string(),
             })?;
@@ -803,24 +850,31 @@ impl ToolEntry {
         })
     }
 
-    async fn run(
+    /// Prepares the arguments (optional `null`s dropped, validated when asked) and starts the
+    /// tool; the returned call is awaited by the caller, so a registry call is one small state
+    /// machine around the tool's own future.
+    fn call(
         &self,
         mut args: JsonObject,
         options: &RegistryOptions,
-    ) -> Result<String, ExecuteError> {
+    ) -> Result<GuardedCall<'_>, ExecuteError> {
         // Under OpenAI strict mode a model sends `null` for an optional field it leaves out.
-        crate::schema::drop_optional_nulls(&self.schema.function.parameters, &mut args);
+        self.derived()
+            .optional_nulls
+            .get_or_init(|| OptionalNulls::for_schema(&self.schema.function.parameters))
+            .drop_from(&mut args);
         let args = if options.validate_arguments {
             self.validate(args)?
         } else {
             args
         };
-        let timeout = self.metadata.timeout.or(options.default_timeout);
-        run_guarded(&self.name, &*self.tool, args, timeout).await
+        let timeout = self.metadata().timeout.or(options.default_timeout);
+        GuardedCall::start(self.name(), &*self.tool, args, timeout)
     }
 
     fn validate(&self, args: JsonObject) -> Result<JsonObject, ExecuteError> {
         let validator = self
+            .derived()
             .validator
             .get_or_init(|| {
                 jsonschema::validator_for(&self.schema.function.parameters)
@@ -828,7 +882,7 @@ impl ToolEntry {
             })
             .as_ref()
             .map_err(|error| ExecuteError::Failed {
-                name: self.name.to_string(),
+                name: self.name().to_string(),
                 error: crate::ToolError::new(format!(
                     "the tool's parameter schema is not a valid JSON Schema: {error}"
                 )),
@@ -842,7 +896,7 @@ impl ToolEntry {
             });
         }
         Err(ExecuteError::InvalidArguments {
-            name: self.name.to_string(),
+            name: self.name().to_string(),
             message: describe_schema_errors(validator, &value),
         })
     }
@@ -850,27 +904,32 @@ impl ToolEntry {
 
 /// Checks a tool name against `^[a-zA-Z0-9_-]{1,64}$`.
 pub fn validate_name(name: &str) -> Result<(), RegistryError> {
+    let allowed = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-';
+    if !name.is_empty() && name.len() <= 64 && name.bytes().all(allowed) {
+        return Ok(());
+    }
     let reason = if name.is_empty() {
-        Some("the name is empty".to_owned())
+        "the name is empty".to_owned()
     } else if name.len() > 64 {
-        Some(format!(
+        format!(
             "the name is {} characters long; at most 64 are allowed",
             name.len()
-        ))
+        )
     } else {
-        name.chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-            .map(|c| format!("{c:?} is not allowed; use only ASCII letters, digits, `_` and `-`"))
+        let c = name
+            .chars()
+            .find(|c| !(c.is_ascii() && allowed(*c as u8)))
+            .unwrap_or_default();
+        format!("{c:?} is not allowed; use only ASCII letters, digits, `_` and `-`")
     };
-    match reason {
-        Some(reason) => Err(RegistryError::InvalidName {
-            name: name.to_owned(),
-            reason,
-        }),
-        None => Ok(()),
-    }
+    Err(RegistryError::InvalidName {
+        name: name.to_owned(),
+        reason,
+    })
 }
 
+/// Checks that `parameters` is an object schema, in one pass over its keys (this runs for
+/// every registered tool).
 fn validate_parameters(parameters: &Value) -> Result<(), String> {
     let Some(schema) = parameters.as_object() else {
         return Err(format!(
@@ -878,29 +937,35 @@ fn validate_parameters(parameters: &Value) -> Result<(), String> {
             crate::execute::show(parameters)
         ));
     };
-    match schema.get("type") {
-        Some(Value::String(kind)) if kind == "object" => {}
-        Some(other) => {
-            return Err(format!(
-                "the parameters' `type` must be \"object\", not {other}"
-            ));
+    let mut has_type = false;
+    for (key, value) in schema {
+        match key.as_str() {
+            "type" => match value {
+                Value::String(kind) if kind == "object" => has_type = true,
+                other => {
+                    return Err(format!(
+                        "the parameters' `type` must be \"object\", not {other}"
+                    ));
+                }
+            },
+            "properties" if !value.is_object() => {
+                return Err("`properties` must be an object".to_owned());
+            }
+            "required"
+                if !value
+                    .as_array()
+                    .is_some_and(|names| names.iter().all(Value::is_string)) =>
+            {
+                return Err("`required` must be an array of property names".to_owned());
+            }
+            _ => {}
         }
-        None => return Err("the parameters have no `type`; it must be \"object\"".to_owned()),
     }
-    if let Some(properties) = schema.get("properties") {
-        if !properties.is_object() {
-            return Err("`properties` must be an object".to_owned());
-        }
+    if has_type {
+        Ok(())
+    } else {
+        Err("the parameters have no `type`; it must be \"object\"".to_owned())
     }
-    if let Some(required) = schema.get("required") {
-        let all_strings = required
-            .as_array()
-            .is_some_and(|names| names.iter().all(Value::is_string));
-        if !all_strings {
-            return Err("`required` must be an array of property names".to_owned());
-        }
-    }
-    Ok(())
 }
 
 /// Per-session tool toggles over a shared registry: a map of tool name to on/off that overrides
@@ -1013,5 +1078,14 @@ impl ToolToggles {
         self.overrides
             .write()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_default_metadata_is_the_default() {
+        assert_eq!(DEFAULT_METADATA, ToolMetadata::default());
     }
 }

@@ -113,7 +113,8 @@ impl<T: ExecutableTool + ?Sized> ExecutableTool for Box<T> {
 /// A tool definition in the canonical OpenAI shape:
 /// `{"type":"function","function":{"name","description","parameters"}}`.
 ///
-/// The parameters are shared (`Arc`), so cloning a `ChatTool` is cheap.
+/// Name, description and parameters are shared (`Arc`), so cloning a `ChatTool` copies no
+/// text: a tool can keep one and hand out clones from `get_schema`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChatTool {
     /// Always `"function"`.
@@ -126,8 +127,8 @@ pub struct ChatTool {
 impl ChatTool {
     /// A function tool with the given name, description and JSON Schema for its parameters.
     pub fn new(
-        name: impl Into<String>,
-        description: impl Into<String>,
+        name: impl Into<Arc<str>>,
+        description: impl Into<Arc<str>>,
         parameters: impl Into<Arc<Value>>,
     ) -> Self {
         Self {
@@ -170,9 +171,9 @@ pub enum ToolKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FunctionDefinition {
     /// The name the model calls.
-    pub name: String,
+    pub name: Arc<str>,
     /// What the tool does, for the model.
-    pub description: String,
+    pub description: Arc<str>,
     /// The JSON Schema of the arguments; its root is an object schema.
     pub parameters: Arc<Value>,
 }

@@ -52,3 +52,15 @@ fn show(ns: f64) -> String {
         format!("{ns:.1} ns")
     }
 }
+
+/// Drives a future the way an executor's already-running task does: one poll, which is all a
+/// tool that never waits needs, so the measurement is the dispatch and not an executor's
+/// set-up. A future that does wait is handed to `block_on`.
+pub(crate) fn run_now<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => futures::executor::block_on(future),
+    }
+}

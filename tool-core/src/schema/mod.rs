@@ -207,7 +207,7 @@ pub fn format_tool(
 ) -> Result<Value, SchemaError> {
     let name = &tool.function.name;
     let error = |reason: String| SchemaError {
-        tool: name.clone(),
+        tool: name.to_string(),
         provider,
         reason,
     };
