@@ -5,6 +5,10 @@
 //! - definitions per request: the enabled tools of a 1,000-tool registry as JSON ready to send;
 //! - scale: dispatch in a 1,000-tool registry against a 3-tool one, and building a 1,000-tool
 //!   registry against filling a `HashMap`.
+//!
+//! After criterion's own report, every ratio a target is set for is measured again with the
+//! candidate and its baseline timed in alternating rounds (`support::Paired`), which holds
+//! steady on a machine whose speed drifts between criterion's separate runs.
 
 use std::{collections::HashMap, hint::black_box, marker::PhantomData, sync::Arc};
 
@@ -362,4 +366,69 @@ fn main() {
     pairs.push(("scale", "dispatch_in_1000_tools", "dispatch_in_3_tools"));
     pairs.push(("scale", "build_registry_1000", "baseline_hashmap_fill_1000"));
     support::print_ratios("registry", &pairs);
+    paired_ratios();
+}
+
+/// The targets' ratios again, each pair timed in alternating rounds (see `support::Paired`).
+fn paired_ratios() {
+    println!("\n== registry: paired ratios (candidate / baseline, alternating rounds) ==");
+    let unchecked = registry(RegistryOptions::new().validate_arguments(false));
+    let validated = registry(RegistryOptions::new());
+    for case in cases() {
+        for (label, registry) in [
+            ("registry_unvalidated", &unchecked),
+            ("registry_validated", &validated),
+        ] {
+            let paired = support::Paired::measure(
+                || dispatch_text(registry, black_box(case.name), black_box(&case.text)),
+                || (case.baseline_value)(black_box(&case.text)),
+            );
+            support::print_paired(
+                &format!(
+                    "dispatch/{}: {label} / baseline_value_deserialize",
+                    case.name
+                ),
+                &paired,
+            );
+        }
+    }
+
+    let large = registry(RegistryOptions::new());
+    for tool in thousand_tools() {
+        large
+            .register_arc(tool)
+            .unwrap_or_else(|error| panic!("{error}"));
+    }
+    let text = r#"{"a": 2, "b": 3}"#;
+    let paired = support::Paired::measure(
+        || dispatch_text(&large, black_box("add"), black_box(text)),
+        || dispatch_text(&validated, black_box("add"), black_box(text)),
+    );
+    support::print_paired(
+        "scale: dispatch_in_1000_tools / dispatch_in_3_tools",
+        &paired,
+    );
+
+    let tools = thousand_tools();
+    let paired = support::Paired::measure_batched(
+        || tools.clone(),
+        |tools| {
+            let registry = ToolRegistry::new();
+            for tool in tools {
+                let _ = registry.register_arc(tool);
+            }
+            registry
+        },
+        |tools| {
+            let mut map: HashMap<String, Arc<dyn ExecutableTool>> = HashMap::new();
+            for tool in tools {
+                map.insert(tool.name().to_owned(), tool);
+            }
+            map
+        },
+    );
+    support::print_paired(
+        "scale: build_registry_1000 / baseline_hashmap_fill_1000",
+        &paired,
+    );
 }
