@@ -403,23 +403,21 @@ impl ToolRegistry {
 
     /// Runs a tool and returns a structured outcome: the result, or why there is none.
     pub async fn try_execute(&self, name: &str, args: JsonObject) -> Result<String, ExecuteError> {
-        let entry = {
-            let state = self.read();
-            match state.tools.get(name) {
-                None => {
-                    return Err(ExecuteError::NotFound {
-                        name: name.to_owned(),
-                    });
-                }
-                Some(slot) if !slot.enabled => {
-                    return Err(ExecuteError::Disabled {
-                        name: name.to_owned(),
-                    });
-                }
-                Some(slot) => slot.entry.clone(),
-            }
-        };
+        let entry = self.callable(name)?;
         entry.call(args, &self.options)?.await
+    }
+
+    /// The entry to run for `name`, held past the lock so the call does not block changes.
+    fn callable(&self, name: &str) -> Result<Arc<ToolEntry>, ExecuteError> {
+        match self.read().tools.get(name) {
+            Some(slot) if slot.enabled => Ok(slot.entry.clone()),
+            Some(_) => Err(ExecuteError::Disabled {
+                name: name.to_owned(),
+            }),
+            None => Err(ExecuteError::NotFound {
+                name: name.to_owned(),
+            }),
+        }
     }
 
     /// The enabled tools in a provider's format, optionally filtered by an allow-list of names
