@@ -510,6 +510,87 @@ async fn a_panicking_tool_becomes_an_error_string_and_the_registry_stays_usable(
     assert_eq!(text, r#"{"city":"Oslo"}"#);
 }
 
+/// A tool written without `async_trait`, to panic where an `async fn` cannot: while making its
+/// future, or when its finished future is dropped.
+struct RawTool {
+    panic_on_call: bool,
+}
+
+/// A future that is ready at once and panics when dropped.
+struct PanicsOnDrop;
+
+impl std::future::Future for PanicsOnDrop {
+    type Output = Result<String, ToolError>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::task::Poll::Ready(Ok("done".to_owned()))
+    }
+}
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("dropped badly");
+    }
+}
+
+impl ExecutableTool for RawTool {
+    fn name(&self) -> &str {
+        "raw"
+    }
+
+    fn get_schema(&self) -> ChatTool {
+        ChatTool::new("raw", "A tool for tests.", json!({ "type": "object" }))
+    }
+
+    fn execute<'a, 'b>(
+        &'a self,
+        _args: JsonObject,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, ToolError>> + Send + 'b>>
+    where
+        'a: 'b,
+        Self: 'b,
+    {
+        assert!(!self.panic_on_call, "no future for you");
+        Box::pin(PanicsOnDrop)
+    }
+}
+
+#[tokio::test]
+async fn a_tool_that_panics_while_making_its_future_becomes_an_error_string() {
+    let registry = ToolRegistry::new();
+    registry
+        .register(RawTool {
+            panic_on_call: true,
+        })
+        .unwrap();
+    let text = registry.execute("raw", JsonObject::new()).await;
+    assert_eq!(
+        text,
+        "Error executing raw: tool panicked: no future for you"
+    );
+    assert!(registry.has_tool("raw"));
+}
+
+#[tokio::test]
+async fn a_tool_whose_future_panics_when_dropped_becomes_an_error_string() {
+    let registry = ToolRegistry::new();
+    registry
+        .register(RawTool {
+            panic_on_call: false,
+        })
+        .unwrap();
+    let outcome = registry.try_execute("raw", JsonObject::new()).await;
+    match outcome {
+        Err(ExecuteError::Panicked { name, message }) => {
+            assert_eq!((name.as_str(), message.as_str()), ("raw", "dropped badly"));
+        }
+        other => panic!("expected a panic outcome, got {other:?}"),
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_hung_tool_times_out_with_its_own_timeout() {
     let registry = ToolRegistry::new();
@@ -728,6 +809,29 @@ async fn subscribers_see_every_change() {
             RegistryEvent::Unregistered("a".to_owned()),
         ]
     );
+}
+
+#[test]
+fn a_subscriber_that_joins_a_filled_registry_sees_the_changes_after_it() {
+    let registry = registry_with(&["a", "b"]);
+    registry.disable("a");
+    let mut events = registry.subscribe();
+    assert_eq!(registry.subscriber_count(), 1);
+    registry.enable("a");
+    registry.register(TestTool::new("c")).unwrap();
+    assert_eq!(
+        events.try_recv().ok(),
+        Some(RegistryEvent::Enabled("a".to_owned()))
+    );
+    assert_eq!(
+        events.try_recv().ok(),
+        Some(RegistryEvent::Registered("c".to_owned()))
+    );
+    assert!(events.try_recv().is_err(), "nothing from before it joined");
+    drop(events);
+    assert_eq!(registry.subscriber_count(), 0);
+    registry.disable("b"); // nobody listens: no error, no panic
+    assert!(!registry.is_tool_enabled("b"));
 }
 
 #[test]

@@ -139,6 +139,8 @@ type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + S
 enum CallState<'a> {
     Running(ToolFuture<'a>),
     Timed(Pin<Box<tokio::time::Timeout<ToolFuture<'a>>>>, Duration),
+    /// The tool's future has finished and been dropped.
+    Done,
 }
 
 impl<'a> GuardedCall<'a> {
@@ -170,12 +172,23 @@ impl Future for GuardedCall<'_> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // Every field is `Unpin` (the futures are boxed).
         let this = self.get_mut();
-        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| match &mut this.state {
-            CallState::Running(call) => call.as_mut().poll(cx).map(Ok),
-            CallState::Timed(call, after) => {
-                let after = *after;
-                call.as_mut().poll(cx).map(|done| done.map_err(|_| after))
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let polled = match &mut this.state {
+                CallState::Running(call) => call.as_mut().poll(cx).map(Ok),
+                CallState::Timed(call, after) => {
+                    let after = *after;
+                    call.as_mut().poll(cx).map(|done| done.map_err(|_| after))
+                }
+                CallState::Done => Poll::Ready(Ok(Err(ToolError::new(
+                    "the call was polled again after it finished",
+                )))),
+            };
+            if polled.is_ready() {
+                // The tool's future is dropped here, inside the guard, so a panic in its
+                // `Drop` is caught like one in `poll`.
+                this.state = CallState::Done;
             }
+            polled
         }));
         let name = this.name;
         match polled {
@@ -185,10 +198,16 @@ impl Future for GuardedCall<'_> {
                 name: name.to_owned(),
                 after,
             })),
-            Err(payload) => Poll::Ready(Err(ExecuteError::Panicked {
-                name: name.to_owned(),
-                message: panic_message(payload.as_ref()),
-            })),
+            Err(payload) => {
+                // A future that panicked is not polled again; drop it under a guard too.
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    this.state = CallState::Done;
+                }));
+                Poll::Ready(Err(ExecuteError::Panicked {
+                    name: name.to_owned(),
+                    message: panic_message(payload.as_ref()),
+                }))
+            }
         }
     }
 }
