@@ -824,15 +824,16 @@ impl ToolEntry {
     }
 
     fn info(&self, enabled: bool) -> ToolInfo {
+        let metadata = self.metadata();
         ToolInfo {
             name: self.name().to_string(),
             description: self.schema.function.description.to_string(),
-            title: self.metadata().title.clone(),
-            category: self.metadata().category.clone(),
-            icon: self.metadata().icon.clone(),
-            default_enabled: self.metadata().default_enabled,
+            title: metadata.title.clone(),
+            category: metadata.category.clone(),
+            icon: metadata.icon.clone(),
+            default_enabled: metadata.default_enabled,
             enabled,
-            hints: self.metadata().hints,
+            hints: metadata.hints,
         }
     }
 
