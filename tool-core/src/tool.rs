@@ -126,16 +126,29 @@ pub struct ChatTool {
 
 impl ChatTool {
     /// A function tool with the given name, description and JSON Schema for its parameters.
+    /// Name and description are any text (`&str`, `&String`, `String`, …), copied once into
+    /// the shared form.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tool_core::ChatTool;
+    ///
+    /// let name = String::from("get_weather");
+    /// let tool = ChatTool::new(&name, "Current weather for a city.", json!({ "type": "object" }));
+    /// assert_eq!(tool.name(), "get_weather");
+    /// let copy = tool.clone(); // no text copied
+    /// assert_eq!(copy, tool);
+    /// ```
     pub fn new(
-        name: impl Into<Arc<str>>,
-        description: impl Into<Arc<str>>,
+        name: impl AsRef<str>,
+        description: impl AsRef<str>,
         parameters: impl Into<Arc<Value>>,
     ) -> Self {
         Self {
             kind: ToolKind::Function,
             function: FunctionDefinition {
-                name: name.into(),
-                description: description.into(),
+                name: Arc::from(name.as_ref()),
+                description: Arc::from(description.as_ref()),
                 parameters: parameters.into(),
             },
         }
