@@ -16,7 +16,9 @@ use axum::{
     response::Response,
 };
 use futures::StreamExt;
-use tool_core::model::{HttpOptions, ModelEvent, ModelStream, ProviderError};
+use tool_core::model::{
+    ChatModel, ChatRequest, HttpOptions, Message, ModelEvent, ModelStream, ProviderError,
+};
 
 /// One scripted reply.
 #[derive(Clone, Debug)]
@@ -192,6 +194,27 @@ pub(crate) fn fast_retries() -> HttpOptions {
     HttpOptions::default()
         .with_initial_backoff(Duration::from_millis(1))
         .with_max_backoff(Duration::from_millis(50))
+}
+
+/// The conversation the provider tests send: a terse system prompt and a question about the
+/// weather in `city`.
+pub(crate) fn question_about(city: &str) -> Vec<Message> {
+    vec![
+        Message::system("You are terse."),
+        Message::user(format!("What is the weather in {city}?")),
+    ]
+}
+
+/// Starts a server that gives `reply`, streams `request` through the client `connect` makes
+/// for it, and reads the stream to its end.
+pub(crate) async fn stream_once<M: ChatModel>(
+    reply: Reply,
+    request: ChatRequest,
+    connect: impl FnOnce(&Server) -> M,
+) -> (Collected, Server) {
+    let server = Server::start(vec![reply]).await;
+    let collected = Collected::from(connect(&server).stream(request).await.unwrap()).await;
+    (collected, server)
 }
 
 /// What a stream produced: its events, and the error that ended it, if any.

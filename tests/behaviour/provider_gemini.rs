@@ -12,7 +12,9 @@ use tool_core::{
     },
 };
 
-use crate::loopback::{Collected, Reply, Server, api_error, args, fast_retries, tools};
+use crate::loopback::{
+    Collected, Reply, Server, api_error, args, fast_retries, question_about, stream_once, tools,
+};
 
 macro_rules! transcript {
     ($name:literal) => {
@@ -34,16 +36,11 @@ fn client(server: &Server) -> GeminiClient {
 }
 
 fn question() -> Vec<Message> {
-    vec![
-        Message::system("You are terse."),
-        Message::user("What is the weather in Paris?"),
-    ]
+    question_about("Paris")
 }
 
 async fn stream(reply: Reply, request: ChatRequest) -> (Collected, Server) {
-    let server = Server::start(vec![reply]).await;
-    let collected = Collected::from(client(&server).stream(request).await.unwrap()).await;
-    (collected, server)
+    stream_once(reply, request, client).await
 }
 
 #[tokio::test]

@@ -11,7 +11,9 @@ use tool_core::{
     },
 };
 
-use crate::loopback::{Collected, Reply, Server, args, fast_retries, tools};
+use crate::loopback::{
+    Collected, Reply, Server, args, fast_retries, question_about, stream_once, tools,
+};
 
 macro_rules! transcript {
     ($name:literal) => {
@@ -32,16 +34,11 @@ fn client(server: &Server) -> OllamaClient {
 }
 
 fn question() -> Vec<Message> {
-    vec![
-        Message::system("You are terse."),
-        Message::user("What is the weather in Tokyo?"),
-    ]
+    question_about("Tokyo")
 }
 
 async fn stream(reply: Reply, request: ChatRequest) -> (Collected, Server) {
-    let server = Server::start(vec![reply]).await;
-    let collected = Collected::from(client(&server).stream(request).await.unwrap()).await;
-    (collected, server)
+    stream_once(reply, request, client).await
 }
 
 #[tokio::test]
