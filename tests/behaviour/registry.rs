@@ -33,8 +33,10 @@ enum Behaviour {
     Fail,
     /// Panics.
     Panic,
-    /// Never finishes.
+    /// Never finishes (waiting on a Tokio timer).
     Hang,
+    /// Never finishes, needing no runtime to wait.
+    Pending,
 }
 
 impl TestTool {
@@ -84,6 +86,7 @@ impl ExecutableTool for TestTool {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 Ok("too late".to_owned())
             }
+            Behaviour::Pending => std::future::pending().await,
         }
     }
 
@@ -629,6 +632,33 @@ async fn the_registry_default_timeout_applies_to_tools_without_one() {
         .execute("slow", args(json!({"city": "Oslo"})))
         .await;
     assert_eq!(text, "Error executing slow: timed out after 250ms");
+}
+
+#[test]
+fn a_tool_that_finishes_at_once_needs_no_timer_for_its_timeout() {
+    // Outside any Tokio runtime: a timer would need one, and none is made for a tool that
+    // returns from its first poll.
+    let registry =
+        ToolRegistry::with_options(RegistryOptions::new().default_timeout(Duration::from_secs(1)));
+    registry.register(TestTool::new("weather")).unwrap();
+    let text =
+        futures::executor::block_on(registry.execute("weather", args(json!({"city": "Oslo"}))));
+    assert_eq!(text, r#"{"city":"Oslo"}"#);
+}
+
+#[test]
+fn a_timeout_outside_a_tokio_runtime_is_an_error_string_not_a_crash() {
+    let registry =
+        ToolRegistry::with_options(RegistryOptions::new().default_timeout(Duration::from_secs(1)));
+    registry
+        .register(TestTool::new("slow").behaving(Behaviour::Pending))
+        .unwrap();
+    let text = futures::executor::block_on(registry.execute("slow", args(json!({"city": "Oslo"}))));
+    assert!(
+        text.starts_with("Error executing slow: tool panicked: ") && text.contains("runtime"),
+        "{text}"
+    );
+    assert!(registry.has_tool("slow"));
 }
 
 #[tokio::test]

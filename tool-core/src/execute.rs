@@ -13,7 +13,10 @@ use std::{
 
 use serde_json::Value;
 
-use crate::tool::{ExecutableTool, JsonObject, ToolError};
+use crate::{
+    registry::ToolEntry,
+    tool::{JsonObject, ToolError},
+};
 
 /// Why a tool call did not produce a result. [`ExecuteError::to_model_string`] gives the text
 /// the model sees; `Display` gives a short message for logs.
@@ -125,44 +128,71 @@ impl fmt::Display for DisplaySeconds {
     }
 }
 
-/// A started tool call, polled as a plain future (no extra state machine around the tool's
-/// own): a panic while polling becomes [`ExecuteError::Panicked`], the tool's result becomes
-/// the registry's outcome, and a timeout, when there is one, keeps its timer on the heap so
-/// that the common call without one stays small.
+/// A tool call, polled as a plain future (no extra state machine around the tool's own).
+///
+/// The tool is called on the first poll, under the same panic guard as every poll, so a tool
+/// that panics while making its future, while running or while being dropped becomes
+/// [`ExecuteError::Panicked`], and a call that completes at once crosses the guard once. A
+/// timeout's timer is made only when the tool is still running after its first poll.
 pub(crate) struct GuardedCall<'a> {
-    name: &'a str,
-    state: CallState<'a>,
+    entry: &'a ToolEntry,
+    /// The arguments, until the first poll calls the tool with them.
+    args: Option<JsonObject>,
+    /// The tool's future while it runs.
+    call: Option<ToolFuture<'a>>,
+    timeout: Option<Duration>,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'a>>;
 
-enum CallState<'a> {
-    Running(ToolFuture<'a>),
-    Timed(Pin<Box<tokio::time::Timeout<ToolFuture<'a>>>>, Duration),
-    /// The tool's future has finished and been dropped.
-    Done,
-}
+/// A step of a call: the tool's result, or the timeout that elapsed first.
+type Step = Result<Result<String, ToolError>, Duration>;
 
 impl<'a> GuardedCall<'a> {
-    /// Calls `tool.execute(args)`; a hand-written tool may panic before it returns its future,
-    /// and that is caught as well.
-    pub(crate) fn start(
-        name: &'a str,
-        tool: &'a dyn ExecutableTool,
-        args: JsonObject,
-        timeout: Option<Duration>,
-    ) -> Result<Self, ExecuteError> {
-        let call = std::panic::catch_unwind(AssertUnwindSafe(|| tool.execute(args))).map_err(
-            |payload| ExecuteError::Panicked {
-                name: name.to_owned(),
-                message: panic_message(payload.as_ref()),
-            },
-        )?;
-        let state = match timeout {
-            None => CallState::Running(call),
-            Some(after) => CallState::Timed(Box::pin(tokio::time::timeout(after, call)), after),
+    /// A call of the entry's tool with `args`, made when the call is first polled.
+    pub(crate) fn new(entry: &'a ToolEntry, args: JsonObject, timeout: Option<Duration>) -> Self {
+        Self {
+            entry,
+            args: Some(args),
+            call: None,
+            timeout,
+            timer: None,
+        }
+    }
+
+    /// Calls the tool if it has not been called, then polls it, dropping its future as soon as
+    /// it is ready or timed out. Runs inside the panic guard.
+    fn step(&mut self, cx: &mut Context<'_>) -> Poll<Step> {
+        if let Some(args) = self.args.take() {
+            self.call = Some(self.entry.tool().execute(args));
+        }
+        let Some(call) = &mut self.call else {
+            return Poll::Ready(Ok(Err(ToolError::new(
+                "the call was polled again after it finished",
+            ))));
         };
-        Ok(Self { name, state })
+        if let Poll::Ready(result) = call.as_mut().poll(cx) {
+            self.stop();
+            return Poll::Ready(Ok(result));
+        }
+        let Some(after) = self.timeout else {
+            return Poll::Pending;
+        };
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(after)));
+        if timer.as_mut().poll(cx).is_ready() {
+            self.stop();
+            return Poll::Ready(Err(after));
+        }
+        Poll::Pending
+    }
+
+    /// Drops the tool's future and the timer.
+    fn stop(&mut self) {
+        self.call = None;
+        self.timer = None;
     }
 }
 
@@ -172,25 +202,8 @@ impl Future for GuardedCall<'_> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // Every field is `Unpin` (the futures are boxed).
         let this = self.get_mut();
-        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let polled = match &mut this.state {
-                CallState::Running(call) => call.as_mut().poll(cx).map(Ok),
-                CallState::Timed(call, after) => {
-                    let after = *after;
-                    call.as_mut().poll(cx).map(|done| done.map_err(|_| after))
-                }
-                CallState::Done => Poll::Ready(Ok(Err(ToolError::new(
-                    "the call was polled again after it finished",
-                )))),
-            };
-            if polled.is_ready() {
-                // The tool's future is dropped here, inside the guard, so a panic in its
-                // `Drop` is caught like one in `poll`.
-                this.state = CallState::Done;
-            }
-            polled
-        }));
-        let name = this.name;
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| this.step(cx)));
+        let name = &**this.entry.name();
         match polled {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(Ok(result))) => Poll::Ready(outcome(name, result)),
@@ -200,9 +213,7 @@ impl Future for GuardedCall<'_> {
             })),
             Err(payload) => {
                 // A future that panicked is not polled again; drop it under a guard too.
-                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    this.state = CallState::Done;
-                }));
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| this.stop()));
                 Poll::Ready(Err(ExecuteError::Panicked {
                     name: name.to_owned(),
                     message: panic_message(payload.as_ref()),

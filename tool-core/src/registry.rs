@@ -395,7 +395,17 @@ impl ToolRegistry {
     /// Runs a tool and returns its result, or the error string the model should see. Never
     /// panics and never fails: see [`ExecuteError::to_model_string`] for the exact texts.
     pub async fn execute(&self, name: &str, args: JsonObject) -> String {
-        match self.try_execute(name, args).await {
+        // Not `try_execute(..).await`: one state machine around the tool's future, not two,
+        // keeps the future small (moving it is part of every call).
+        let entry = match self.callable(name) {
+            Ok(entry) => entry,
+            Err(error) => return error.to_model_string(),
+        };
+        let call = match entry.call(args, &self.options) {
+            Ok(call) => call,
+            Err(error) => return error.to_model_string(),
+        };
+        match call.await {
             Ok(text) => text,
             Err(error) => error.to_model_string(),
         }
@@ -404,7 +414,8 @@ impl ToolRegistry {
     /// Runs a tool and returns a structured outcome: the result, or why there is none.
     pub async fn try_execute(&self, name: &str, args: JsonObject) -> Result<String, ExecuteError> {
         let entry = self.callable(name)?;
-        entry.call(args, &self.options)?.await
+        let call = entry.call(args, &self.options)?;
+        call.await
     }
 
     /// The entry to run for `name`, held past the lock so the call does not block changes.
@@ -656,7 +667,12 @@ impl RegistrySnapshot {
     /// Runs a tool of this snapshot; a tool disabled in the snapshot gets the "not available"
     /// string even if it was enabled since. See [`ToolRegistry::execute`].
     pub async fn execute(&self, name: &str, args: JsonObject) -> String {
-        match self.try_execute(name, args).await {
+        // One state machine around the tool's future, as in `ToolRegistry::execute`.
+        let call = match self.start(name, args) {
+            Ok(call) => call,
+            Err(error) => return error.to_model_string(),
+        };
+        match call.await {
             Ok(text) => text,
             Err(error) => error.to_model_string(),
         }
@@ -664,6 +680,12 @@ impl RegistrySnapshot {
 
     /// Runs a tool of this snapshot and returns a structured outcome.
     pub async fn try_execute(&self, name: &str, args: JsonObject) -> Result<String, ExecuteError> {
+        let call = self.start(name, args)?;
+        call.await
+    }
+
+    /// The call of an enabled tool of this snapshot (the tool runs when it is polled).
+    fn start(&self, name: &str, args: JsonObject) -> Result<GuardedCall<'_>, ExecuteError> {
         match self.slot(name) {
             None => Err(ExecuteError::NotFound {
                 name: name.to_owned(),
@@ -671,7 +693,7 @@ impl RegistrySnapshot {
             Some((_, false)) => Err(ExecuteError::Disabled {
                 name: name.to_owned(),
             }),
-            Some((entry, true)) => entry.call(args, &self.options)?.await,
+            Some((entry, true)) => entry.call(args, &self.options),
         }
     }
 
@@ -811,12 +833,16 @@ impl ToolEntry {
     }
 
     /// The tool's name, shared with its schema.
-    fn name(&self) -> &Arc<str> {
+    pub(crate) fn name(&self) -> &Arc<str> {
         &self.schema.function.name
     }
 
     fn metadata(&self) -> &ToolMetadata {
         self.metadata.as_deref().unwrap_or(&DEFAULT_METADATA)
+    }
+
+    pub(crate) fn tool(&self) -> &dyn ExecutableTool {
+        &*self.tool
     }
 
     fn derived(&self) -> &Derived {
@@ -868,7 +894,7 @@ impl ToolEntry {
             args
         };
         let timeout = self.metadata().timeout.or(options.default_timeout);
-        GuardedCall::start(self.name(), &*self.tool, args, timeout)
+        Ok(GuardedCall::new(self, args, timeout))
     }
 
     fn validate(&self, args: JsonObject) -> Result<JsonObject, ExecuteError> {

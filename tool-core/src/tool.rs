@@ -276,8 +276,9 @@ pub struct ToolMetadata {
     pub default_enabled: bool,
     /// Behaviour hints, as in MCP tool annotations.
     pub hints: ToolHints,
-    /// The longest the tool may run before it is stopped and reported as timed out (`None`: the
-    /// registry's default).
+    /// The longest the tool may wait before it is stopped and reported as timed out (`None`: the
+    /// registry's default). The clock starts when the tool first waits, so a call that finishes
+    /// at once costs no timer; like any future, a tool that blocks its thread cannot be stopped.
     #[serde(with = "duration_ms")]
     pub timeout: Option<Duration>,
     /// When `true`, the agent runs this tool's calls in order, never concurrently with other
