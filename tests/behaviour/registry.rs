@@ -842,6 +842,53 @@ async fn subscribers_see_every_change() {
 }
 
 #[test]
+fn register_all_keeps_order_reports_each_rejection_and_announces_each_tool() {
+    let registry = registry_with(&["taken"]);
+    let mut events = registry.subscribe();
+    let version = registry.version();
+    let mut nameless = TestTool::new("nameless");
+    nameless.description = "  ";
+    let errors = registry.register_all([
+        Arc::new(TestTool::new("one")) as Arc<dyn ExecutableTool>,
+        Arc::new(TestTool::new("taken")),
+        Arc::new(TestTool::new("bad name")),
+        Arc::new(TestTool::new("two")),
+        Arc::new(TestTool::new("one")),
+        Arc::new(nameless),
+    ]);
+    let kinds: Vec<(&str, &str)> = errors
+        .iter()
+        .map(|error| match error {
+            RegistryError::Duplicate { name } => ("duplicate", name.as_str()),
+            RegistryError::InvalidName { name, .. } => ("invalid name", name.as_str()),
+            RegistryError::MissingDescription { name } => ("no description", name.as_str()),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("duplicate", "taken"),
+            ("invalid name", "bad name"),
+            ("duplicate", "one"),
+            ("no description", "nameless"),
+        ],
+        "the rejections, in the collection's order"
+    );
+    assert_eq!(registry.get_tool_names(), ["taken", "one", "two"]);
+    assert_eq!(registry.version(), version + 2, "one change per tool added");
+    assert_eq!(
+        events.try_recv().ok(),
+        Some(RegistryEvent::Registered("one".to_owned()))
+    );
+    assert_eq!(
+        events.try_recv().ok(),
+        Some(RegistryEvent::Registered("two".to_owned()))
+    );
+    assert!(events.try_recv().is_err());
+}
+
+#[test]
 fn a_subscriber_that_joins_a_filled_registry_sees_the_changes_after_it() {
     let registry = registry_with(&["a", "b"]);
     registry.disable("a");

@@ -4,7 +4,8 @@
 //!   struct with `Vec` and `Option`, and a 40-field struct;
 //! - definitions per request: the enabled tools of a 1,000-tool registry as JSON ready to send;
 //! - scale: dispatch in a 1,000-tool registry against a 3-tool one, and building a 1,000-tool
-//!   registry against filling a `HashMap`.
+//!   registry against filling a `HashMap`: one by one (`register_arc` against `insert`), and in
+//!   bulk (`register_all` against `collect`, which sizes the map once).
 //!
 //! After criterion's own report, every ratio a target is set for is measured again with the
 //! candidate and its baseline timed in alternating rounds (`support::Paired`), which holds
@@ -323,7 +324,28 @@ fn scale(c: &mut Criterion) {
             BatchSize::SmallInput,
         );
     });
+    group.bench_function("baseline_hashmap_collect_1000", |b| {
+        b.iter_batched(|| tools.clone(), collect_map, BatchSize::SmallInput);
+    });
+    group.bench_function("build_registry_1000_register_all", |b| {
+        b.iter_batched(|| tools.clone(), register_all, BatchSize::SmallInput);
+    });
     group.finish();
+}
+
+/// The bulk baseline: `collect` sizes the map once, as `register_all` does the registry.
+fn collect_map(tools: Vec<Arc<dyn ExecutableTool>>) -> HashMap<String, Arc<dyn ExecutableTool>> {
+    tools
+        .into_iter()
+        .map(|tool| (tool.name().to_owned(), tool))
+        .collect()
+}
+
+fn register_all(tools: Vec<Arc<dyn ExecutableTool>>) -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    let errors = registry.register_all(tools);
+    debug_assert!(errors.is_empty());
+    registry
 }
 
 criterion_group!(benches, dispatch, definitions, scale);
@@ -365,6 +387,11 @@ fn main() {
     }
     pairs.push(("scale", "dispatch_in_1000_tools", "dispatch_in_3_tools"));
     pairs.push(("scale", "build_registry_1000", "baseline_hashmap_fill_1000"));
+    pairs.push((
+        "scale",
+        "build_registry_1000_register_all",
+        "baseline_hashmap_collect_1000",
+    ));
     support::print_ratios("registry", &pairs);
     paired_ratios();
 }
@@ -429,6 +456,11 @@ fn paired_ratios() {
     );
     support::print_paired(
         "scale: build_registry_1000 / baseline_hashmap_fill_1000",
+        &paired,
+    );
+    let paired = support::Paired::measure_batched(|| tools.clone(), register_all, collect_map);
+    support::print_paired(
+        "scale: build_registry_1000_register_all / baseline_hashmap_collect_1000",
         &paired,
     );
 }

@@ -240,40 +240,53 @@ impl ToolRegistry {
 
     /// Registers a shared tool; see [`register`](Self::register).
     pub fn register_arc(&self, tool: Arc<dyn ExecutableTool>) -> Result<(), RegistryError> {
-        let entry = ToolEntry::new(tool)?;
-        let name = entry.name().clone();
-        let enabled = entry.metadata().default_enabled;
-        {
+        let entry = Arc::new(ToolEntry::new(tool)?);
+        let name = {
             let mut state = self.write();
-            match state.tools.entry(name.clone()) {
-                indexmap::map::Entry::Occupied(_) => {
-                    return Err(RegistryError::Duplicate {
-                        name: name.to_string(),
-                    });
-                }
-                indexmap::map::Entry::Vacant(vacant) => {
-                    vacant.insert(Slot {
-                        entry: Arc::new(entry),
-                        enabled,
-                    });
-                }
-            }
+            let name = state.insert(entry)?;
             state.changed();
-        }
+            name
+        };
         self.notify(|| RegistryEvent::Registered(name.to_string()));
         Ok(())
     }
 
     /// Registers every tool of a collection (for example a `#[toolbox]`'s tools), returning the
-    /// errors of those that were rejected; the others are registered.
+    /// errors of those that were rejected, in the collection's order; the others are
+    /// registered, in order, as if by [`register_arc`](Self::register_arc) one after the other.
+    ///
+    /// Faster than that loop for many tools: the definitions are checked before the registry is
+    /// locked, and the lock is taken once.
     pub fn register_all(
         &self,
         tools: impl IntoIterator<Item = Arc<dyn ExecutableTool>>,
     ) -> Vec<RegistryError> {
-        tools
+        let entries: Vec<Result<Arc<ToolEntry>, RegistryError>> = tools
             .into_iter()
-            .filter_map(|tool| self.register_arc(tool).err())
-            .collect()
+            .map(|tool| ToolEntry::new(tool).map(Arc::new))
+            .collect();
+        let mut errors = Vec::new();
+        let mut registered = Vec::new();
+        let listening = self.is_watched();
+        {
+            let mut state = self.write();
+            state.tools.reserve(entries.len());
+            for entry in entries {
+                match entry.and_then(|entry| state.insert(entry)) {
+                    Ok(name) => {
+                        state.changed();
+                        if listening {
+                            registered.push(name);
+                        }
+                    }
+                    Err(error) => errors.push(error),
+                }
+            }
+        }
+        for name in registered {
+            self.notify(|| RegistryEvent::Registered(name.to_string()));
+        }
+        errors
     }
 
     /// Removes a tool. Removing an unknown name does nothing; returns whether a tool was removed.
@@ -515,9 +528,14 @@ impl ToolRegistry {
         // registry is being filled). A send error likewise only means nobody is listening.
         // `receiver_count` takes the channel's lock; a registry nobody ever watched skips even
         // that.
-        if self.ever_subscribed.load(Ordering::Acquire) && self.events.receiver_count() > 0 {
+        if self.is_watched() {
             let _ = self.events.send(event());
         }
+    }
+
+    /// Whether someone listens for events now.
+    fn is_watched(&self) -> bool {
+        self.ever_subscribed.load(Ordering::Acquire) && self.events.receiver_count() > 0
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
@@ -532,6 +550,23 @@ impl ToolRegistry {
 }
 
 impl State {
+    /// Adds a checked entry, enabled as its metadata says, unless its name is taken; returns
+    /// the name.
+    #[inline]
+    fn insert(&mut self, entry: Arc<ToolEntry>) -> Result<Arc<str>, RegistryError> {
+        let name = entry.name().clone();
+        match self.tools.entry(name.clone()) {
+            indexmap::map::Entry::Occupied(_) => Err(RegistryError::Duplicate {
+                name: name.to_string(),
+            }),
+            indexmap::map::Entry::Vacant(vacant) => {
+                let enabled = entry.metadata().default_enabled;
+                vacant.insert(Slot { entry, enabled });
+                Ok(name)
+            }
+        }
+    }
+
     fn changed(&mut self) {
         self.version += 1;
         self.snapshot = None;
@@ -812,7 +847,7 @@ impl ToolEntry {
                 schema_name: schema.function.name.to_string(),
             });
         }
-        if schema.function.description.trim().is_empty() {
+        if schema.function.description.chars().all(char::is_whitespace) {
             return Err(RegistryError::MissingDescription {
                 name: name.to_owned(),
             });
@@ -927,9 +962,22 @@ impl ToolEntry {
     }
 }
 
+/// The bytes a tool name may have, as a table: one load per byte (this runs for every
+/// registered tool).
+static NAME_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+        byte += 1;
+    }
+    table
+};
+
 /// Checks a tool name against `^[a-zA-Z0-9_-]{1,64}$`.
 pub fn validate_name(name: &str) -> Result<(), RegistryError> {
-    let allowed = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-';
+    let allowed = |byte: u8| NAME_BYTES[usize::from(byte)];
     if !name.is_empty() && name.len() <= 64 && name.bytes().all(allowed) {
         return Ok(());
     }
@@ -1108,6 +1156,14 @@ impl ToolToggles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_name_byte_table_allows_exactly_letters_digits_underscore_and_dash() {
+        for byte in 0..=u8::MAX {
+            let expected = byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-';
+            assert_eq!(NAME_BYTES[usize::from(byte)], expected, "byte {byte}");
+        }
+    }
 
     #[test]
     fn the_shared_default_metadata_is_the_default() {
