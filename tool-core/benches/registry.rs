@@ -282,12 +282,7 @@ fn definitions(c: &mut Criterion) {
 
 fn scale(c: &mut Criterion) {
     let small = registry(RegistryOptions::new());
-    let large = registry(RegistryOptions::new());
-    for tool in thousand_tools() {
-        large
-            .register_arc(tool)
-            .unwrap_or_else(|error| panic!("{error}"));
-    }
+    let large = large_registry();
     let text = r#"{"a": 2, "b": 3}"#;
     let mut group = c.benchmark_group("scale");
     group.bench_function("dispatch_in_3_tools", |b| {
@@ -299,30 +294,10 @@ fn scale(c: &mut Criterion) {
 
     let tools = thousand_tools();
     group.bench_function("baseline_hashmap_fill_1000", |b| {
-        b.iter_batched(
-            || tools.clone(),
-            |tools| {
-                let mut map: HashMap<String, Arc<dyn ExecutableTool>> = HashMap::new();
-                for tool in tools {
-                    map.insert(tool.name().to_owned(), tool);
-                }
-                map
-            },
-            BatchSize::SmallInput,
-        );
+        b.iter_batched(|| tools.clone(), fill_map, BatchSize::SmallInput);
     });
     group.bench_function("build_registry_1000", |b| {
-        b.iter_batched(
-            || tools.clone(),
-            |tools| {
-                let registry = ToolRegistry::new();
-                for tool in tools {
-                    let _ = registry.register_arc(tool);
-                }
-                registry
-            },
-            BatchSize::SmallInput,
-        );
+        b.iter_batched(|| tools.clone(), register_each, BatchSize::SmallInput);
     });
     group.bench_function("baseline_hashmap_collect_1000", |b| {
         b.iter_batched(|| tools.clone(), collect_map, BatchSize::SmallInput);
@@ -331,6 +306,34 @@ fn scale(c: &mut Criterion) {
         b.iter_batched(|| tools.clone(), register_all, BatchSize::SmallInput);
     });
     group.finish();
+}
+
+/// The 3 benchmark tools and 1,000 more.
+fn large_registry() -> ToolRegistry {
+    let large = registry(RegistryOptions::new());
+    for tool in thousand_tools() {
+        large
+            .register_arc(tool)
+            .unwrap_or_else(|error| panic!("{error}"));
+    }
+    large
+}
+
+/// The one-by-one baseline.
+fn fill_map(tools: Vec<Arc<dyn ExecutableTool>>) -> HashMap<String, Arc<dyn ExecutableTool>> {
+    let mut map = HashMap::new();
+    for tool in tools {
+        map.insert(tool.name().to_owned(), tool);
+    }
+    map
+}
+
+fn register_each(tools: Vec<Arc<dyn ExecutableTool>>) -> ToolRegistry {
+    let registry = ToolRegistry::new();
+    for tool in tools {
+        let _ = registry.register_arc(tool);
+    }
+    registry
 }
 
 /// The bulk baseline: `collect` sizes the map once, as `register_all` does the registry.
@@ -420,12 +423,7 @@ fn paired_ratios() {
         }
     }
 
-    let large = registry(RegistryOptions::new());
-    for tool in thousand_tools() {
-        large
-            .register_arc(tool)
-            .unwrap_or_else(|error| panic!("{error}"));
-    }
+    let large = large_registry();
     let text = r#"{"a": 2, "b": 3}"#;
     let paired = support::Paired::measure(
         || dispatch_text(&large, black_box("add"), black_box(text)),
@@ -437,23 +435,7 @@ fn paired_ratios() {
     );
 
     let tools = thousand_tools();
-    let paired = support::Paired::measure_batched(
-        || tools.clone(),
-        |tools| {
-            let registry = ToolRegistry::new();
-            for tool in tools {
-                let _ = registry.register_arc(tool);
-            }
-            registry
-        },
-        |tools| {
-            let mut map: HashMap<String, Arc<dyn ExecutableTool>> = HashMap::new();
-            for tool in tools {
-                map.insert(tool.name().to_owned(), tool);
-            }
-            map
-        },
-    );
+    let paired = support::Paired::measure_batched(|| tools.clone(), register_each, fill_map);
     support::print_paired(
         "scale: build_registry_1000 / baseline_hashmap_fill_1000",
         &paired,
