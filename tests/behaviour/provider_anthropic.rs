@@ -21,7 +21,7 @@ macro_rules! transcript {
     };
 }
 
-fn client_with(server: &Server, http: HttpOptions) -> AnthropicClient {
+pub(crate) fn client_with(server: &Server, http: HttpOptions) -> AnthropicClient {
     let config = AnthropicConfig::default()
         .with_api_key("sk-ant-test")
         .with_base_url(server.url())

@@ -22,7 +22,7 @@ macro_rules! transcript {
     };
 }
 
-fn client_with(server: &Server, http: HttpOptions) -> GeminiClient {
+pub(crate) fn client_with(server: &Server, http: HttpOptions) -> GeminiClient {
     let config = GeminiConfig::default()
         .with_api_key("gm-test")
         .with_base_url(format!("{}/v1beta", server.url()))

@@ -3,12 +3,11 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use axum::http::HeaderMap;
 use tool_core::{
     Provider,
     model::{
         self, ChatModel, ChatRequest, HttpOptions, Message, OpenAiClient, OpenAiConfig,
-        ProviderError, retry_after,
+        ProviderError,
     },
 };
 
@@ -131,22 +130,95 @@ async fn a_refused_connection_is_a_transport_error_after_retries() {
     );
 }
 
-#[test]
-fn retry_after_reads_seconds_dates_and_milliseconds() {
-    let now = std::time::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
-    let mut headers = HeaderMap::new();
-    headers.insert("retry-after", "120".parse().unwrap());
-    assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(120)));
-    // 1_445_412_480 is Wed, 21 Oct 2015 07:28:00 GMT.
-    headers.insert(
-        "retry-after",
-        "Wed, 21 Oct 2015 07:28:30 GMT".parse().unwrap(),
-    );
-    assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(30)));
-    headers.insert("retry-after", "soon".parse().unwrap());
-    assert_eq!(retry_after(&headers, now), None);
-    headers.insert("retry-after-ms", "250".parse().unwrap());
-    assert_eq!(retry_after(&headers, now), Some(Duration::from_millis(250)));
+/// A streamed or whole answer from one of the four provider clients, configured with `http`
+/// against `server`, for tests that hold for every provider.
+struct Wire {
+    provider: Provider,
+    connect: fn(&Server, HttpOptions) -> Box<dyn ChatModel>,
+    stream_body: Reply,
+    whole_body: Reply,
+}
+
+fn wires() -> Vec<Wire> {
+    use crate::{provider_anthropic, provider_gemini, provider_ollama, provider_openai};
+    vec![
+        Wire {
+            provider: Provider::OpenAi,
+            connect: |server, http| Box::new(provider_openai::client_with(server, http)),
+            stream_body: Reply::sse(TEXT),
+            whole_body: Reply::json(include_bytes!("../transcripts/openai/completion_text.json")),
+        },
+        Wire {
+            provider: Provider::Anthropic,
+            connect: |server, http| Box::new(provider_anthropic::client_with(server, http)),
+            stream_body: Reply::sse(include_bytes!("../transcripts/anthropic/text.sse")),
+            whole_body: Reply::json(include_bytes!(
+                "../transcripts/anthropic/message_tool_use.json"
+            )),
+        },
+        Wire {
+            provider: Provider::Gemini,
+            connect: |server, http| Box::new(provider_gemini::client_with(server, http)),
+            stream_body: Reply::sse(include_bytes!("../transcripts/gemini/text.sse")),
+            whole_body: Reply::json(include_bytes!(
+                "../transcripts/gemini/unary_function_calls.json"
+            )),
+        },
+        Wire {
+            provider: Provider::Ollama,
+            connect: |server, http| Box::new(provider_ollama::client_with(server, http)),
+            stream_body: Reply::ndjson(include_bytes!("../transcripts/ollama/text.ndjson")),
+            whole_body: Reply::json(include_bytes!("../transcripts/ollama/chat_tool_call.json")),
+        },
+    ]
+}
+
+/// Any `Retry-After` a busy provider sends, however large, negative, fractional or malformed,
+/// becomes a wait of at most `max_backoff` (or is ignored): the request is retried once and
+/// succeeds, streamed and not, on every provider. A value like `1e300` used to panic while
+/// being turned into a `Duration`.
+#[tokio::test]
+async fn hostile_retry_after_headers_never_panic_and_are_bounded_on_every_provider() {
+    let headers = [
+        ("retry-after", "1e300"),
+        ("retry-after", "99999999999999999999"),
+        ("retry-after", "inf"),
+        ("retry-after", "-3"),
+        ("retry-after", "0.5e-3"),
+        ("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT"),
+        ("retry-after", "tomorrow-ish"),
+        ("retry-after-ms", "1e300"),
+        ("retry-after-ms", "-1"),
+    ];
+    // A cap the test can wait for: without it an hour-long header would stall it.
+    let http = fast_retries().with_max_backoff(Duration::from_millis(20));
+    for wire in wires() {
+        for streamed in [true, false] {
+            for (name, value) in headers {
+                let success = if streamed {
+                    wire.stream_body.clone()
+                } else {
+                    wire.whole_body.clone()
+                };
+                let server =
+                    Server::start(vec![Reply::error(429, DOWN).header(name, value), success]).await;
+                let model = (wire.connect)(&server, http.clone());
+                let what = format!("{} streamed={streamed} {name}: {value}", wire.provider);
+                let outcome = tokio::time::timeout(Duration::from_secs(20), async {
+                    if streamed {
+                        let collected = Collected::from(model.stream(hello()).await?).await;
+                        collected.error.map_or(Ok(()), Err)
+                    } else {
+                        model.chat(hello()).await.map(drop)
+                    }
+                })
+                .await
+                .unwrap_or_else(|_| panic!("{what}: the retry waited too long"));
+                assert!(outcome.is_ok(), "{what}: {outcome:?}");
+                assert_eq!(server.requests().len(), 2, "{what}");
+            }
+        }
+    }
 }
 
 fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {

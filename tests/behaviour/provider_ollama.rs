@@ -21,7 +21,7 @@ macro_rules! transcript {
     };
 }
 
-fn client_with(server: &Server, http: HttpOptions) -> OllamaClient {
+pub(crate) fn client_with(server: &Server, http: HttpOptions) -> OllamaClient {
     let config = OllamaConfig::default()
         .with_host(server.url())
         .with_model("llama3.2")

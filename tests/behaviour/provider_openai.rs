@@ -25,7 +25,7 @@ fn client(server: &Server) -> OpenAiClient {
     client_with(server, fast_retries())
 }
 
-fn client_with(server: &Server, http: HttpOptions) -> OpenAiClient {
+pub(crate) fn client_with(server: &Server, http: HttpOptions) -> OpenAiClient {
     let config = OpenAiConfig::default()
         .with_api_key("sk-test")
         .with_base_url(format!("{}/v1", server.url()))

@@ -24,6 +24,12 @@ use crate::schema::Provider;
 
 /// Timeouts and retries of a provider client.
 ///
+/// A request that gets a 429 or a 5xx, or cannot connect, is sent again up to
+/// [`max_retries`](Self::max_retries) times. Before each retry the client waits what the
+/// provider asked for in `Retry-After` or `retry-after-ms` (seconds, milliseconds or an HTTP
+/// date; a value that is negative or unreadable is ignored), or else a random time up to the
+/// exponential backoff; never longer than [`max_backoff`](Self::max_backoff).
+///
 /// ```
 /// use std::time::Duration;
 /// use tool_core::model::HttpOptions;
@@ -46,8 +52,9 @@ pub struct HttpOptions {
     /// How many times a request that got a 429 or a 5xx (or could not connect) is sent again.
     /// Default 3.
     pub max_retries: u32,
-    /// The wait before the first retry when the provider sends no `Retry-After`; it doubles on
-    /// each retry. Default 500 ms.
+    /// The longest wait before the first retry when the provider sends no `Retry-After`; it
+    /// doubles on each retry, and the actual wait is drawn at random below it (full jitter).
+    /// Default 500 ms.
     pub initial_backoff: Duration,
     /// The longest wait between two attempts, `Retry-After` included. Default 30 s.
     pub max_backoff: Duration,
@@ -115,41 +122,79 @@ impl HttpOptions {
     }
 
     /// The wait before retry number `retry` (1 for the first): the provider's `Retry-After` (or
-    /// `retry-after-ms`) when it sent one, otherwise the exponential backoff; never more than
-    /// [`max_backoff`](Self::max_backoff).
+    /// `retry-after-ms`) when it sent a usable one, otherwise a random wait between zero and the
+    /// exponential backoff (`initial_backoff` doubled on each retry), so that many clients
+    /// retrying at once spread out ("full jitter"); never more than
+    /// [`max_backoff`](Self::max_backoff), whatever the header says.
     pub fn retry_delay(&self, retry: u32, headers: &HeaderMap) -> Duration {
-        let delay = retry_after(headers, SystemTime::now()).unwrap_or_else(|| {
-            let factor = 2u32.saturating_pow(retry.saturating_sub(1));
-            self.initial_backoff.saturating_mul(factor)
-        });
-        delay.min(self.max_backoff)
+        retry_after(headers, SystemTime::now())
+            .unwrap_or_else(|| full_jitter(self.backoff_ceiling(retry), random_u64()))
+            .min(self.max_backoff)
+    }
+
+    /// The exponential backoff before retry number `retry`, before jitter: `initial_backoff`
+    /// doubled `retry - 1` times, capped by `max_backoff`.
+    fn backoff_ceiling(&self, retry: u32) -> Duration {
+        let factor = 2u32.saturating_pow(retry.saturating_sub(1));
+        self.initial_backoff
+            .saturating_mul(factor)
+            .min(self.max_backoff)
     }
 }
 
+/// A uniformly spread wait in `[0, ceiling]`, from a random number.
+fn full_jitter(ceiling: Duration, random: u64) -> Duration {
+    let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+    match nanos.checked_add(1) {
+        Some(range) => Duration::from_nanos(random % range),
+        None => Duration::from_nanos(random),
+    }
+}
+
+/// A random number for jitter: the standard library's per-process random hash keys mixed with a
+/// counter and the clock (no cryptographic quality is needed to spread retries out).
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    if let Ok(elapsed) = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH) {
+        hasher.write_u128(elapsed.as_nanos());
+    }
+    hasher.finish()
+}
+
 /// The delay a response asks for in `retry-after-ms` (OpenAI) or `Retry-After` (seconds or an
-/// HTTP date), measured from `now`.
-pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+/// HTTP date), measured from `now`. A number too large for a [`Duration`] saturates (the caller
+/// caps it); a negative, non-numeric or otherwise unreadable value is ignored.
+pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let header = |name: &str| {
         headers
             .get(name)
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
     };
-    let seconds = |text: &str| {
-        text.parse::<f64>()
-            .ok()
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64)
-    };
-    if let Some(millis) = header("retry-after-ms").and_then(seconds) {
-        return Some(millis / 1000);
+    if let Some(millis) = header("retry-after-ms").and_then(|text| seconds(text, 1e-3)) {
+        return Some(millis);
     }
     let value = header("retry-after")?;
-    if let Some(delay) = seconds(value) {
+    if let Some(delay) = seconds(value, 1.0) {
         return Some(delay);
     }
     let date = httpdate::parse_http_date(value).ok()?;
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// A non-negative number of `unit`s (seconds: 1.0, milliseconds: 1e-3) as a duration,
+/// saturating at [`Duration::MAX`] (`1e300`, `inf`, twenty nines); `None` for anything else.
+fn seconds(text: &str, unit: f64) -> Option<Duration> {
+    let number = text.parse::<f64>().ok()?;
+    if number.is_nan() || number < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(number * unit).unwrap_or(Duration::MAX))
 }
 
 /// The HTTP side of a provider client: one `reqwest` client and the retry policy.
@@ -384,35 +429,137 @@ pub(crate) fn error_from_value(value: &Value) -> Option<(Option<String>, String)
 mod tests {
     use super::*;
 
-    #[test]
-    fn retry_after_in_seconds_date_and_millis() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        headers.insert("retry-after", "7".parse().unwrap());
-        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(7)));
-        let later = httpdate::fmt_http_date(now + Duration::from_secs(42));
-        headers.insert("retry-after", later.parse().unwrap());
-        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(42)));
-        headers.insert("retry-after-ms", "1500".parse().unwrap());
-        assert_eq!(
-            retry_after(&headers, now),
-            Some(Duration::from_millis(1500))
-        );
+        for (name, value) in pairs {
+            headers.insert(
+                reqwest::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                reqwest::header::HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        headers
     }
 
     #[test]
-    fn backoff_doubles_and_is_capped() {
+    fn retry_after_in_seconds_date_and_millis() {
+        // 1_445_412_480 is Wed, 21 Oct 2015 07:28:00 GMT.
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        let cases = [
+            (vec![("retry-after", "7")], Some(Duration::from_secs(7))),
+            (
+                vec![("retry-after", " 0.25 ")],
+                Some(Duration::from_millis(250)),
+            ),
+            (
+                vec![("retry-after", "Wed, 21 Oct 2015 07:28:30 GMT")],
+                Some(Duration::from_secs(30)),
+            ),
+            (
+                vec![("retry-after", "Wed, 21 Oct 2015 07:00:00 GMT")],
+                Some(Duration::ZERO),
+            ),
+            (vec![("retry-after", "soon")], None),
+            (
+                vec![("retry-after", "7"), ("retry-after-ms", "1500")],
+                Some(Duration::from_millis(1500)),
+            ),
+            (
+                vec![("retry-after", "7"), ("retry-after-ms", "soon")],
+                Some(Duration::from_secs(7)),
+            ),
+        ];
+        for (pairs, expected) in cases {
+            assert_eq!(retry_after(&headers(&pairs), now), expected, "{pairs:?}");
+        }
+    }
+
+    #[test]
+    fn hostile_retry_after_values_saturate_or_are_ignored() {
+        let now = SystemTime::now();
+        let huge = [
+            ("retry-after", "1e300"),
+            ("retry-after", "99999999999999999999"),
+            ("retry-after", "inf"),
+            ("retry-after", "1.9e19"),
+            ("retry-after-ms", "1e300"),
+            ("retry-after-ms", "99999999999999999999999"),
+        ];
+        for pair in huge {
+            assert_eq!(
+                retry_after(&headers(&[pair]), now),
+                Some(Duration::MAX),
+                "{pair:?}"
+            );
+        }
+        let ignored = [
+            ("retry-after", "-1"),
+            ("retry-after", "-1e300"),
+            ("retry-after", "NaN"),
+            ("retry-after", ""),
+            ("retry-after", "1e"),
+            ("retry-after", "0x10"),
+            ("retry-after-ms", "-5"),
+        ];
+        for pair in ignored {
+            assert_eq!(retry_after(&headers(&[pair]), now), None, "{pair:?}");
+        }
+        let options = HttpOptions::default().with_max_backoff(Duration::from_secs(5));
+        for pair in huge {
+            assert_eq!(
+                options.retry_delay(1, &headers(&[pair])),
+                Duration::from_secs(5),
+                "{pair:?}"
+            );
+        }
+        // A header value that is not visible ASCII is not text: ignored, backoff used.
+        let mut opaque = HeaderMap::new();
+        opaque.insert(
+            "retry-after",
+            reqwest::header::HeaderValue::from_bytes(b"\xff\xfe").unwrap(),
+        );
+        assert_eq!(retry_after(&opaque, now), None);
+        assert!(options.retry_delay(1, &opaque) <= Duration::from_millis(500));
+    }
+
+    #[test]
+    fn backoff_ceiling_doubles_and_is_capped() {
         let options = HttpOptions::default()
             .with_initial_backoff(Duration::from_secs(1))
             .with_max_backoff(Duration::from_secs(5));
-        let none = HeaderMap::new();
-        let delays: Vec<u64> = (1..=4)
-            .map(|n| options.retry_delay(n, &none).as_secs())
+        let ceilings: Vec<u64> = [1, 2, 3, 4, 40, u32::MAX]
+            .into_iter()
+            .map(|n| options.backoff_ceiling(n).as_secs())
             .collect();
-        assert_eq!(delays, vec![1, 2, 4, 5]);
-        let mut headers = HeaderMap::new();
-        headers.insert("retry-after", "3600".parse().unwrap());
+        assert_eq!(ceilings, vec![1, 2, 4, 5, 5, 5]);
+        let none = HeaderMap::new();
+        for retry in 1..=6 {
+            let delay = options.retry_delay(retry, &none);
+            assert!(
+                delay <= options.backoff_ceiling(retry),
+                "{retry}: {delay:?}"
+            );
+        }
+        let headers = headers(&[("retry-after", "3600")]);
         assert_eq!(options.retry_delay(1, &headers), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn full_jitter_spreads_over_the_whole_range() {
+        let ceiling = Duration::from_millis(1000);
+        assert_eq!(full_jitter(ceiling, 0), Duration::ZERO);
+        assert_eq!(full_jitter(ceiling, 1_000_000_000), ceiling);
+        assert_eq!(full_jitter(ceiling, 1_000_000_001), Duration::ZERO);
+        assert_eq!(full_jitter(Duration::ZERO, u64::MAX), Duration::ZERO);
+        assert!(full_jitter(Duration::MAX, u64::MAX) <= Duration::MAX);
+        // Drawn waits land in every tenth of the range: clients retrying together spread out.
+        let mut tenths = [0u32; 10];
+        for _ in 0..1000 {
+            let wait = full_jitter(ceiling, random_u64());
+            assert!(wait <= ceiling);
+            let tenth = usize::try_from(wait.as_millis() / 100).unwrap().min(9);
+            tenths[tenth] += 1;
+        }
+        assert!(tenths.iter().all(|&n| n > 20), "{tenths:?}");
     }
 
     #[test]

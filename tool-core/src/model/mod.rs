@@ -39,7 +39,7 @@ pub use env::{from_env, from_vars};
 #[cfg(feature = "gemini")]
 pub use gemini::{GeminiClient, GeminiConfig};
 #[cfg(feature = "http")]
-pub use http::{HttpOptions, retry_after};
+pub use http::HttpOptions;
 pub use message::{Message, ToolCall};
 #[cfg(feature = "ollama")]
 pub use ollama::{OllamaClient, OllamaConfig};
