@@ -258,3 +258,45 @@ async fn an_application_store_is_used_and_its_failures_reported() {
     // The choice still applies to this session.
     assert!(!session.is_tool_enabled("write_file"));
 }
+
+/// A tool that only has a name.
+struct Named(String);
+
+#[tool_core::async_trait]
+impl tool_core::ExecutableTool for Named {
+    fn name(&self) -> &str {
+        &self.0
+    }
+
+    fn get_schema(&self) -> tool_core::ChatTool {
+        tool_core::ChatTool::new(&self.0, "A tool.", json!({"type": "object"}))
+    }
+
+    async fn execute(&self, _args: JsonObject) -> Result<String, tool_core::ToolError> {
+        Ok(String::new())
+    }
+}
+
+#[test]
+fn toggles_never_reuse_the_snapshot_of_a_dropped_registry() {
+    let toggles = tool_core::ToolToggles::new();
+    toggles.set("unrelated", false);
+    let mut reused_address = 0;
+    let mut previous: Option<usize> = None;
+    for round in 0..8 {
+        // Same size, same version (one registration) each round: a registry allocated where
+        // the previous one was looks the same to a cache keyed by address and version.
+        let registry = Box::new(ToolRegistry::new());
+        let name = format!("tool_{round}");
+        registry.register(Named(name.clone())).unwrap();
+        let address = std::ptr::from_ref::<ToolRegistry>(&registry) as usize;
+        if previous == Some(address) {
+            reused_address += 1;
+        }
+        previous = Some(address);
+        assert_eq!(toggles.snapshot(&registry).enabled_names(), [name.as_str()]);
+    }
+    // The allocator gave a dropped registry's address to a new one at least once, so the case
+    // above was exercised (glibc's malloc reuses a freed block of the same size at once).
+    assert!(reused_address > 0, "no address was reused");
+}

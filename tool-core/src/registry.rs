@@ -6,7 +6,7 @@ use std::{
     fmt,
     sync::{
         Arc, OnceLock, PoisonError, RwLock,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -176,6 +176,9 @@ pub struct ToolRegistry {
     /// Set by the first [`subscribe`](Self::subscribe); until then there is nobody to notify.
     ever_subscribed: AtomicBool,
     options: RegistryOptions,
+    /// This registry's identity, unique for the life of the process: unlike its address, it is
+    /// never handed to a registry allocated after this one is dropped.
+    id: u64,
 }
 
 #[derive(Default)]
@@ -216,12 +219,14 @@ impl ToolRegistry {
 
     /// An empty registry with the given options.
     pub fn with_options(options: RegistryOptions) -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let (events, _) = broadcast::channel(256);
         Self {
             state: RwLock::new(State::default()),
             events,
             ever_subscribed: AtomicBool::new(false),
             options,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -1063,9 +1068,10 @@ pub struct ToolToggles {
 struct Overrides {
     map: HashMap<String, bool>,
     generation: u64,
-    /// The last snapshot built: (registry address, registry version, generation, snapshot), so
-    /// a turn with nothing changed reuses its provider JSON.
-    cached: Option<(usize, u64, u64, Arc<RegistrySnapshot>)>,
+    /// The last snapshot built: (registry id, registry version, generation, snapshot), so a
+    /// turn with nothing changed reuses its provider JSON. The id, not the registry's address:
+    /// a registry allocated where a dropped one was would otherwise get its stale snapshot.
+    cached: Option<(u64, u64, u64, Arc<RegistrySnapshot>)>,
 }
 
 impl Overrides {
@@ -1116,14 +1122,14 @@ impl ToolToggles {
     /// The registry as this session sees it: the overrides applied to the registry's state.
     /// Reused (an `Arc` clone) while neither the registry nor the overrides change.
     pub fn snapshot(&self, registry: &ToolRegistry) -> Arc<RegistrySnapshot> {
-        let address = std::ptr::from_ref(registry) as usize;
+        let registry_id = registry.id;
         {
             let overrides = self.read();
             if overrides.map.is_empty() {
                 return registry.snapshot();
             }
-            if let Some((cached_address, version, generation, snapshot)) = &overrides.cached {
-                if *cached_address == address
+            if let Some((cached_id, version, generation, snapshot)) = &overrides.cached {
+                if *cached_id == registry_id
                     && *version == registry.version()
                     && *generation == overrides.generation
                 {
@@ -1137,7 +1143,7 @@ impl ToolToggles {
                 overrides.map.get(name).copied().unwrap_or(enabled)
             }));
         let generation = overrides.generation;
-        overrides.cached = Some((address, snapshot.version(), generation, snapshot.clone()));
+        overrides.cached = Some((registry_id, snapshot.version(), generation, snapshot.clone()));
         snapshot
     }
 
