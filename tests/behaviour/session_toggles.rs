@@ -281,22 +281,13 @@ impl tool_core::ExecutableTool for Named {
 fn toggles_never_reuse_the_snapshot_of_a_dropped_registry() {
     let toggles = tool_core::ToolToggles::new();
     toggles.set("unrelated", false);
-    let mut reused_address = 0;
-    let mut previous: Option<usize> = None;
-    for round in 0..8 {
-        // Same size, same version (one registration) each round: a registry allocated where
-        // the previous one was looks the same to a cache keyed by address and version.
-        let registry = Box::new(ToolRegistry::new());
+    let mut registry = ToolRegistry::new();
+    for round in 0..4 {
+        // Each round drops the registry and builds a new one in the same place, at the same
+        // version (one registration): to a cache keyed by address and version they look alike.
+        registry = ToolRegistry::new();
         let name = format!("tool_{round}");
         registry.register(Named(name.clone())).unwrap();
-        let address = std::ptr::from_ref::<ToolRegistry>(&registry) as usize;
-        if previous == Some(address) {
-            reused_address += 1;
-        }
-        previous = Some(address);
         assert_eq!(toggles.snapshot(&registry).enabled_names(), [name.as_str()]);
     }
-    // The allocator gave a dropped registry's address to a new one at least once, so the case
-    // above was exercised (glibc's malloc reuses a freed block of the same size at once).
-    assert!(reused_address > 0, "no address was reused");
 }

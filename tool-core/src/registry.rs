@@ -1143,7 +1143,12 @@ impl ToolToggles {
                 overrides.map.get(name).copied().unwrap_or(enabled)
             }));
         let generation = overrides.generation;
-        overrides.cached = Some((registry_id, snapshot.version(), generation, snapshot.clone()));
+        overrides.cached = Some((
+            registry_id,
+            snapshot.version(),
+            generation,
+            snapshot.clone(),
+        ));
         snapshot
     }
 
