@@ -10,7 +10,8 @@
 //! With a model provider configured in the environment it talks to it; with none it runs on the
 //! offline test model, which calls every enabled tool once with arguments generated from the
 //! tool's JSON Schema. The file tools only see the working directory (`--root DIR`, by default
-//! `tool-core-agent` in the system's temporary directory).
+//! `tool-core-agent` in the system's temporary directory). `--help` lists every flag and the
+//! environment variables.
 //!
 //! `--tools-config PATH` adds the tools defined in a JSON or TOML file (see `examples/tools.toml`).
 //!
@@ -52,71 +53,41 @@ commands:
   /quit            leave
 anything else is sent to the model; Ctrl-C cancels a running turn";
 
-/// The model configured in the environment, if any.
-///
-/// The HTTP provider clients read their settings (`OPENAI_API_KEY`, `OPENAI_BASE_URL`,
-/// `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, `OLLAMA_HOST`) in `tool_core::model::from_env`; this
-/// is the one place the example asks for them.
-fn configured_model() -> Option<Arc<dyn ChatModel>> {
-    tool_core::model::from_env()
-}
+/// Environment variables, shown under `--help`.
+const ENVIRONMENT: &str = "\
+Environment:
+  OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL      an OpenAI-compatible server
+  ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_MODEL
+  GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_BASE_URL, GEMINI_MODEL
+  OLLAMA_HOST, OLLAMA_MODEL, OLLAMA_API_KEY          Ollama's native API
+  TOOL_CORE_PROVIDER   openai, anthropic, gemini or ollama, when several are configured
+  RUST_LOG             log filter (default: warn)
+With no provider configured, the offline test model answers.";
 
+/// An agent with the built-in tools (`read_file`, `write_file`, `save_session_context`).
+///
+/// Without a prompt: a REPL when stdin is a terminal (or with --stdin), one demo turn otherwise.
+#[derive(Debug, clap::Parser)]
+#[command(name = "agent", version, after_help = ENVIRONMENT)]
 struct Args {
-    prompt: Option<String>,
+    /// The prompt for one turn; the program exits after it.
+    prompt: Vec<String>,
+    /// The directory read_file and write_file work in.
+    #[arg(long, value_name = "DIR", env = "TOOL_CORE_AGENT_ROOT", default_value_os_t = default_root())]
     root: PathBuf,
+    /// Add the tools defined in a JSON or TOML file (see examples/tools.toml).
+    #[arg(long, value_name = "FILE")]
     tools_config: Option<PathBuf>,
+    /// Where /enable and /disable are remembered [default: DIR/tool-preferences.json].
+    #[arg(long, value_name = "FILE")]
     prefs: Option<PathBuf>,
+    /// Read prompts and commands from stdin, even when it is not a terminal.
+    #[arg(long = "stdin")]
     from_stdin: bool,
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        prompt: None,
-        root: std::env::temp_dir().join("tool-core-agent"),
-        tools_config: None,
-        prefs: None,
-        from_stdin: false,
-    };
-    let mut words = Vec::new();
-    let mut iter = std::env::args().skip(1);
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--root" => {
-                args.root = iter
-                    .next()
-                    .map(PathBuf::from)
-                    .ok_or("`--root` needs a directory")?;
-            }
-            "--tools-config" => {
-                args.tools_config = Some(
-                    iter.next()
-                        .map(PathBuf::from)
-                        .ok_or("`--tools-config` needs a JSON or TOML file")?,
-                );
-            }
-            "--prefs" => {
-                args.prefs = Some(
-                    iter.next()
-                        .map(PathBuf::from)
-                        .ok_or("`--prefs` needs a file path")?,
-                );
-            }
-            "--stdin" => args.from_stdin = true,
-            "-h" | "--help" => {
-                return Err(
-                    "usage: agent [--root DIR] [--tools-config FILE] [--prefs FILE] [--stdin] \
-                     [PROMPT...]\n\nWithout a prompt: a REPL when stdin is a terminal (or with \
-                     --stdin), one demo turn otherwise."
-                        .to_owned(),
-                );
-            }
-            _ => words.push(arg),
-        }
-    }
-    if !words.is_empty() {
-        args.prompt = Some(words.join(" "));
-    }
-    Ok(args)
+fn default_root() -> PathBuf {
+    std::env::temp_dir().join("tool-core-agent")
 }
 
 #[tokio::main]
@@ -129,13 +100,8 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
 
-    let args = match parse_args() {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::FAILURE;
-        }
-    };
+    // Usage errors (an unknown or misspelt flag, a missing value) exit with code 2.
+    let args = <Args as clap::Parser>::parse();
     if let Err(error) = std::fs::create_dir_all(&args.root) {
         eprintln!("cannot create {}: {error}", args.root.display());
         return ExitCode::FAILURE;
@@ -146,9 +112,15 @@ async fn main() -> ExitCode {
         let _ = std::fs::write(&notes, "Buy milk. Call Ada about the tool registry.\n");
     }
 
-    let (model, offline) = match configured_model() {
-        Some(model) => (model, false),
-        None => (Arc::new(TestModel::new()) as Arc<dyn ChatModel>, true),
+    // The HTTP provider clients read their settings from the environment (see ENVIRONMENT);
+    // this is the one place the example asks for them.
+    let (model, offline) = match tool_core::model::from_env() {
+        Ok(Some(model)) => (model, false),
+        Ok(None) => (Arc::new(TestModel::new()) as Arc<dyn ChatModel>, true),
+        Err(error) => {
+            eprintln!("the model provider configured in the environment cannot be used: {error}");
+            return ExitCode::FAILURE;
+        }
     };
     if offline {
         println!(
@@ -203,8 +175,8 @@ async fn main() -> ExitCode {
         .sequential_tools(offline);
     let agent = Agent::with_model(model, options);
 
-    if let Some(prompt) = args.prompt {
-        return if run_turn(&agent, &prompt).await {
+    if !args.prompt.is_empty() {
+        return if run_turn(&agent, &args.prompt.join(" ")).await {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE

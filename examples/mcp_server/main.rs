@@ -29,13 +29,8 @@ async fn main() -> ExitCode {
         )
         .init();
 
-    let arguments = match Arguments::parse(std::env::args().skip(1)) {
-        Ok(arguments) => arguments,
-        Err(message) => {
-            eprintln!("{message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    // Usage errors (an unknown or misspelt flag, a missing value) exit with code 2.
+    let arguments = <Arguments as clap::Parser>::parse();
 
     let registry = Arc::new(build_registry(arguments.root));
     let options = McpOptions::new()
@@ -63,46 +58,21 @@ async fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: mcp_server [--http [ADDR]] [--root DIR]
-  --http [ADDR]  serve streamable HTTP at ADDR (default 127.0.0.1:8080) instead of stdio
-  --root DIR     the folder read_file and write_file work in (default: the current folder)";
-
+/// Serves the built-in tools (read_file, write_file, save_session_context) plus add, divide
+/// and now to any MCP client, over stdio (the default) or streamable HTTP.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "mcp_server",
+    version,
+    after_help = "Environment:\n  RUST_LOG  log filter (default: warn,rmcp::service=error)"
+)]
 struct Arguments {
+    /// Serve streamable HTTP at ADDR (at /mcp) instead of stdio.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8080")]
     http: Option<String>,
+    /// The folder read_file and write_file work in [default: the current folder].
+    #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
-}
-
-impl Arguments {
-    fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
-        let mut parsed = Self {
-            http: None,
-            root: None,
-        };
-        let mut pending = args.next();
-        while let Some(arg) = pending.take() {
-            match arg.as_str() {
-                "--http" => {
-                    let next = args.next();
-                    match next {
-                        Some(addr) if !addr.starts_with("--") => parsed.http = Some(addr),
-                        other => {
-                            parsed.http = Some("127.0.0.1:8080".to_owned());
-                            pending = other;
-                            continue;
-                        }
-                    }
-                }
-                "--root" => {
-                    let dir = args.next().ok_or("--root needs a folder")?;
-                    parsed.root = Some(PathBuf::from(dir));
-                }
-                "-h" | "--help" => return Err("mcp_server: serve tools over MCP".to_owned()),
-                other => return Err(format!("unknown argument `{other}`")),
-            }
-            pending = args.next();
-        }
-        Ok(parsed)
-    }
 }
 
 /// The built-in tools (`read_file`, `write_file`, `save_session_context`) plus this example's.

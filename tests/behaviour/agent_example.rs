@@ -14,6 +14,19 @@ fn run(args: &[&str], input: &str) -> String {
 
 /// Like [`run`], with environment variables set for the example.
 fn run_with_env(args: &[&str], input: &str, env: &[(&str, &str)]) -> String {
+    let output = spawn(args, input, env);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// Runs the agent example to its end, offline unless `env` configures a provider.
+pub(crate) fn spawn(args: &[&str], input: &str, env: &[(&str, &str)]) -> std::process::Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agent_example"));
     command
         .args(args)
@@ -28,6 +41,7 @@ fn run_with_env(args: &[&str], input: &str, env: &[(&str, &str)]) -> String {
         "ANTHROPIC_API_KEY",
         "GEMINI_API_KEY",
         "OLLAMA_HOST",
+        "TOOL_CORE_AGENT_ROOT",
     ] {
         command.env_remove(variable);
     }
@@ -39,15 +53,7 @@ fn run_with_env(args: &[&str], input: &str, env: &[(&str, &str)]) -> String {
         .expect("stdin is piped")
         .write_all(input.as_bytes())
         .expect("the example reads its input");
-    let output = child.wait_with_output().expect("the example finishes");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "exit {:?}\nstdout:\n{stdout}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
+    child.wait_with_output().expect("the example finishes")
 }
 
 fn tool_line<'a>(listing: &'a str, name: &str) -> &'a str {

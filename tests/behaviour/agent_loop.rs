@@ -160,6 +160,39 @@ async fn tool_error_panic_and_timeout_become_results_and_the_loop_goes_on() {
 }
 
 #[tokio::test]
+async fn tool_timeout_applies_to_the_agents_calls_on_a_shared_registry() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = Arc::new(tool_core::ToolRegistry::new());
+    shared.register(crate::agent_support::Forever).unwrap();
+    let (agent, model) = scripted_agent_with(
+        AgentOptions::new()
+            .registry(shared.clone())
+            .tool_timeout(std::time::Duration::from_millis(40)),
+        dir.path(),
+        [
+            ScriptedResponse::tool_call("c1", "forever", "{}"),
+            ScriptedResponse::text("gave up"),
+        ],
+    );
+
+    let reply = tokio::time::timeout(std::time::Duration::from_secs(30), agent.chat("wait"))
+        .await
+        .expect("the agent's timeout stopped the tool")
+        .unwrap();
+
+    assert_eq!(reply.text, "gave up");
+    assert_eq!(
+        tool_results(&model.requests()[1].messages),
+        [(
+            "c1".to_owned(),
+            "Error executing forever: timed out after 40ms".to_owned()
+        )]
+    );
+    // The shared registry's own settings are untouched.
+    assert_eq!(shared.options().default_timeout, None);
+}
+
+#[tokio::test]
 async fn max_steps_is_a_clear_error_and_every_call_is_still_answered() {
     let dir = tempfile::tempdir().unwrap();
     let (agent, model) = scripted_agent_with(

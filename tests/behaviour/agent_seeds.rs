@@ -37,7 +37,7 @@ async fn get_tools_returns_enabled_schemas() {
     assert_eq!(names(&agent.get_tools()), BUILTINS);
     assert_eq!(agent.get_tools(), agent.registry().get_enabled_schemas());
 
-    agent.disable_tool("write_file");
+    assert!(agent.disable_tool("write_file"));
 
     assert_eq!(
         names(&agent.get_tools()),
@@ -214,7 +214,7 @@ async fn enable_tool_at_runtime() {
         dir.path(),
         [ScriptedResponse::text("a"), ScriptedResponse::text("b")],
     );
-    agent.disable_tool("read_file");
+    assert!(agent.disable_tool("read_file"));
     agent.chat("one").await.unwrap();
 
     assert!(agent.enable_tool("read_file"));

@@ -171,3 +171,51 @@ async fn loading_a_file_that_is_not_a_session_is_an_error() {
     );
     assert!(agent.load_context(dir.path().join("missing.json")).is_err());
 }
+
+#[tokio::test]
+async fn try_save_context_returns_a_typed_error_when_the_file_cannot_be_written() {
+    let dir = tempfile::tempdir().unwrap();
+    // The session file's parent is a file, so no directory can be made for it.
+    let blocker = dir.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let path = blocker.join("session.json");
+    let agent = Agent::new(
+        ScriptedModel::new([]),
+        AgentOptions::new()
+            .root_dir(dir.path())
+            .session_context_file_path(&path),
+    );
+
+    let error = agent.try_save_context("checkpoint").await.unwrap_err();
+
+    match &error {
+        tool_core::ExecuteError::Failed { name, error } => {
+            assert_eq!(name, "save_session_context");
+            let message = error.to_string();
+            assert!(
+                message.starts_with(&format!(
+                    "cannot write the session context to {}: ",
+                    path.display()
+                )),
+                "{message}"
+            );
+        }
+        other => panic!("expected a tool failure, got {other:?}"),
+    }
+    // The contract's `save_context` gives the model-facing text of the same failure.
+    let text = agent.save_context("checkpoint").await;
+    assert!(
+        text.starts_with(
+            "Error executing save_session_context: cannot write the session context to "
+        ),
+        "{text}"
+    );
+    assert!(!path.exists());
+
+    assert!(agent.disable_tool("save_session_context"));
+    // Disabled for the agent's own registry: the typed error says so.
+    assert!(matches!(
+        agent.try_save_context("again").await,
+        Err(tool_core::ExecuteError::Disabled { .. })
+    ));
+}

@@ -155,6 +155,25 @@ impl ExecutableTool for Slow {
     }
 }
 
+/// `forever`: never finishes, and sets no timeout of its own.
+pub(crate) struct Forever;
+
+#[tool_core::async_trait]
+impl ExecutableTool for Forever {
+    fn name(&self) -> &str {
+        "forever"
+    }
+
+    fn get_schema(&self) -> ChatTool {
+        ChatTool::new("forever", "Never answers.", json!({ "type": "object" }))
+    }
+
+    async fn execute(&self, _args: JsonObject) -> Result<String, ToolError> {
+        std::future::pending::<()>().await;
+        Ok(String::new())
+    }
+}
+
 /// An agent over the scripted model, with its file tools confined to `dir`.
 pub(crate) fn scripted_agent(
     dir: &std::path::Path,

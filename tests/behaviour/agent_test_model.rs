@@ -109,7 +109,7 @@ async fn test_model_exercises_every_default_tool() {
 async fn test_model_streams_the_same_turn() {
     let dir = tempfile::tempdir().unwrap();
     let agent = Agent::new(TestModel::new(), AgentOptions::new().root_dir(dir.path()));
-    agent.disable_tool("save_session_context");
+    assert!(agent.disable_tool("save_session_context"));
 
     let events: Vec<AgentEvent> = agent.stream_chat("go").map(Result::unwrap).collect().await;
 
@@ -138,7 +138,7 @@ async fn test_model_without_tools_answers_in_text() {
     let dir = tempfile::tempdir().unwrap();
     let agent = Agent::new(TestModel::new(), AgentOptions::new().root_dir(dir.path()));
     for name in ["read_file", "write_file", "save_session_context"] {
-        agent.disable_tool(name);
+        assert!(agent.disable_tool(name));
     }
 
     let reply = agent.chat("hello there").await.unwrap();

@@ -756,7 +756,7 @@ async fn tools_load_from_toml_and_json_files_alike() {
     assert_eq!(schema(&from_toml).parameters(), &city_parameters());
     assert_eq!(from_toml.list_tools(), from_json.list_tools());
     assert!(!from_toml.is_tool_enabled("get_weather"));
-    from_toml.enable("get_weather");
+    assert!(from_toml.enable("get_weather"));
     assert_eq!(
         from_toml
             .execute("get_weather", args(json!({ "city": "Oslo" })))

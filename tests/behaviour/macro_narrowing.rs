@@ -120,6 +120,37 @@ async fn unknown_arguments_are_ignored_unless_the_type_denies_them() {
 }
 
 #[tokio::test]
+async fn several_unknown_arguments_are_named_in_one_sentence() {
+    let registry = ToolRegistry::new();
+    registry.register(Echo).unwrap();
+    assert_eq!(
+        registry
+            .execute("echo", args(json!({"text": "hi", "mood": "happy"})))
+            .await,
+        "Error: invalid arguments for echo: unknown argument 'mood' is not allowed"
+    );
+    assert_eq!(
+        registry
+            .execute(
+                "echo",
+                args(json!({"text": "hi", "mood": "happy", "tone": "dry"}))
+            )
+            .await,
+        "Error: invalid arguments for echo: unknown arguments 'mood' and 'tone' are not allowed"
+    );
+    assert_eq!(
+        registry
+            .execute(
+                "echo",
+                args(json!({"text": "hi", "mood": "happy", "pitch": 3, "tone": "dry"}))
+            )
+            .await,
+        "Error: invalid arguments for echo: unknown arguments 'mood', 'pitch' and 'tone' are not \
+         allowed"
+    );
+}
+
+#[tokio::test]
 async fn with_validation_on_the_schema_reports_the_same_shape() {
     let registry = ToolRegistry::new();
     registry.register(GetWeather).unwrap();

@@ -74,7 +74,7 @@ async fn enabled_false_registers_the_tool_disabled() {
     assert!(registry.has_tool("delete_file"));
     assert!(!registry.is_tool_enabled("delete_file"));
     assert!(registry.get_enabled_schemas().is_empty());
-    registry.enable("delete_file");
+    assert!(registry.enable("delete_file"));
     assert_eq!(
         registry
             .execute("delete_file", args(json!({"path": "a.txt"})))

@@ -9,6 +9,7 @@ mod agent_support;
 mod agent_test_model;
 mod builtin_tools;
 mod config_tools;
+mod examples_cli;
 mod logs;
 mod loopback;
 mod macro_narrowing;

@@ -364,7 +364,7 @@ async fn mcp_call_of_an_unknown_or_disabled_tool_is_a_json_rpc_error() {
         .unwrap_err();
     assert_invalid_params(error, "tool `hidden` is disabled");
 
-    registry.enable("hidden");
+    assert!(registry.enable("hidden"));
     let result = call(&connected.client, "hidden", json!({})).await.unwrap();
     assert_eq!(text_of(&result), "secret");
     connected.client.cancel().await.unwrap();
@@ -419,7 +419,7 @@ async fn mcp_notifies_every_connected_client() {
     let registry = registry();
     let mut first = connect_latest(&registry).await;
     let mut second = connect_latest(&registry).await;
-    registry.disable("ping");
+    assert!(registry.disable("ping"));
     next_list_changed(&mut first.list_changed).await;
     next_list_changed(&mut second.list_changed).await;
     first.client.cancel().await.unwrap();
@@ -574,7 +574,7 @@ async fn mcp_over_http_lists_calls_and_notifies() {
         .unwrap_err();
     assert_invalid_params(error, "tool `nope` not found");
 
-    registry.disable("echo");
+    assert!(registry.disable("echo"));
     next_list_changed(&mut connected.list_changed).await;
     let tools = connected.client.list_all_tools().await.unwrap();
     assert!(!names(&tools).contains(&"echo"));

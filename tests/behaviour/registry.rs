@@ -152,7 +152,7 @@ fn unregister_nonexistent_tool() {
 #[test]
 fn enable_tool() {
     let registry = registry_with(&["a"]);
-    registry.disable("a");
+    assert!(registry.disable("a"));
     assert!(registry.enable("a"));
     assert!(registry.is_tool_enabled("a"));
     assert_eq!(registry.get_enabled_schemas()[0].name(), "a");
@@ -181,7 +181,7 @@ fn enable_and_disable_unknown_tools_report_false() {
 #[test]
 fn get_enabled_schemas() {
     let registry = registry_with(&["c", "a", "b"]);
-    registry.disable("a");
+    assert!(registry.disable("a"));
     let names: Vec<_> = registry
         .get_enabled_schemas()
         .into_iter()
@@ -193,7 +193,7 @@ fn get_enabled_schemas() {
 #[tokio::test]
 async fn execute_disabled_tool() {
     let registry = registry_with(&["a"]);
-    registry.disable("a");
+    assert!(registry.disable("a"));
     let text = registry.execute("a", args(json!({"city": "Oslo"}))).await;
     assert_eq!(text, "Error: tool 'a' is not available (it is disabled)");
     let outcome = registry
@@ -214,7 +214,7 @@ fn test_registry_in_isolation() {
 #[test]
 fn get_all_tool_names() {
     let registry = registry_with(&["zeta", "alpha", "mid"]);
-    registry.disable("alpha");
+    assert!(registry.disable("alpha"));
     assert_eq!(
         registry.get_tool_names(),
         ["zeta", "alpha", "mid"],
@@ -245,7 +245,7 @@ fn check_enabled_tool() {
 #[test]
 fn check_disabled_tool() {
     let registry = registry_with(&["a"]);
-    registry.disable("a");
+    assert!(registry.disable("a"));
     assert!(!registry.is_tool_enabled("a"));
 }
 
@@ -445,7 +445,7 @@ fn get_tool_by_name() {
     let registry = registry_with(&["a", "b"]);
     let tool = registry.get("b").expect("b is registered");
     assert_eq!(tool.name(), "b");
-    registry.disable("b");
+    assert!(registry.disable("b"));
     assert!(
         registry.get("b").is_some(),
         "lookup finds disabled tools too"
@@ -716,7 +716,7 @@ async fn try_execute_tells_each_outcome_apart() {
         .register(TestTool::new("fails").behaving(Behaviour::Fail))
         .unwrap();
     registry.register(TestTool::new("off")).unwrap();
-    registry.disable("off");
+    assert!(registry.disable("off"));
     let city = || args(json!({"city": "Oslo"}));
 
     assert!(registry.try_execute("ok", city()).await.is_ok());
@@ -788,7 +788,7 @@ fn a_snapshot_is_reused_until_something_changes() {
     let registry = registry_with(&["a", "b"]);
     let first = registry.snapshot();
     assert!(Arc::ptr_eq(&first, &registry.snapshot()));
-    registry.disable("a");
+    assert!(registry.disable("a"));
     let second = registry.snapshot();
     assert!(!Arc::ptr_eq(&first, &second));
     assert!(second.version() > first.version());
@@ -801,7 +801,7 @@ fn a_snapshot_is_reused_until_something_changes() {
 async fn a_snapshot_runs_the_tools_it_lists() {
     let registry = registry_with(&["a"]);
     let snapshot = registry.snapshot();
-    registry.disable("a");
+    assert!(registry.disable("a"));
     registry.register(TestTool::new("late")).unwrap();
     assert_eq!(
         snapshot.execute("a", args(json!({"city": "Oslo"}))).await,
@@ -821,9 +821,9 @@ async fn subscribers_see_every_change() {
     let registry = ToolRegistry::new();
     let mut events = registry.subscribe();
     registry.register(TestTool::new("a")).unwrap();
-    registry.disable("a");
-    registry.disable("a"); // no change, no event
-    registry.enable("a");
+    assert!(registry.disable("a"));
+    assert!(registry.disable("a")); // no change, no event
+    assert!(registry.enable("a"));
     registry.unregister("a");
     registry.unregister("a"); // no change, no event
     let mut seen = Vec::new();
@@ -891,10 +891,10 @@ fn register_all_keeps_order_reports_each_rejection_and_announces_each_tool() {
 #[test]
 fn a_subscriber_that_joins_a_filled_registry_sees_the_changes_after_it() {
     let registry = registry_with(&["a", "b"]);
-    registry.disable("a");
+    assert!(registry.disable("a"));
     let mut events = registry.subscribe();
     assert_eq!(registry.subscriber_count(), 1);
-    registry.enable("a");
+    assert!(registry.enable("a"));
     registry.register(TestTool::new("c")).unwrap();
     assert_eq!(
         events.try_recv().ok(),
@@ -907,7 +907,7 @@ fn a_subscriber_that_joins_a_filled_registry_sees_the_changes_after_it() {
     assert!(events.try_recv().is_err(), "nothing from before it joined");
     drop(events);
     assert_eq!(registry.subscriber_count(), 0);
-    registry.disable("b"); // nobody listens: no error, no panic
+    assert!(registry.disable("b")); // nobody listens: no error, no panic
     assert!(!registry.is_tool_enabled("b"));
 }
 
@@ -923,7 +923,7 @@ fn session_toggles_reuse_their_snapshot_until_something_changes() {
     let second = toggles.snapshot(&registry);
     assert!(!Arc::ptr_eq(&first, &second));
     assert_eq!(second.enabled_names(), ["a", "b"]);
-    registry.disable("b");
+    assert!(registry.disable("b"));
     assert_eq!(toggles.snapshot(&registry).enabled_names(), ["a"]);
     assert!(
         registry.is_tool_enabled("a"),

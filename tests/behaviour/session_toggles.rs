@@ -281,7 +281,7 @@ impl tool_core::ExecutableTool for Named {
 fn toggles_never_reuse_the_snapshot_of_a_dropped_registry() {
     let toggles = tool_core::ToolToggles::new();
     toggles.set("unrelated", false);
-    let mut registry = ToolRegistry::new();
+    let mut registry: ToolRegistry;
     for round in 0..4 {
         // Each round drops the registry and builds a new one in the same place, at the same
         // version (one registration): to a cache keyed by address and version they look alike.

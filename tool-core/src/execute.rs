@@ -269,6 +269,22 @@ pub(crate) fn describe_schema_errors(validator: &jsonschema::Validator, value: &
         .join("; ")
 }
 
+/// "unknown argument 'a' is not allowed", or for several names "unknown arguments 'a', 'b' and
+/// 'c' are not allowed".
+fn unknown_names(noun: &str, names: &[String]) -> String {
+    match names {
+        [] => format!("unknown {noun}s are not allowed"),
+        [name] => format!("unknown {noun} '{name}' is not allowed"),
+        [first @ .., last] => {
+            let first: Vec<String> = first.iter().map(|name| format!("'{name}'")).collect();
+            format!(
+                "unknown {noun}s {} and '{last}' are not allowed",
+                first.join(", ")
+            )
+        }
+    }
+}
+
 /// Turns a `jsonschema` error into `at /path: expected …, got …` (or the validator's own message
 /// for rarer keywords).
 pub(crate) fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> String {
@@ -288,12 +304,8 @@ pub(crate) fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> 
             };
         }
         Kind::AdditionalProperties { unexpected } => {
-            let names = unexpected
-                .iter()
-                .map(|name| format!("'{name}'"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            format!("unknown argument {names} is not allowed")
+            let noun = if path.is_empty() { "argument" } else { "field" };
+            unknown_names(noun, unexpected)
         }
         Kind::Type { kind } => {
             format!(
@@ -398,10 +410,11 @@ pub(crate) fn describe_serde_message(pointer: &str, error: &serde_json::Error) -
         // The path ends at the unknown field itself; say where it was found, as the schema
         // validator does.
         let parent = pointer.rsplit_once('/').map_or("", |(parent, _)| parent);
+        let field = [field.to_owned()];
         return if parent.is_empty() {
-            format!("unknown argument '{field}' is not allowed")
+            unknown_names("argument", &field)
         } else {
-            format!("at {parent}: unknown field '{field}' is not allowed")
+            format!("at {parent}: {}", unknown_names("field", &field))
         };
     } else if let Some(variant) = between(&message, "unknown variant `", "`") {
         let expected = message

@@ -262,6 +262,7 @@ impl ToolRegistry {
     ///
     /// Faster than that loop for many tools: the definitions are checked before the registry is
     /// locked, and the lock is taken once.
+    #[must_use = "the tools that were rejected are not registered; check the errors"]
     pub fn register_all(
         &self,
         tools: impl IntoIterator<Item = Arc<dyn ExecutableTool>>,
@@ -311,16 +312,19 @@ impl ToolRegistry {
     }
 
     /// Enables a tool; returns `false` when no tool has this name.
+    #[must_use = "`false` means no tool has this name"]
     pub fn enable(&self, name: &str) -> bool {
         self.set_enabled(name, true)
     }
 
     /// Disables a tool (it stays registered); returns `false` when no tool has this name.
+    #[must_use = "`false` means no tool has this name"]
     pub fn disable(&self, name: &str) -> bool {
         self.set_enabled(name, false)
     }
 
     /// Enables or disables a tool; returns `false` when no tool has this name.
+    #[must_use = "`false` means no tool has this name"]
     pub fn set_enabled(&self, name: &str, enabled: bool) -> bool {
         let changed = {
             let mut state = self.write();
@@ -708,7 +712,7 @@ impl RegistrySnapshot {
     /// string even if it was enabled since. See [`ToolRegistry::execute`].
     pub async fn execute(&self, name: &str, args: JsonObject) -> String {
         // One state machine around the tool's future, as in `ToolRegistry::execute`.
-        let call = match self.start(name, args) {
+        let call = match self.start(name, args, None) {
             Ok(call) => call,
             Err(error) => return error.to_model_string(),
         };
@@ -720,12 +724,31 @@ impl RegistrySnapshot {
 
     /// Runs a tool of this snapshot and returns a structured outcome.
     pub async fn try_execute(&self, name: &str, args: JsonObject) -> Result<String, ExecuteError> {
-        let call = self.start(name, args)?;
+        let call = self.start(name, args, None)?;
         call.await
     }
 
-    /// The call of an enabled tool of this snapshot (the tool runs when it is polled).
-    fn start(&self, name: &str, args: JsonObject) -> Result<GuardedCall<'_>, ExecuteError> {
+    /// Like [`try_execute`](Self::try_execute), with `default_timeout` (when set) instead of the
+    /// registry's for a tool whose metadata sets none: an agent's own `tool_timeout` over a
+    /// shared registry.
+    pub(crate) async fn try_execute_with_default_timeout(
+        &self,
+        name: &str,
+        args: JsonObject,
+        default_timeout: Option<Duration>,
+    ) -> Result<String, ExecuteError> {
+        let call = self.start(name, args, default_timeout)?;
+        call.await
+    }
+
+    /// The call of an enabled tool of this snapshot (the tool runs when it is polled), with
+    /// `default_timeout` overriding the registry's when set.
+    fn start(
+        &self,
+        name: &str,
+        args: JsonObject,
+        default_timeout: Option<Duration>,
+    ) -> Result<GuardedCall<'_>, ExecuteError> {
         match self.slot(name) {
             None => Err(ExecuteError::NotFound {
                 name: name.to_owned(),
@@ -733,7 +756,16 @@ impl RegistrySnapshot {
             Some((_, false)) => Err(ExecuteError::Disabled {
                 name: name.to_owned(),
             }),
-            Some((entry, true)) => entry.call(args, &self.options),
+            Some((entry, true)) => match default_timeout {
+                None => entry.call(args, &self.options),
+                Some(timeout) => {
+                    let options = RegistryOptions {
+                        default_timeout: Some(timeout),
+                        ..self.options.clone()
+                    };
+                    entry.call(args, &options)
+                }
+            },
         }
     }
 

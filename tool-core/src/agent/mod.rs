@@ -80,8 +80,9 @@ pub struct AgentOptions {
     /// Run every tool call in order, one at a time (default `false`; a tool can ask for this on
     /// its own with [`ToolMetadata::sequential`](crate::ToolMetadata::sequential)).
     pub sequential_tools: bool,
-    /// The timeout of tools that set none (applies to the registry the agent builds; a shared
-    /// registry keeps its own options).
+    /// The timeout of the agent's calls to tools that set none in their metadata. It applies to
+    /// a shared [`registry`](Self::registry) too, for this agent's calls only, in place of the
+    /// registry's own default; unset, the registry's default applies.
     pub tool_timeout: Option<Duration>,
     /// Sampling settings sent with every request.
     pub model_settings: ModelSettings,
@@ -259,6 +260,7 @@ pub(crate) struct Shared {
     max_steps: usize,
     tool_concurrency: usize,
     sequential_tools: bool,
+    tool_timeout: Option<Duration>,
     settings: ModelSettings,
     turn: Arc<tokio::sync::Mutex<()>>,
 }
@@ -295,6 +297,8 @@ impl Agent {
         });
         let registry = options.registry.unwrap_or_else(|| {
             let mut registry_options = RegistryOptions::new();
+            // The agent's calls apply `tool_timeout` themselves; the registry gets it too, for
+            // callers that run its tools directly (`agent.save_context`).
             if let Some(timeout) = options.tool_timeout {
                 registry_options = registry_options.default_timeout(timeout);
             }
@@ -311,6 +315,7 @@ impl Agent {
                 max_steps: options.max_steps.max(1),
                 tool_concurrency: options.tool_concurrency.max(1),
                 sequential_tools: options.sequential_tools,
+                tool_timeout: options.tool_timeout,
                 settings: options.model_settings,
                 turn: Arc::new(tokio::sync::Mutex::new(())),
             }),
@@ -365,13 +370,31 @@ impl Agent {
     }
 
     /// Saves the session context (system prompt, messages, notes) with `reason`, by running the
-    /// `save_session_context` tool through the registry. Returns the tool's result text.
+    /// `save_session_context` tool through the registry. Returns the tool's result text, which
+    /// is the model-facing error string when saving failed; use
+    /// [`try_save_context`](Self::try_save_context) to tell a failure apart.
     pub async fn save_context(&self, reason: impl Into<String>) -> String {
-        let mut args = JsonObject::new();
-        args.insert("reason".to_owned(), Value::String(reason.into()));
         self.inner
             .registry
-            .execute("save_session_context", args)
+            .execute("save_session_context", save_args(reason.into()))
+            .await
+    }
+
+    /// Like [`save_context`](Self::save_context), with a failure as a typed error: the tool is
+    /// missing or disabled ([`ExecuteError::NotFound`], [`ExecuteError::Disabled`]), or it could
+    /// not write the file ([`ExecuteError::Failed`], whose message names the path and the
+    /// operating system's reason).
+    ///
+    /// [`ExecuteError::NotFound`]: crate::ExecuteError::NotFound
+    /// [`ExecuteError::Disabled`]: crate::ExecuteError::Disabled
+    /// [`ExecuteError::Failed`]: crate::ExecuteError::Failed
+    pub async fn try_save_context(
+        &self,
+        reason: impl Into<String>,
+    ) -> Result<String, crate::ExecuteError> {
+        self.inner
+            .registry
+            .try_execute("save_session_context", save_args(reason.into()))
             .await
     }
 
@@ -403,12 +426,14 @@ impl Agent {
 
     /// Enables a tool (for this session only when the agent has [`ToolToggles`]); returns
     /// `false` when no tool has this name.
+    #[must_use = "`false` means no tool has this name"]
     pub fn enable_tool(&self, name: &str) -> bool {
         self.set_tool_enabled(name, true)
     }
 
     /// Disables a tool (for this session only when the agent has [`ToolToggles`]); it stays
     /// registered. Returns `false` when no tool has this name.
+    #[must_use = "`false` means no tool has this name"]
     pub fn disable_tool(&self, name: &str) -> bool {
         self.set_tool_enabled(name, false)
     }
@@ -490,4 +515,11 @@ impl Shared {
             None => self.registry.snapshot(),
         }
     }
+}
+
+/// The arguments of `save_session_context`.
+fn save_args(reason: String) -> JsonObject {
+    let mut args = JsonObject::new();
+    args.insert("reason".to_owned(), Value::String(reason));
+    args
 }

@@ -1,6 +1,6 @@
 //! The tool-call loop: one turn of an [`Agent`](super::Agent).
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use futures::{StreamExt as _, channel::mpsc::UnboundedSender};
 use serde_json::Value;
@@ -305,7 +305,7 @@ async fn run_calls(
         let mut next = 0;
         loop {
             while pending.len() < limit && next < batch.len() {
-                pending.push_back(run_call(snapshot, &batch[next]));
+                pending.push_back(run_call(snapshot, &batch[next], shared.tool_timeout));
                 next += 1;
             }
             let Some((call, outcome)) = pending.next().await else {
@@ -334,9 +334,11 @@ async fn run_calls(
 }
 
 /// Runs one call through the snapshot: the result text, or the error text the model sees.
+/// `tool_timeout`, when set, is the timeout of a tool whose metadata sets none.
 async fn run_call<'c>(
     snapshot: &RegistrySnapshot,
     call: &'c ToolCall,
+    tool_timeout: Option<Duration>,
 ) -> (&'c ToolCall, Result<String, String>) {
     let span = tracing::info_span!("tool.call", tool = %call.name, id = %call.id);
     let outcome = async {
@@ -367,7 +369,7 @@ async fn run_call<'c>(
             .to_model_string()
         })?;
         snapshot
-            .try_execute(&call.name, args)
+            .try_execute_with_default_timeout(&call.name, args, tool_timeout)
             .await
             .map_err(|error| {
                 tracing::debug!(%error, "tool call failed");

@@ -28,25 +28,24 @@ pub(crate) fn var(vars: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<S
         .filter(|value| !value.is_empty())
 }
 
-/// The model client the environment configures, or `None` when it configures none (or names a
-/// provider this build does not include). See the [module docs](self) for the variables.
+/// The model client the environment configures, or `None` when it configures none. See the
+/// [module docs](self) for the variables.
+///
+/// A configuration that asks for something impossible is an error, not "no provider": a
+/// `TOOL_CORE_PROVIDER` that names no provider, a provider this build does not include, or a
+/// client that cannot be built.
 ///
 /// ```no_run
 /// use tool_core::model;
 ///
 /// match model::from_env() {
-///     Some(model) => println!("using {} ({})", model.model_name(), model.provider()),
-///     None => println!("no provider configured"),
+///     Ok(Some(model)) => println!("using {} ({})", model.model_name(), model.provider()),
+///     Ok(None) => println!("no provider configured"),
+///     Err(error) => eprintln!("{error}"),
 /// }
 /// ```
-pub fn from_env() -> Option<Arc<dyn ChatModel>> {
-    match from_vars(&process_vars) {
-        Ok(model) => model,
-        Err(error) => {
-            tracing::warn!(%error, "no model client from the environment");
-            None
-        }
-    }
+pub fn from_env() -> Result<Option<Arc<dyn ChatModel>>, ProviderError> {
+    from_vars(&process_vars)
 }
 
 /// Like [`from_env`] with variables looked up by `vars`; an error says why a provider that was
