@@ -96,6 +96,7 @@ async fn stream_chat_awaits_tool_execution_via_registry() {
         name: "read_file".to_owned(),
         content: "from disk".to_owned(),
         is_error: false,
+        kind: tool_core::agent::ToolResultKind::Success,
     }));
     assert_eq!(
         tool_results(&model.requests()[1].messages),

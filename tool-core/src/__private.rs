@@ -27,6 +27,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
 use crate::{
+    call::CallContext,
     execute::describe_serde_error,
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError},
 };
@@ -156,10 +157,12 @@ fn join_description(parts: &[&str]) -> String {
     parts.join("\n").trim().to_owned()
 }
 
-/// Picks how a tool's return value becomes its text, by autoref specialization on the type: a
-/// `Result<T, E>` is unwrapped (`ResultOutput`, on `Output`); any other value goes through
-/// `PlainOutput` (on `&Output`). The bounds on `T` and `E` sit on the methods, so an unsupported
-/// type is an error that names them rather than a silent fallback.
+/// Picks how a tool's return value becomes its text, by autoref specialization on the type,
+/// called as `(&&&Output::new(value)).tool_output()`: a `Result<T, ToolError>` keeps its error
+/// as it is, so a [`ToolError::retry`] stays a retry (`ToolErrorOutput`, on `&&Output`); any
+/// other `Result<T, E>` is unwrapped with the error's text (`ResultOutput`, on `&Output`); any
+/// other value goes through `PlainOutput` (on `Output`). The bounds on `T` and `E` sit on the
+/// methods, so an unsupported type is an error that names them rather than a silent fallback.
 pub struct Output<T>(core::cell::Cell<Option<T>>);
 
 impl<T> Output<T> {
@@ -189,7 +192,7 @@ pub trait ResultOutput {
         Self::Error: ToolErrorText;
 }
 
-impl<T, E> ResultOutput for Output<Result<T, E>> {
+impl<T, E> ResultOutput for &Output<Result<T, E>> {
     type Value = T;
     type Error = E;
 
@@ -205,6 +208,28 @@ impl<T, E> ResultOutput for Output<Result<T, E>> {
     }
 }
 
+/// The `Result<T, ToolError>` path of [`Output`].
+pub trait ToolErrorOutput {
+    /// The success type.
+    type Value;
+
+    /// The tool's text, or its error as it is.
+    fn tool_output(&self) -> Result<String, ToolError>
+    where
+        Self::Value: ToolOutput;
+}
+
+impl<T> ToolErrorOutput for &&Output<Result<T, ToolError>> {
+    type Value = T;
+
+    fn tool_output(&self) -> Result<String, ToolError>
+    where
+        T: ToolOutput,
+    {
+        self.take()?.and_then(ToolOutput::into_tool_text)
+    }
+}
+
 /// The plain-value path of [`Output`].
 pub trait PlainOutput {
     /// The returned type.
@@ -216,7 +241,7 @@ pub trait PlainOutput {
         Self::Value: ToolOutput;
 }
 
-impl<T> PlainOutput for &Output<T> {
+impl<T> PlainOutput for Output<T> {
     type Value = T;
 
     fn tool_output(&self) -> Result<String, ToolError>
@@ -473,3 +498,30 @@ pub fn context_value<T: ContextValue>() {}
 
 /// Checks, at the user's context type, that a tool can pass it by value.
 pub fn context_clone<T: ContextClone>() {}
+
+/// A value a `#[tool]` fn borrows from its call: a `&T` parameter that is neither `#[context]`
+/// nor `#[args]` is filled with `T::from_call(&call)`.
+#[diagnostic::on_unimplemented(
+    message = "`&{Self}` cannot be a `#[tool]` parameter",
+    label = "not an argument the model can send, nor a value of the call",
+    note = "parameters are deserialized from the model's arguments, so they must own their data: \
+            use an owned type such as `String` instead of `&str`",
+    note = "the values a tool can borrow from its call are `&CallContext` and `&Deps`; mark \
+            construction-time state `#[context]`"
+)]
+pub trait CallValue {
+    /// The value, borrowed from the call.
+    fn from_call(call: &CallContext) -> &Self;
+}
+
+impl CallValue for CallContext {
+    fn from_call(call: &CallContext) -> &Self {
+        call
+    }
+}
+
+impl CallValue for crate::call::Deps {
+    fn from_call(call: &CallContext) -> &Self {
+        call.deps()
+    }
+}

@@ -146,6 +146,7 @@ impl ToolContext {
                     system_prompt: options.system_prompt,
                     messages: Vec::new(),
                     notes: Vec::new(),
+                    pending_calls: Vec::new(),
                 }),
                 file_path: RwLock::new(options.session_context_file_path),
                 root_dir,
@@ -225,12 +226,23 @@ impl ToolContext {
         self.write(|session| session.notes.push(note));
     }
 
-    /// Forgets the messages and notes; the system prompt stays.
+    /// Forgets the messages, notes and pending approvals; the system prompt stays.
     pub fn clear(&self) {
         self.write(|session| {
             session.messages.clear();
             session.notes.clear();
+            session.pending_calls.clear();
         });
+    }
+
+    /// The calls waiting for approvals (with the results of the others), in call order.
+    pub fn pending_calls(&self) -> Vec<PendingCall> {
+        self.read(|session| session.pending_calls.clone())
+    }
+
+    /// Replaces the calls waiting for approvals.
+    pub fn set_pending_calls(&self, calls: Vec<PendingCall>) {
+        self.write(|session| session.pending_calls = calls);
     }
 
     /// Replaces the whole session context (used to resume a saved session).
@@ -266,6 +278,24 @@ pub struct SessionContext {
     /// Free-form notes.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The calls of the last assistant message while some of them wait for the application's
+    /// approval, in call order, with the results of those already run. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_calls: Vec<PendingCall>,
+}
+
+/// A call of the last assistant message, kept while the turn waits for approvals.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PendingCall {
+    /// The call.
+    pub call: crate::model::ToolCall,
+    /// Whether it waits for the application's decision.
+    #[serde(default)]
+    pub needs_approval: bool,
+    /// Its result, for a call that did not need approval and already ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Message>,
 }
 
 /// The name of the format written by `save_session_context`.

@@ -67,6 +67,14 @@ pub enum ExecuteError {
         /// The timeout that elapsed.
         after: Duration,
     },
+    /// The tool asked the model to try again ([`ToolError::retry`]).
+    #[error("tool `{name}` asked for a retry: {message}")]
+    RetryRequested {
+        /// The tool's name.
+        name: String,
+        /// What the model should change.
+        message: String,
+    },
 }
 
 impl ExecuteError {
@@ -78,7 +86,8 @@ impl ExecuteError {
             | Self::InvalidArguments { name, .. }
             | Self::Failed { name, .. }
             | Self::Panicked { name, .. }
-            | Self::TimedOut { name, .. } => name,
+            | Self::TimedOut { name, .. }
+            | Self::RetryRequested { name, .. } => name,
         }
     }
 
@@ -92,6 +101,7 @@ impl ExecuteError {
     /// | invalid arguments | `Error: invalid arguments for {name}: {what is wrong}` |
     /// | unknown tool | `Error: tool '{name}' not found` |
     /// | disabled tool | `Error: tool '{name}' is not available (it is disabled)` |
+    /// | retry requested | `Error: {name} asks you to try again: {message}` |
     pub fn to_model_string(&self) -> String {
         match self {
             Self::NotFound { name } => format!("Error: tool '{name}' not found"),
@@ -110,6 +120,9 @@ impl ExecuteError {
                     "Error executing {name}: timed out after {}",
                     DisplaySeconds(*after)
                 )
+            }
+            Self::RetryRequested { name, message } => {
+                format!("Error: {name} asks you to try again: {message}")
             }
         }
     }
@@ -138,6 +151,9 @@ pub(crate) struct GuardedCall<'a> {
     entry: &'a ToolEntry,
     /// The arguments, until the first poll calls the tool with them.
     args: Option<JsonObject>,
+    /// The call's context, when the caller gave one: the tool is then called through
+    /// `execute_with`.
+    context: Option<crate::CallContext>,
     /// The tool's future while it runs.
     call: Option<ToolFuture<'a>>,
     timeout: Option<Duration>,
@@ -151,10 +167,16 @@ type Step = Result<Result<String, ToolError>, Duration>;
 
 impl<'a> GuardedCall<'a> {
     /// A call of the entry's tool with `args`, made when the call is first polled.
-    pub(crate) fn new(entry: &'a ToolEntry, args: JsonObject, timeout: Option<Duration>) -> Self {
+    pub(crate) fn new(
+        entry: &'a ToolEntry,
+        args: JsonObject,
+        context: Option<crate::CallContext>,
+        timeout: Option<Duration>,
+    ) -> Self {
         Self {
             entry,
             args: Some(args),
+            context,
             call: None,
             timeout,
             timer: None,
@@ -165,7 +187,11 @@ impl<'a> GuardedCall<'a> {
     /// it is ready or timed out. Runs inside the panic guard.
     fn step(&mut self, cx: &mut Context<'_>) -> Poll<Step> {
         if let Some(args) = self.args.take() {
-            self.call = Some(self.entry.tool().execute(args));
+            let tool = self.entry.tool();
+            self.call = Some(match self.context.take() {
+                None => tool.execute(args),
+                Some(context) => tool.execute_with(args, context),
+            });
         }
         let Some(call) = &mut self.call else {
             return Poll::Ready(Ok(Err(ToolError::new(
@@ -227,6 +253,10 @@ impl Future for GuardedCall<'_> {
 fn outcome(name: &str, result: Result<String, ToolError>) -> Result<String, ExecuteError> {
     match result {
         Ok(text) => Ok(text),
+        Err(error) if error.is_retry() => Err(ExecuteError::RetryRequested {
+            name: name.to_owned(),
+            message: error.message().to_owned(),
+        }),
         Err(error) if error.is_invalid_arguments() => Err(ExecuteError::InvalidArguments {
             name: name.to_owned(),
             message: strip_invalid_prefix(name, error.message()).to_owned(),

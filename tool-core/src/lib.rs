@@ -57,6 +57,7 @@ extern crate self as tool_core;
 
 pub mod agent;
 pub mod builtin;
+pub mod call;
 pub mod config;
 pub mod context;
 pub mod execute;
@@ -75,6 +76,7 @@ pub mod __private;
 pub use agent::{Agent, AgentError, AgentEvent, AgentOptions, AgentResponse};
 pub use async_trait::async_trait;
 pub use builtin::create_default_tool_registry;
+pub use call::{CallContext, Deps, Progress};
 pub use config::{HandlerTable, LoadReport, ToolConfig};
 pub use context::{SessionContext, ToolContext, ToolContextOptions};
 pub use execute::ExecuteError;

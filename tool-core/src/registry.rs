@@ -17,6 +17,7 @@ use serde_json::{Value, value::RawValue};
 use tokio::sync::broadcast;
 
 use crate::{
+    call::CallContext,
     execute::{ExecuteError, GuardedCall, describe_schema_errors},
     schema::{FormatOptions, OptionalNulls, Provider, SchemaError, format_tool},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolHints, ToolMetadata},
@@ -423,7 +424,7 @@ impl ToolRegistry {
             Ok(entry) => entry,
             Err(error) => return error.to_model_string(),
         };
-        let call = match entry.call(args, &self.options) {
+        let call = match entry.call(args, None, &self.options) {
             Ok(call) => call,
             Err(error) => return error.to_model_string(),
         };
@@ -436,7 +437,29 @@ impl ToolRegistry {
     /// Runs a tool and returns a structured outcome: the result, or why there is none.
     pub async fn try_execute(&self, name: &str, args: JsonObject) -> Result<String, ExecuteError> {
         let entry = self.callable(name)?;
-        let call = entry.call(args, &self.options)?;
+        let call = entry.call(args, None, &self.options)?;
+        call.await
+    }
+
+    /// Like [`execute`](Self::execute), handing the tool the facts of this call (see
+    /// [`CallContext`]): the tool runs through
+    /// [`ExecutableTool::execute_with`].
+    pub async fn execute_with(&self, name: &str, args: JsonObject, call: CallContext) -> String {
+        match self.try_execute_with(name, args, call).await {
+            Ok(text) => text,
+            Err(error) => error.to_model_string(),
+        }
+    }
+
+    /// Like [`try_execute`](Self::try_execute), handing the tool the facts of this call.
+    pub async fn try_execute_with(
+        &self,
+        name: &str,
+        args: JsonObject,
+        call: CallContext,
+    ) -> Result<String, ExecuteError> {
+        let entry = self.callable(name)?;
+        let call = entry.call(args, Some(call), &self.options)?;
         call.await
     }
 
@@ -712,7 +735,7 @@ impl RegistrySnapshot {
     /// string even if it was enabled since. See [`ToolRegistry::execute`].
     pub async fn execute(&self, name: &str, args: JsonObject) -> String {
         // One state machine around the tool's future, as in `ToolRegistry::execute`.
-        let call = match self.start(name, args, None) {
+        let call = match self.start(name, args, None, None) {
             Ok(call) => call,
             Err(error) => return error.to_model_string(),
         };
@@ -724,20 +747,33 @@ impl RegistrySnapshot {
 
     /// Runs a tool of this snapshot and returns a structured outcome.
     pub async fn try_execute(&self, name: &str, args: JsonObject) -> Result<String, ExecuteError> {
-        let call = self.start(name, args, None)?;
+        let call = self.start(name, args, None, None)?;
         call.await
     }
 
-    /// Like [`try_execute`](Self::try_execute), with `default_timeout` (when set) instead of the
-    /// registry's for a tool whose metadata sets none: an agent's own `tool_timeout` over a
-    /// shared registry.
-    pub(crate) async fn try_execute_with_default_timeout(
+    /// Like [`try_execute`](Self::try_execute), handing the tool the facts of this call (see
+    /// [`ToolRegistry::execute_with`]).
+    pub async fn try_execute_with(
         &self,
         name: &str,
         args: JsonObject,
+        call: CallContext,
+    ) -> Result<String, ExecuteError> {
+        let call = self.start(name, args, Some(call), None)?;
+        call.await
+    }
+
+    /// Like [`try_execute_with`](Self::try_execute_with), with `default_timeout` (when set)
+    /// instead of the registry's for a tool whose metadata sets none: an agent's own
+    /// `tool_timeout` over a shared registry.
+    pub(crate) async fn try_execute_call(
+        &self,
+        name: &str,
+        args: JsonObject,
+        call: CallContext,
         default_timeout: Option<Duration>,
     ) -> Result<String, ExecuteError> {
-        let call = self.start(name, args, default_timeout)?;
+        let call = self.start(name, args, Some(call), default_timeout)?;
         call.await
     }
 
@@ -747,6 +783,7 @@ impl RegistrySnapshot {
         &self,
         name: &str,
         args: JsonObject,
+        context: Option<CallContext>,
         default_timeout: Option<Duration>,
     ) -> Result<GuardedCall<'_>, ExecuteError> {
         match self.slot(name) {
@@ -757,13 +794,13 @@ impl RegistrySnapshot {
                 name: name.to_owned(),
             }),
             Some((entry, true)) => match default_timeout {
-                None => entry.call(args, &self.options),
+                None => entry.call(args, context, &self.options),
                 Some(timeout) => {
                     let options = RegistryOptions {
                         default_timeout: Some(timeout),
                         ..self.options.clone()
                     };
-                    entry.call(args, &options)
+                    entry.call(args, context, &options)
                 }
             },
         }
@@ -861,6 +898,8 @@ static DEFAULT_METADATA: ToolMetadata = ToolMetadata {
     },
     timeout: None,
     sequential: false,
+    needs_approval: false,
+    max_retries: None,
 };
 
 /// What a [`ToolEntry`] works out from its schema when first asked.
@@ -953,6 +992,7 @@ impl ToolEntry {
     fn call(
         &self,
         mut args: JsonObject,
+        context: Option<CallContext>,
         options: &RegistryOptions,
     ) -> Result<GuardedCall<'_>, ExecuteError> {
         // Under OpenAI strict mode a model sends `null` for an optional field it leaves out.
@@ -966,7 +1006,7 @@ impl ToolEntry {
             args
         };
         let timeout = self.metadata().timeout.or(options.default_timeout);
-        Ok(GuardedCall::new(self, args, timeout))
+        Ok(GuardedCall::new(self, args, context, timeout))
     }
 
     fn validate(&self, args: JsonObject) -> Result<JsonObject, ExecuteError> {

@@ -65,6 +65,23 @@ pub trait ExecutableTool: Send + Sync {
     /// caller of [`ToolRegistry::execute`](crate::ToolRegistry::execute) as a panic or an `Err`.
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError>;
 
+    /// Runs the tool with the model's arguments and the facts of this call: its id, the
+    /// conversation, the application's dependencies, a cancellation signal and a progress
+    /// channel (see [`CallContext`](crate::CallContext)).
+    ///
+    /// The default ignores the context and calls [`execute`](Self::execute), so a tool only
+    /// implements this when it needs the context. `#[tool]` fns that declare a `&CallContext`
+    /// parameter implement it; called through `execute`, they get an empty context
+    /// ([`CallContext::new`](crate::CallContext::new) with an empty call id).
+    async fn execute_with(
+        &self,
+        args: JsonObject,
+        call: crate::CallContext,
+    ) -> Result<String, ToolError> {
+        let _ = call;
+        self.execute(args).await
+    }
+
     /// Optional metadata: title, icon, category, the default enabled state, behaviour hints and
     /// a timeout. The default is [`ToolMetadata::default`].
     fn metadata(&self) -> ToolMetadata {
@@ -86,6 +103,14 @@ impl<T: ExecutableTool + ?Sized> ExecutableTool for Arc<T> {
         (**self).execute(args).await
     }
 
+    async fn execute_with(
+        &self,
+        args: JsonObject,
+        call: crate::CallContext,
+    ) -> Result<String, ToolError> {
+        (**self).execute_with(args, call).await
+    }
+
     fn metadata(&self) -> ToolMetadata {
         (**self).metadata()
     }
@@ -103,6 +128,14 @@ impl<T: ExecutableTool + ?Sized> ExecutableTool for Box<T> {
 
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
         (**self).execute(args).await
+    }
+
+    async fn execute_with(
+        &self,
+        args: JsonObject,
+        call: crate::CallContext,
+    ) -> Result<String, ToolError> {
+        (**self).execute_with(args, call).await
     }
 
     fn metadata(&self) -> ToolMetadata {
@@ -204,6 +237,7 @@ pub struct ToolError {
 enum ToolErrorKind {
     Failed,
     InvalidArguments,
+    Retry,
 }
 
 impl ToolError {
@@ -223,6 +257,23 @@ impl ToolError {
             message: message.into(),
             kind: ToolErrorKind::InvalidArguments,
         }
+    }
+
+    /// Asks the model to try again, with a message saying what to change (pydantic-ai's
+    /// `ModelRetry`): not a hard failure, though the model reads it as text either way. The
+    /// model sees `Error: {name} asks you to try again: {message}`; an agent reports the result
+    /// as [`ToolResultKind::RetryRequested`](crate::agent::ToolResultKind::RetryRequested) and
+    /// counts it against the tool's retry budget.
+    pub fn retry(message: impl Into<Cow<'static, str>>) -> Self {
+        Self {
+            message: message.into(),
+            kind: ToolErrorKind::Retry,
+        }
+    }
+
+    /// Whether this error asks the model to try again (see [`ToolError::retry`]).
+    pub fn is_retry(&self) -> bool {
+        self.kind == ToolErrorKind::Retry
     }
 
     /// The message, without the `Error executing {name}: ` prefix.
@@ -284,6 +335,15 @@ pub struct ToolMetadata {
     /// When `true`, the agent runs this tool's calls in order, never concurrently with other
     /// calls of the same step.
     pub sequential: bool,
+    /// When `true`, an agent asks the application before running any call of this tool (see
+    /// [`ApprovalPolicy`](crate::agent::ApprovalPolicy)).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_approval: bool,
+    /// How many consecutive invalid-argument or retry-requested failures of this tool an agent
+    /// lets the model make in one turn before it ends the turn (`None`: the agent's
+    /// [`max_tool_retries`](crate::AgentOptions::max_tool_retries)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
 }
 
 impl Default for ToolMetadata {
@@ -296,6 +356,8 @@ impl Default for ToolMetadata {
             hints: ToolHints::default(),
             timeout: None,
             sequential: false,
+            needs_approval: false,
+            max_retries: None,
         }
     }
 }
@@ -373,6 +435,21 @@ impl ToolMetadata {
     #[must_use]
     pub fn sequential(mut self, value: bool) -> Self {
         self.sequential = value;
+        self
+    }
+
+    /// Sets whether an agent must ask the application before running this tool.
+    #[must_use]
+    pub fn needs_approval(mut self, value: bool) -> Self {
+        self.needs_approval = value;
+        self
+    }
+
+    /// Sets how many consecutive failed attempts (invalid arguments or a requested retry) the
+    /// model gets in one turn for this tool.
+    #[must_use]
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = Some(retries);
         self
     }
 }

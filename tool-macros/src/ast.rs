@@ -44,6 +44,19 @@ pub(crate) struct Param {
 }
 
 impl Param {
+    /// The reference type of a parameter filled from the call rather than from the model's
+    /// arguments (`call: &CallContext`): any `&T` parameter that is neither `#[context]` nor
+    /// `#[args]`. Whether `T` can be had from a call is checked by the compiler, through the
+    /// `CallValue` trait, so a `text: &str` is an error on `str`.
+    pub(crate) fn call_value(&self) -> Option<&syn::TypeReference> {
+        match &*self.ty {
+            Type::Reference(reference) if self.context.is_none() && self.args.is_none() => {
+                Some(reference)
+            }
+            _ => None,
+        }
+    }
+
     /// The parameter's name, when its pattern is a plain identifier (`city`, `mut city`).
     pub(crate) fn ident(&self) -> Option<&syn::Ident> {
         match &*self.pat {

@@ -25,12 +25,14 @@ mod kw {
     syn::custom_keyword!(open_world);
     syn::custom_keyword!(sequential);
     syn::custom_keyword!(timeout);
+    syn::custom_keyword!(needs_approval);
+    syn::custom_keyword!(max_retries);
 }
 
 /// The keys `#[tool(...)]` accepts, for the unknown-key message.
 const KEYS: &str = "`name`, `description`, `rename_struct`, `title`, `category`, `icon`, \
                     `enabled`, `read_only`, `destructive`, `idempotent`, `open_world`, `sequential`, \
-                    `timeout`";
+                    `timeout`, `needs_approval`, `max_retries`";
 
 /// A boolean argument, written `key` (true) or `key = true|false`.
 #[derive(Clone, Copy)]
@@ -55,6 +57,8 @@ pub(crate) struct ToolArgs {
     pub(crate) open_world: Option<Flag>,
     pub(crate) sequential: Option<Flag>,
     pub(crate) timeout: Option<LitStr>,
+    pub(crate) needs_approval: Option<Flag>,
+    pub(crate) max_retries: Option<syn::LitInt>,
     /// Whether every argument parsed; checks that depend on the arguments (the name, the
     /// description) are skipped otherwise, so a typo does not cause a cascade of errors.
     pub(crate) complete: bool,
@@ -162,6 +166,21 @@ impl ToolArgs {
         } else if lookahead.peek(kw::timeout) {
             let key = input.parse::<kw::timeout>()?;
             set(&mut self.timeout, key.span, "timeout", string_value(input)?)
+        } else if lookahead.peek(kw::needs_approval) {
+            let key = input.parse::<kw::needs_approval>()?;
+            let value = flag(input, key.span)?;
+            set(&mut self.needs_approval, key.span, "needs_approval", value)
+        } else if lookahead.peek(kw::max_retries) {
+            let key = input.parse::<kw::max_retries>()?;
+            input.parse::<Token![=]>()?;
+            let value: syn::LitInt = input.parse()?;
+            value.base10_parse::<u32>().map_err(|_| {
+                syn::Error::new(
+                    value.span(),
+                    "`max_retries` takes a whole number of retries, such as `max_retries = 3`",
+                )
+            })?;
+            set(&mut self.max_retries, key.span, "max_retries", value)
         } else if input.peek(syn::Ident) {
             let key: syn::Ident = input.parse()?;
             let hint = closest(&key.to_string()).map_or_else(

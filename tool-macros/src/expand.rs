@@ -254,7 +254,16 @@ fn tool_impl(
     }
     let mut fields = Vec::new();
     let mut bindings = Vec::new();
+    let mut takes_call = false;
     for (index, param) in tool.func.params.iter().enumerate() {
+        if let Some(reference) = param.call_value() {
+            takes_call = true;
+            let elem = &reference.elem;
+            call_args.push(quote_spanned! {valid::span_of(elem)=>
+                <#elem as ::tool_core::__private::CallValue>::from_call(&__call)
+            });
+            continue;
+        }
         if let Some(context) = tool
             .context
             .as_ref()
@@ -330,7 +339,62 @@ fn tool_impl(
         syn::ReturnType::Default => tool.func.sig.ident.span(),
     };
     let output = quote_spanned! {output_span=>
-        (&::tool_core::__private::Output::new(__output)).tool_output()
+        (&&&::tool_core::__private::Output::new(__output)).tool_output()
+    };
+    let run = quote! {
+        use ::tool_core::__private::{
+            PlainOutput as _, ResultOutput as _, ToolErrorOutput as _,
+        };
+        ::tool_core::__private::execute(async move {
+            #narrow
+            let __output = #callee(#(#call_args),*).await;
+            #output
+        })
+    };
+    // A tool that reads its call gets it through `execute_with`; through plain `execute` it
+    // gets an empty context.
+    let execute = if takes_call {
+        quote! {
+            fn execute<'life0, 'async_trait>(
+                &'life0 self,
+                args: ::tool_core::JsonObject,
+            ) -> ::tool_core::__private::ExecuteFuture<'async_trait>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                ::tool_core::ExecutableTool::execute_with(
+                    self,
+                    args,
+                    ::tool_core::CallContext::new("", #name),
+                )
+            }
+
+            fn execute_with<'life0, 'async_trait>(
+                &'life0 self,
+                args: ::tool_core::JsonObject,
+                __call: ::tool_core::CallContext,
+            ) -> ::tool_core::__private::ExecuteFuture<'async_trait>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                #run
+            }
+        }
+    } else {
+        quote! {
+            fn execute<'life0, 'async_trait>(
+                &'life0 self,
+                args: ::tool_core::JsonObject,
+            ) -> ::tool_core::__private::ExecuteFuture<'async_trait>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                #run
+            }
+        }
     };
     let metadata = (!tool.metadata.is_empty()).then(|| {
         let calls = &tool.metadata;
@@ -356,21 +420,7 @@ fn tool_impl(
 
             #metadata
 
-            fn execute<'life0, 'async_trait>(
-                &'life0 self,
-                args: ::tool_core::JsonObject,
-            ) -> ::tool_core::__private::ExecuteFuture<'async_trait>
-            where
-                'life0: 'async_trait,
-                Self: 'async_trait,
-            {
-                use ::tool_core::__private::{PlainOutput as _, ResultOutput as _};
-                ::tool_core::__private::execute(async move {
-                    #narrow
-                    let __output = #callee(#(#call_args),*).await;
-                    #output
-                })
-            }
+            #execute
         }
     }
 }

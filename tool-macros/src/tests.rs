@@ -101,3 +101,18 @@ fn broken_input_keeps_the_function_beside_every_error() {
     );
     insta::assert_snapshot!(pretty(output));
 }
+
+#[test]
+fn call_context_parameter_and_approval() {
+    let output = expand::tool(
+        quote!(needs_approval, max_retries = 1),
+        quote! {
+            /// Publish a note for the user this call serves.
+            async fn publish(call: &CallContext, text: String) -> Result<String, ToolError> {
+                let user: &User = call.dep()?;
+                Ok(format!("{text} for {}", user.0))
+            }
+        },
+    );
+    insta::assert_snapshot!(pretty(output));
+}

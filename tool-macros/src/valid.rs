@@ -279,16 +279,31 @@ fn context<'a>(func: &'a ToolFn, place: Place, errors: &mut Errors) -> Option<Co
 }
 
 fn form<'a>(func: &'a ToolFn, errors: &mut Errors) -> Option<Form<'a>> {
+    let mut ok = true;
+    for param in &func.params {
+        if let Some(reference) = param.call_value() {
+            if let Some(mutability) = reference.mutability {
+                ok = false;
+                errors.spanned(
+                    mutability,
+                    "a parameter filled from the call is shared, so it cannot be `&mut`; take                      `&CallContext`",
+                );
+            }
+        }
+    }
     let inputs: Vec<&Param> = func
         .params
         .iter()
-        .filter(|param| param.context.is_none())
+        .filter(|param| param.context.is_none() && param.call_value().is_none())
         .collect();
     let marked: Vec<&Param> = inputs
         .iter()
         .copied()
         .filter(|param| param.args.is_some())
         .collect();
+    if !ok {
+        return None;
+    }
     let whole = match marked.as_slice() {
         [] => match inputs.as_slice() {
             [only] if only.ident().is_some_and(|ident| ident == "args") => Some(*only),
@@ -321,17 +336,7 @@ fn form<'a>(func: &'a ToolFn, errors: &mut Errors) -> Option<Form<'a>> {
         }
         return ok.then_some(Form::Args(whole));
     }
-    let mut ok = true;
     for param in &inputs {
-        if let Type::Reference(reference) = &*param.ty {
-            ok = false;
-            errors.spanned(
-                reference,
-                "`#[tool]` parameters are deserialized from the model's arguments, so they must \
-                 own their data; use an owned type such as `String` instead of `&str`, or mark \
-                 shared state `#[context]`",
-            );
-        }
         if param.ident().is_none() {
             ok = false;
             errors.spanned(
@@ -468,6 +473,15 @@ fn metadata(args: &ToolArgs, errors: &mut Errors) -> Vec<TokenStream> {
         if sequential.value {
             calls.push(quote::quote!(.sequential(true)));
         }
+    }
+    if let Some(needs_approval) = &args.needs_approval {
+        if needs_approval.value {
+            calls.push(quote::quote!(.needs_approval(true)));
+        }
+    }
+    if let Some(retries) = &args.max_retries {
+        let retries = retries.base10_parse::<u32>().unwrap_or_default();
+        calls.push(quote::quote!(.max_retries(#retries)));
     }
     if let Some(timeout) = &args.timeout {
         match parse_duration(&timeout.value()) {

@@ -1,11 +1,12 @@
 //! [`AgentEvent`]: what [`Agent::stream_chat`](super::Agent::stream_chat) yields.
 
 use crate::{
+    call::Progress,
     model::{FinishReason, ToolCall, Usage},
     tool::JsonObject,
 };
 
-use super::AgentResponse;
+use super::{AgentResponse, ApprovalRequest};
 
 /// One event of a streamed turn, in the order things happen: per step the model's text deltas
 /// and tool-call events, then (when it called tools) one [`ToolResult`](Self::ToolResult) per
@@ -31,7 +32,7 @@ pub enum AgentEvent {
         /// The fragment.
         arguments: String,
     },
-    /// The model finished a tool call.
+    /// The model finished a tool call. It reaches the consumer before the call starts running.
     ToolCallFinished {
         /// The whole call, arguments as the model wrote them.
         call: ToolCall,
@@ -48,9 +49,18 @@ pub enum AgentEvent {
         /// The result text, or the error string the model sees.
         content: String,
         /// Whether the call failed (unknown tool, invalid arguments, tool error, panic,
-        /// timeout).
+        /// timeout, a requested retry, a denial, not run).
         is_error: bool,
+        /// How the call went, telling a retry the tool asked for from a hard failure.
+        kind: ToolResultKind,
     },
+    /// A call waits for the application's approval; the turn ends after this step with it in
+    /// [`AgentResponse::pending_approvals`]. Answer with
+    /// [`Agent::continue_with`](super::Agent::continue_with).
+    ApprovalRequested(ApprovalRequest),
+    /// A running tool reported its progress
+    /// ([`CallContext::report_progress`](crate::CallContext::report_progress)).
+    ToolProgress(Progress),
     /// Token counts of one model call.
     Usage(Usage),
     /// A step (one model call and the tool calls it asked for) is complete.
@@ -64,4 +74,22 @@ pub enum AgentEvent {
     },
     /// The turn is complete.
     Done(AgentResponse),
+}
+
+/// How a tool call went, as the model was told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolResultKind {
+    /// The tool returned a result.
+    Success,
+    /// The tool failed, panicked or timed out, or the tool is unknown or disabled.
+    Error,
+    /// The arguments were not valid for the tool; the model was told what to fix.
+    InvalidArguments,
+    /// The tool asked the model to try again ([`ToolError::retry`](crate::ToolError::retry)).
+    RetryRequested,
+    /// The application denied the call.
+    Denied,
+    /// The call was not run (the step limit was reached).
+    NotRun,
 }

@@ -34,6 +34,7 @@
 //! # });
 //! ```
 
+mod approval;
 mod events;
 mod run;
 
@@ -42,10 +43,12 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 use futures::{FutureExt as _, StreamExt as _, stream::BoxStream};
 use serde_json::Value;
 
-pub use events::AgentEvent;
+pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest};
+pub use events::{AgentEvent, ToolResultKind};
 
 use crate::{
     builtin::register_builtins,
+    call::Deps,
     context::{
         LoadContextError, SavedSessionContext, SessionContext, ToolContext, ToolContextOptions,
     },
@@ -59,6 +62,9 @@ pub const DEFAULT_MAX_STEPS: usize = 10;
 
 /// The default of [`AgentOptions::tool_concurrency`].
 pub const DEFAULT_TOOL_CONCURRENCY: usize = 8;
+
+/// The default of [`AgentOptions::max_tool_retries`].
+pub const DEFAULT_MAX_TOOL_RETRIES: u32 = 2;
 
 /// Settings of an [`Agent`]. `Default` gives no system prompt, `session_context.json` as the
 /// session file, the current directory as the file tools' root, 10 steps, up to 8 tool calls at
@@ -95,6 +101,16 @@ pub struct AgentOptions {
     /// Use this context (and its system prompt, session file and root directory) instead of
     /// building one from the fields above.
     pub context: Option<ToolContext>,
+    /// Which calls wait for the application's approval before they run (see
+    /// [`ApprovalPolicy`]); by default only those of tools whose metadata says so.
+    pub approval: ApprovalPolicy,
+    /// The application's dependencies, handed to every tool call in its
+    /// [`CallContext`](crate::CallContext) (never in any schema).
+    pub deps: Deps,
+    /// How many consecutive invalid-argument or retry-requested failures of one tool the model
+    /// may make in a turn before the turn ends with [`AgentError::ToolRetriesExhausted`]
+    /// (default 2; a tool's [`max_retries`](crate::ToolMetadata::max_retries) overrides it).
+    pub max_tool_retries: u32,
 }
 
 impl Default for AgentOptions {
@@ -111,6 +127,9 @@ impl Default for AgentOptions {
             registry: None,
             toggles: None,
             context: None,
+            approval: ApprovalPolicy::default(),
+            deps: Deps::default(),
+            max_tool_retries: DEFAULT_MAX_TOOL_RETRIES,
         }
     }
 }
@@ -197,6 +216,74 @@ impl AgentOptions {
         self.context = Some(context);
         self
     }
+
+    /// Sets which calls wait for the application's approval.
+    #[must_use]
+    pub fn approval(mut self, policy: ApprovalPolicy) -> Self {
+        self.approval = policy;
+        self
+    }
+
+    /// Sets the application's dependencies for every call.
+    #[must_use]
+    pub fn deps(mut self, deps: Deps) -> Self {
+        self.deps = deps;
+        self
+    }
+
+    /// Sets how many consecutive failed attempts of one tool the model gets in a turn.
+    #[must_use]
+    pub fn max_tool_retries(mut self, retries: u32) -> Self {
+        self.max_tool_retries = retries;
+        self
+    }
+}
+
+/// Settings of one turn, on top of the agent's ([`Agent::chat_with`],
+/// [`Agent::stream_chat_with`]).
+///
+/// ```
+/// use tool_core::{Deps, agent::TurnOptions};
+///
+/// struct UserId(u64);
+/// let options = TurnOptions::new()
+///     .active_tools(["read_file"])
+///     .deps(Deps::new().with(UserId(42)));
+/// # let _ = options;
+/// ```
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct TurnOptions {
+    /// Offer only these tools this turn (among those enabled), like the Vercel AI SDK's
+    /// `activeTools`; `None` offers every enabled tool.
+    pub active_tools: Option<Vec<String>>,
+    /// Dependencies for this turn's calls, added to (and overriding by type) the agent's.
+    pub deps: Option<Deps>,
+}
+
+impl TurnOptions {
+    /// No changes from the agent's settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Offers only these tools this turn (those of them that are enabled).
+    #[must_use]
+    pub fn active_tools<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.active_tools = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Adds dependencies for this turn's calls.
+    #[must_use]
+    pub fn deps(mut self, deps: Deps) -> Self {
+        self.deps = Some(deps);
+        self
+    }
 }
 
 /// Why a turn failed.
@@ -220,6 +307,32 @@ pub enum AgentError {
     /// A saved session could not be loaded.
     #[error(transparent)]
     Load(#[from] LoadContextError),
+    /// A tool failed with invalid arguments or asked for a retry more times in a row than its
+    /// budget allows. The conversation is kept, every call answered.
+    #[error(
+        "the model called `{tool}` with a failing request {failures} times in a row; last error: {last_error}"
+    )]
+    ToolRetriesExhausted {
+        /// The tool.
+        tool: String,
+        /// The consecutive failures.
+        failures: u32,
+        /// The last result the model got.
+        last_error: String,
+    },
+    /// The conversation waits for approval decisions; answer them with
+    /// [`Agent::continue_with`] before sending new text.
+    #[error("tool calls wait for approval: {}; answer them with `continue_with`", call_ids.join(", "))]
+    ApprovalsPending {
+        /// The calls that wait.
+        call_ids: Vec<String>,
+    },
+    /// The decisions given to [`Agent::continue_with`] do not match the waiting calls.
+    #[error("cannot apply the approval decisions: {message}")]
+    InvalidDecisions {
+        /// What does not match.
+        message: String,
+    },
 }
 
 /// The outcome of a turn.
@@ -236,6 +349,9 @@ pub struct AgentResponse {
     pub usage: Option<Usage>,
     /// Why the model stopped.
     pub finish_reason: FinishReason,
+    /// The calls that wait for the application's approval: the turn stopped before running
+    /// them. Answer every one with [`Agent::continue_with`]. Empty when the model answered.
+    pub pending_approvals: Vec<ApprovalRequest>,
 }
 
 impl std::fmt::Display for AgentResponse {
@@ -262,6 +378,11 @@ pub(crate) struct Shared {
     sequential_tools: bool,
     tool_timeout: Option<Duration>,
     settings: ModelSettings,
+    approval: ApprovalPolicy,
+    deps: Deps,
+    max_tool_retries: u32,
+    /// Turns started so far.
+    turns: std::sync::atomic::AtomicU64,
     turn: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -317,6 +438,10 @@ impl Agent {
                 sequential_tools: options.sequential_tools,
                 tool_timeout: options.tool_timeout,
                 settings: options.model_settings,
+                approval: options.approval,
+                deps: options.deps,
+                max_tool_retries: options.max_tool_retries,
+                turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),
             }),
         }
@@ -339,34 +464,153 @@ impl Agent {
         self.inner.snapshot().schemas()
     }
 
-    /// Sends the user's `text` and runs the tool-call loop until the model answers.
+    /// Sends the user's `text` and runs the tool-call loop until the model answers (or a call
+    /// waits for approval: see [`AgentResponse::pending_approvals`]).
     pub async fn chat(&self, text: impl Into<String>) -> Result<AgentResponse, AgentError> {
-        run::turn(self.inner.clone(), text.into(), None).await
+        self.chat_with(text, TurnOptions::default()).await
+    }
+
+    /// Like [`chat`](Self::chat), with settings for this turn only.
+    pub async fn chat_with(
+        &self,
+        text: impl Into<String>,
+        options: TurnOptions,
+    ) -> Result<AgentResponse, AgentError> {
+        run::turn(
+            self.inner.clone(),
+            run::Input::User(text.into()),
+            options,
+            None,
+        )
+        .await
     }
 
     /// Like [`chat`](Self::chat), as a stream of [`AgentEvent`]s ending with
     /// [`AgentEvent::Done`] or an `Err`. Nothing runs until the stream is polled, and dropping
-    /// the stream cancels the turn (the model request and any running tools); a cancelled turn
+    /// the stream cancels the turn (the model request and any running tools, whose
+    /// [`CallContext::cancellation`](crate::CallContext::cancellation) fires); a cancelled turn
     /// leaves the conversation as it was before it.
+    ///
+    /// A call's [`ToolCallFinished`](AgentEvent::ToolCallFinished) reaches the consumer before
+    /// that call starts running.
     pub fn stream_chat(
         &self,
         text: impl Into<String>,
     ) -> BoxStream<'static, Result<AgentEvent, AgentError>> {
+        self.stream_chat_with(text, TurnOptions::default())
+    }
+
+    /// Like [`stream_chat`](Self::stream_chat), with settings for this turn only.
+    pub fn stream_chat_with(
+        &self,
+        text: impl Into<String>,
+        options: TurnOptions,
+    ) -> BoxStream<'static, Result<AgentEvent, AgentError>> {
+        self.stream_turn(run::Input::User(text.into()), options)
+    }
+
+    /// Answers the calls that wait for approval (every one of them, by call id) and goes on
+    /// with the turn: approved calls run, denied ones get a result telling the model so, and
+    /// the model is asked again. The results of all the step's calls are appended in call
+    /// order, so the conversation stays valid for every provider.
+    ///
+    /// ```
+    /// use tool_core::{
+    ///     Agent, AgentOptions, ToolMetadata,
+    ///     agent::{ApprovalDecision, ApprovalPolicy},
+    ///     model::{ScriptedModel, ScriptedResponse},
+    /// };
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let model = ScriptedModel::new([
+    ///     ScriptedResponse::tool_call("c1", "write_file", r#"{"path": "a.txt", "content": "hi"}"#),
+    ///     ScriptedResponse::text("I was not allowed to write it."),
+    /// ]);
+    /// let agent = Agent::new(
+    ///     model,
+    ///     AgentOptions::new()
+    ///         .root_dir(dir.path())
+    ///         .approval(ApprovalPolicy::new().when(|call, _| call.name == "write_file")),
+    /// );
+    /// let reply = agent.chat("write a.txt").await.unwrap();
+    /// assert_eq!(reply.pending_approvals[0].call.id, "c1");
+    ///
+    /// let reply = agent
+    ///     .continue_with([("c1", ApprovalDecision::deny_because("not today"))])
+    ///     .await
+    ///     .unwrap();
+    /// assert_eq!(reply.text, "I was not allowed to write it.");
+    /// assert!(!dir.path().join("a.txt").exists());
+    /// # });
+    /// ```
+    pub async fn continue_with<I, S>(&self, decisions: I) -> Result<AgentResponse, AgentError>
+    where
+        I: IntoIterator<Item = (S, ApprovalDecision)>,
+        S: Into<String>,
+    {
+        let input = run::Input::Decisions(collect_decisions(decisions));
+        run::turn(self.inner.clone(), input, TurnOptions::default(), None).await
+    }
+
+    /// Like [`continue_with`](Self::continue_with), as a stream of events.
+    pub fn stream_continue_with<I, S>(
+        &self,
+        decisions: I,
+    ) -> BoxStream<'static, Result<AgentEvent, AgentError>>
+    where
+        I: IntoIterator<Item = (S, ApprovalDecision)>,
+        S: Into<String>,
+    {
+        let input = run::Input::Decisions(collect_decisions(decisions));
+        self.stream_turn(input, TurnOptions::default())
+    }
+
+    /// The calls that wait for the application's approval, in call order (empty when none do).
+    /// They survive [`save_context`](Self::save_context) and
+    /// [`load_context`](Self::load_context).
+    pub fn pending_approvals(&self) -> Vec<ApprovalRequest> {
+        self.inner
+            .context
+            .pending_calls()
+            .into_iter()
+            .filter(|pending| pending.needs_approval)
+            .map(|pending| ApprovalRequest {
+                arguments: run::parse_arguments(&pending.call.arguments).ok(),
+                call: pending.call,
+            })
+            .collect()
+    }
+
+    fn stream_turn(
+        &self,
+        input: run::Input,
+        options: TurnOptions,
+    ) -> BoxStream<'static, Result<AgentEvent, AgentError>> {
         let (sender, receiver) = futures::channel::mpsc::unbounded();
         let inner = self.inner.clone();
-        let text = text.into();
         // The turn is driven by polling this stream, not by a spawned task, so it cannot outlive
         // the stream.
         let driver = async move {
-            let outcome = run::turn(inner, text, Some(&sender)).await;
+            let outcome = run::turn(inner, input, options, Some(&sender)).await;
             let last = outcome.map(AgentEvent::Done);
             // The receiver is alive: it is polled beside this future.
-            let _ = sender.unbounded_send(last);
+            let _ = sender.unbounded_send(run::Signal::Event(last));
         };
         let driver = driver
             .into_stream()
             .filter_map(|()| futures::future::ready(None));
-        futures::stream::select(receiver, driver).boxed()
+        let events = receiver.filter_map(|signal| {
+            futures::future::ready(match signal {
+                run::Signal::Event(event) => Some(event),
+                run::Signal::Flush(taken) => {
+                    // Every event before this one has been handed to the consumer.
+                    let _ = taken.send(());
+                    None
+                }
+            })
+        });
+        futures::stream::select(events, driver).boxed()
     }
 
     /// Saves the session context (system prompt, messages, notes) with `reason`, by running the
@@ -508,6 +752,13 @@ impl Agent {
 }
 
 impl Shared {
+    /// The number of the turn that starts now, from 1.
+    fn next_turn(&self) -> u64 {
+        self.turns
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1
+    }
+
     /// The tools as this agent sees them now.
     fn snapshot(&self) -> Arc<RegistrySnapshot> {
         match &self.toggles {
@@ -522,4 +773,15 @@ fn save_args(reason: String) -> JsonObject {
     let mut args = JsonObject::new();
     args.insert("reason".to_owned(), Value::String(reason));
     args
+}
+
+fn collect_decisions<I, S>(decisions: I) -> Vec<(String, ApprovalDecision)>
+where
+    I: IntoIterator<Item = (S, ApprovalDecision)>,
+    S: Into<String>,
+{
+    decisions
+        .into_iter()
+        .map(|(id, decision)| (id.into(), decision))
+        .collect()
 }

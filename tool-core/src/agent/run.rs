@@ -1,14 +1,22 @@
 //! The tool-call loop: one turn of an [`Agent`](super::Agent).
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use futures::{StreamExt as _, channel::mpsc::UnboundedSender};
+use futures::{
+    StreamExt as _,
+    channel::{mpsc::UnboundedSender, oneshot},
+};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::{AgentError, AgentEvent, AgentResponse, Shared};
+use super::{
+    AgentError, AgentEvent, AgentResponse, Shared, ToolResultKind, TurnOptions,
+    approval::{ApprovalDecision, ApprovalRequest, denied_result},
+};
 use crate::{
-    context::ToolContext,
+    call::{CallContext, Deps},
+    context::{PendingCall, ToolContext},
     execute::{ExecuteError, show},
     model::{
         ChatRequest, FinishReason, Message, ModelEvent, ProviderError, RequestTools, ToolCall,
@@ -18,8 +26,16 @@ use crate::{
     tool::JsonObject,
 };
 
+/// What a streamed turn sends to its stream.
+pub(super) enum Signal {
+    /// An event (or the error that ends the turn) for the consumer.
+    Event(Result<AgentEvent, AgentError>),
+    /// Answered once the consumer has taken every event sent before it.
+    Flush(oneshot::Sender<()>),
+}
+
 /// Where a streamed turn sends its events; `None` for [`Agent::chat`](super::Agent::chat).
-pub(super) type Events<'a> = Option<&'a UnboundedSender<Result<AgentEvent, AgentError>>>;
+pub(super) type Events<'a> = Option<&'a UnboundedSender<Signal>>;
 
 /// The result given for each call the model made at the last allowed step.
 pub(crate) const STEP_LIMIT_RESULT: &str =
@@ -29,11 +45,21 @@ pub(crate) const STEP_LIMIT_RESULT: &str =
 /// tools were running).
 pub(crate) const INTERRUPTED_RESULT: &str = "Error: the result of this call was not recorded (the session was saved or stopped while it ran)";
 
-/// Runs one turn: appends the user's text, then asks the model and runs its tool calls until
-/// it answers or the step limit is reached.
+/// What starts a turn.
+pub(super) enum Input {
+    /// The user said something.
+    User(String),
+    /// The application decided the calls that waited for approval.
+    Decisions(Vec<(String, ApprovalDecision)>),
+}
+
+/// Runs one turn: appends the user's text (or applies the approval decisions), then asks the
+/// model and runs its tool calls until it answers, a call needs approval, or the step limit is
+/// reached.
 pub(super) async fn turn(
     shared: Arc<Shared>,
-    text: String,
+    input: Input,
+    options: TurnOptions,
     events: Events<'_>,
 ) -> Result<AgentResponse, AgentError> {
     let span = tracing::info_span!(
@@ -42,28 +68,101 @@ pub(super) async fn turn(
         provider = %shared.model.provider(),
         steps = tracing::field::Empty,
     );
-    run_turn(&shared, text, events).instrument(span).await
+    run_turn(&shared, input, options, events)
+        .instrument(span)
+        .await
+}
+
+/// What every call of a turn shares.
+struct Turn<'a> {
+    shared: &'a Shared,
+    events: Events<'a>,
+    number: u64,
+    deps: Deps,
+    cancellation: CancellationToken,
+    /// Consecutive invalid-argument or retry-requested failures per tool.
+    failures: HashMap<String, (u32, String)>,
+    tool_calls: usize,
 }
 
 async fn run_turn(
     shared: &Shared,
-    text: String,
+    input: Input,
+    options: TurnOptions,
     events: Events<'_>,
 ) -> Result<AgentResponse, AgentError> {
     let _turn = shared.turn.clone().lock_owned().await;
     let context = &shared.context;
-    close_dangling_calls(context);
+    let pending = context.pending_calls();
     let mut rollback = Rollback {
         context: context.clone(),
         len: context.message_count(),
+        pending: pending.clone(),
         armed: true,
     };
-    context.push_message(Message::user(text));
+    let cancellation = CancellationToken::new();
+    // Fired when the turn ends or its future is dropped (a dropped stream): running tools that
+    // watch it stop.
+    let _cancel_on_drop = cancellation.clone().drop_guard();
+    let mut deps = shared.deps.clone();
+    if let Some(turn_deps) = &options.deps {
+        deps.extend(turn_deps);
+    }
+    let mut turn = Turn {
+        shared,
+        events,
+        number: shared.next_turn(),
+        deps,
+        cancellation,
+        failures: HashMap::new(),
+        tool_calls: 0,
+    };
+    match input {
+        Input::User(text) => {
+            if !pending.is_empty() {
+                rollback.armed = false;
+                return Err(AgentError::ApprovalsPending {
+                    call_ids: pending
+                        .iter()
+                        .filter(|call| call.needs_approval)
+                        .map(|call| call.call.id.clone())
+                        .collect(),
+                });
+            }
+            close_dangling_calls(context);
+            rollback.len = context.message_count();
+            context.push_message(Message::user(text));
+        }
+        Input::Decisions(decisions) => {
+            let decided = match match_decisions(&pending, decisions) {
+                Ok(decided) => decided,
+                Err(error) => {
+                    rollback.armed = false;
+                    return Err(error);
+                }
+            };
+            context.set_pending_calls(Vec::new());
+            let snapshot = shared.snapshot();
+            let results = turn.resolve(&snapshot, pending, decided).await;
+            context.extend_messages(results);
+            if let Err(error) = turn.check_retries() {
+                rollback.armed = false;
+                return Err(error);
+            }
+        }
+    }
     let mut usage: Option<Usage> = None;
-    let mut tool_calls = 0;
     for step in 1..=shared.max_steps {
         tracing::Span::current().record("steps", step);
-        let snapshot = shared.snapshot();
+        let snapshot = match &options.active_tools {
+            None => shared.snapshot(),
+            Some(active) => {
+                let base = shared.snapshot();
+                Arc::new(shared.registry.snapshot_with(|name, _, _| {
+                    base.is_enabled(name) && active.iter().any(|tool| tool == name)
+                }))
+            }
+        };
         let tools = if snapshot.is_empty() {
             RequestTools::default()
         } else {
@@ -87,6 +186,14 @@ async fn run_turn(
             content: answer.content.clone(),
             tool_calls: calls.clone(),
         });
+        let response = |tool_calls, pending_approvals| AgentResponse {
+            text: answer.content.clone(),
+            steps: step,
+            tool_calls,
+            usage,
+            finish_reason: answer.finish_reason.clone(),
+            pending_approvals,
+        };
         if calls.is_empty() {
             rollback.armed = false;
             emit(
@@ -97,13 +204,7 @@ async fn run_turn(
                     tool_calls: 0,
                 },
             );
-            return Ok(AgentResponse {
-                text: answer.content,
-                steps: step,
-                tool_calls,
-                usage,
-                finish_reason: answer.finish_reason,
-            });
+            return Ok(response(turn.tool_calls, Vec::new()));
         }
         if step == shared.max_steps {
             // Nothing could read the results of these calls, so they are not run; each still
@@ -111,15 +212,7 @@ async fn run_turn(
             let results: Vec<Message> = calls
                 .iter()
                 .map(|call| {
-                    emit(
-                        events,
-                        AgentEvent::ToolResult {
-                            id: call.id.clone(),
-                            name: call.name.clone(),
-                            content: STEP_LIMIT_RESULT.to_owned(),
-                            is_error: true,
-                        },
-                    );
+                    emit_result(events, call, STEP_LIMIT_RESULT, ToolResultKind::NotRun);
                     Message::tool_result(&call.id, &call.name, STEP_LIMIT_RESULT)
                 })
                 .collect();
@@ -136,9 +229,68 @@ async fn run_turn(
             tracing::warn!(steps = step, "the turn reached the step limit");
             return Err(AgentError::MaxSteps { steps: step });
         }
-        let results = run_calls(shared, &snapshot, &calls, events).await;
-        tool_calls += calls.len();
-        context.extend_messages(results);
+        let parsed: Vec<Option<JsonObject>> = calls
+            .iter()
+            .map(|call| parse_arguments(&call.arguments).ok())
+            .collect();
+        let needs_approval: Vec<bool> = calls
+            .iter()
+            .zip(&parsed)
+            .map(|(call, arguments)| {
+                shared
+                    .approval
+                    .requires(call, arguments.as_ref(), snapshot.metadata(&call.name))
+            })
+            .collect();
+        // Every call's "finished" event reaches the consumer before any call runs.
+        flush(events).await;
+        if needs_approval.iter().any(|needs| *needs) {
+            let mut requests = Vec::new();
+            let mut ready = Vec::new();
+            for ((call, arguments), needs) in calls.iter().zip(parsed).zip(&needs_approval) {
+                if *needs {
+                    let request = ApprovalRequest {
+                        call: call.clone(),
+                        arguments,
+                    };
+                    emit(events, AgentEvent::ApprovalRequested(request.clone()));
+                    requests.push(request);
+                } else {
+                    ready.push(call.clone());
+                }
+            }
+            let outcomes = turn.run_calls(&snapshot, &ready, step).await;
+            let mut results: HashMap<String, Message> = outcomes
+                .into_iter()
+                .map(|(message, _)| (tool_call_id(&message).to_owned(), message))
+                .collect();
+            let pending = calls
+                .iter()
+                .zip(&needs_approval)
+                .map(|(call, needs)| PendingCall {
+                    call: call.clone(),
+                    needs_approval: *needs,
+                    result: results.remove(&call.id),
+                })
+                .collect();
+            context.set_pending_calls(pending);
+            rollback.armed = false;
+            emit(
+                events,
+                AgentEvent::StepFinished {
+                    step,
+                    finish_reason: answer.finish_reason.clone(),
+                    tool_calls: ready.len(),
+                },
+            );
+            tracing::info!(
+                calls = requests.len(),
+                "the turn waits for the application's approval"
+            );
+            return Ok(response(turn.tool_calls, requests));
+        }
+        let outcomes = turn.run_calls(&snapshot, &calls, step).await;
+        context.extend_messages(outcomes.into_iter().map(|(message, _)| message));
         emit(
             events,
             AgentEvent::StepFinished {
@@ -147,6 +299,11 @@ async fn run_turn(
                 tool_calls: calls.len(),
             },
         );
+        if let Err(error) = turn.check_retries() {
+            // Every call is answered: the conversation stays as it is.
+            rollback.armed = false;
+            return Err(error);
+        }
     }
     // `max_steps` is at least 1, so the loop always returns; this keeps the compiler content.
     Err(AgentError::MaxSteps {
@@ -154,11 +311,231 @@ async fn run_turn(
     })
 }
 
+/// The decision for each call that waits for one, in the pending calls' order; an error when
+/// a decision names no waiting call or a waiting call has none.
+fn match_decisions(
+    pending: &[PendingCall],
+    decisions: Vec<(String, ApprovalDecision)>,
+) -> Result<HashMap<String, ApprovalDecision>, AgentError> {
+    let waiting: Vec<&str> = pending
+        .iter()
+        .filter(|call| call.needs_approval)
+        .map(|call| call.call.id.as_str())
+        .collect();
+    if waiting.is_empty() {
+        return Err(AgentError::InvalidDecisions {
+            message: "no call is waiting for approval".to_owned(),
+        });
+    }
+    let mut decided = HashMap::new();
+    for (id, decision) in decisions {
+        if !waiting.contains(&id.as_str()) {
+            return Err(AgentError::InvalidDecisions {
+                message: format!(
+                    "no call `{id}` is waiting for approval; waiting: {}",
+                    waiting.join(", ")
+                ),
+            });
+        }
+        decided.insert(id, decision);
+    }
+    let missing: Vec<&str> = waiting
+        .iter()
+        .copied()
+        .filter(|id| !decided.contains_key(*id))
+        .collect();
+    if !missing.is_empty() {
+        return Err(AgentError::InvalidDecisions {
+            message: format!("no decision for {}", missing.join(", ")),
+        });
+    }
+    Ok(decided)
+}
+
+fn tool_call_id(message: &Message) -> &str {
+    match message {
+        Message::Tool { tool_call_id, .. } => tool_call_id,
+        _ => "",
+    }
+}
+
+impl Turn<'_> {
+    /// Runs the approved calls, answers the denied ones, and returns every pending call's
+    /// result in call order.
+    async fn resolve(
+        &mut self,
+        snapshot: &RegistrySnapshot,
+        pending: Vec<PendingCall>,
+        mut decided: HashMap<String, ApprovalDecision>,
+    ) -> Vec<Message> {
+        let approved: Vec<ToolCall> = pending
+            .iter()
+            .filter(|call| {
+                call.needs_approval
+                    && matches!(decided.get(&call.call.id), Some(ApprovalDecision::Approve))
+            })
+            .map(|call| call.call.clone())
+            .collect();
+        let mut ran: HashMap<String, Message> = self
+            .run_calls(snapshot, &approved, 0)
+            .await
+            .into_iter()
+            .map(|(message, _)| (tool_call_id(&message).to_owned(), message))
+            .collect();
+        pending
+            .into_iter()
+            .map(|pending| {
+                let call = pending.call;
+                if let Some(result) = pending.result {
+                    return result;
+                }
+                if let Some(result) = ran.remove(&call.id) {
+                    return result;
+                }
+                let reason = match decided.remove(&call.id) {
+                    Some(ApprovalDecision::Deny { reason }) => reason,
+                    _ => None,
+                };
+                let text = denied_result(&call.name, reason.as_deref());
+                tracing::info!(tool = %call.name, id = %call.id, "the application denied a call");
+                emit_result(self.events, &call, &text, ToolResultKind::Denied);
+                Message::tool_result(&call.id, &call.name, text)
+            })
+            .collect()
+    }
+
+    /// Runs the calls of one step and returns one tool message per call, in call order, with
+    /// how each went.
+    ///
+    /// Calls run concurrently (at most `tool_concurrency` at once); a call of a tool marked
+    /// `sequential` runs alone, after the calls before it and before the calls after it.
+    async fn run_calls(
+        &mut self,
+        snapshot: &RegistrySnapshot,
+        calls: &[ToolCall],
+        step: usize,
+    ) -> Vec<(Message, ToolResultKind)> {
+        let shared = self.shared;
+        let limit = if shared.sequential_tools {
+            1
+        } else {
+            shared.tool_concurrency
+        };
+        let is_sequential = |call: &ToolCall| {
+            snapshot
+                .metadata(&call.name)
+                .is_some_and(|metadata| metadata.sequential)
+        };
+        let mut messages = Vec::with_capacity(calls.len());
+        let mut start = 0;
+        while start < calls.len() {
+            let end = if is_sequential(&calls[start]) {
+                start + 1
+            } else {
+                calls[start..]
+                    .iter()
+                    .position(&is_sequential)
+                    .map_or(calls.len(), |offset| start + offset)
+            };
+            // Bounded and in call order; a plain loop rather than `buffered`, whose closure type
+            // trips the compiler's `Send` check over higher-ranked lifetimes.
+            let batch = &calls[start..end];
+            let mut pending = futures::stream::FuturesOrdered::new();
+            let mut next = 0;
+            loop {
+                while pending.len() < limit && next < batch.len() {
+                    let call = &batch[next];
+                    pending.push_back(run_call(
+                        snapshot,
+                        call,
+                        self.call_context(call, step),
+                        shared.tool_timeout,
+                    ));
+                    next += 1;
+                }
+                let Some((call, outcome)) = pending.next().await else {
+                    break;
+                };
+                let (content, kind) = match outcome {
+                    Ok(text) => (text, ToolResultKind::Success),
+                    Err((text, kind)) => (text, kind),
+                };
+                self.tool_calls += 1;
+                self.count(call, &content, kind);
+                emit_result(self.events, call, &content, kind);
+                messages.push((Message::tool_result(&call.id, &call.name, content), kind));
+            }
+            start = end;
+        }
+        messages
+    }
+
+    /// The context handed to the tool of `call`.
+    fn call_context(&self, call: &ToolCall, step: usize) -> CallContext {
+        let shared = self.shared;
+        let mut context = CallContext::new(&call.id, &call.name)
+            .with_step(step)
+            .with_turn(self.number)
+            .with_messages(shared.context.session_context().messages)
+            .with_conversation(shared.context.clone())
+            .with_deps(self.deps.clone())
+            .with_cancellation(self.cancellation.clone());
+        if let Some(sender) = self.events {
+            let sender = sender.clone();
+            context = context.with_progress(move |progress| {
+                let _ =
+                    sender.unbounded_send(Signal::Event(Ok(AgentEvent::ToolProgress(progress))));
+            });
+        }
+        context
+    }
+
+    /// Counts a call's outcome against its tool's retry budget.
+    fn count(&mut self, call: &ToolCall, content: &str, kind: ToolResultKind) {
+        if matches!(
+            kind,
+            ToolResultKind::InvalidArguments | ToolResultKind::RetryRequested
+        ) {
+            let entry = self
+                .failures
+                .entry(call.name.clone())
+                .or_insert((0, String::new()));
+            entry.0 += 1;
+            content.clone_into(&mut entry.1);
+        } else if kind == ToolResultKind::Success {
+            self.failures.remove(&call.name);
+        }
+    }
+
+    /// Ends the turn when a tool failed more times in a row than its budget allows.
+    fn check_retries(&self) -> Result<(), AgentError> {
+        for (tool, (failures, last_error)) in &self.failures {
+            let budget = self
+                .shared
+                .snapshot()
+                .metadata(tool)
+                .and_then(|metadata| metadata.max_retries)
+                .unwrap_or(self.shared.max_tool_retries);
+            if *failures > budget {
+                tracing::warn!(%tool, failures, "a tool used up its retries");
+                return Err(AgentError::ToolRetriesExhausted {
+                    tool: tool.clone(),
+                    failures: *failures,
+                    last_error: last_error.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Undoes a turn that did not finish (a failed model request, or a dropped stream): the
-/// conversation goes back to its length before the turn.
+/// conversation goes back to its length before the turn, and the calls waiting for approval
+/// come back.
 struct Rollback {
     context: ToolContext,
     len: usize,
+    pending: Vec<PendingCall>,
     armed: bool,
 }
 
@@ -166,6 +543,8 @@ impl Drop for Rollback {
     fn drop(&mut self) {
         if self.armed {
             self.context.truncate_messages(self.len);
+            self.context
+                .set_pending_calls(std::mem::take(&mut self.pending));
         }
     }
 }
@@ -267,79 +646,14 @@ fn split(message: Message) -> (String, Vec<ToolCall>) {
     }
 }
 
-/// Runs the calls of one step and returns one tool message per call, in call order.
-///
-/// Calls run concurrently (at most `tool_concurrency` at once); a call of a tool marked
-/// `sequential` runs alone, after the calls before it and before the calls after it.
-async fn run_calls(
-    shared: &Shared,
-    snapshot: &RegistrySnapshot,
-    calls: &[ToolCall],
-    events: Events<'_>,
-) -> Vec<Message> {
-    let limit = if shared.sequential_tools {
-        1
-    } else {
-        shared.tool_concurrency
-    };
-    let is_sequential = |call: &ToolCall| {
-        snapshot
-            .metadata(&call.name)
-            .is_some_and(|metadata| metadata.sequential)
-    };
-    let mut messages = Vec::with_capacity(calls.len());
-    let mut start = 0;
-    while start < calls.len() {
-        let end = if is_sequential(&calls[start]) {
-            start + 1
-        } else {
-            calls[start..]
-                .iter()
-                .position(&is_sequential)
-                .map_or(calls.len(), |offset| start + offset)
-        };
-        // Bounded and in call order; a plain loop rather than `buffered`, whose closure type
-        // trips the compiler's `Send` check over higher-ranked lifetimes.
-        let batch = &calls[start..end];
-        let mut pending = futures::stream::FuturesOrdered::new();
-        let mut next = 0;
-        loop {
-            while pending.len() < limit && next < batch.len() {
-                pending.push_back(run_call(snapshot, &batch[next], shared.tool_timeout));
-                next += 1;
-            }
-            let Some((call, outcome)) = pending.next().await else {
-                break;
-            };
-            let (content, is_error) = match outcome {
-                Ok(text) => (text, false),
-                Err(text) => (text, true),
-            };
-            if events.is_some() {
-                emit(
-                    events,
-                    AgentEvent::ToolResult {
-                        id: call.id.clone(),
-                        name: call.name.clone(),
-                        content: content.clone(),
-                        is_error,
-                    },
-                );
-            }
-            messages.push(Message::tool_result(&call.id, &call.name, content));
-        }
-        start = end;
-    }
-    messages
-}
-
-/// Runs one call through the snapshot: the result text, or the error text the model sees.
-/// `tool_timeout`, when set, is the timeout of a tool whose metadata sets none.
+/// Runs one call through the snapshot: the result text, or the error text the model sees and
+/// what kind of failure it was.
 async fn run_call<'c>(
     snapshot: &RegistrySnapshot,
     call: &'c ToolCall,
+    context: CallContext,
     tool_timeout: Option<Duration>,
-) -> (&'c ToolCall, Result<String, String>) {
+) -> (&'c ToolCall, Result<String, (String, ToolResultKind)>) {
     let span = tracing::info_span!("tool.call", tool = %call.name, id = %call.id);
     let outcome = async {
         if snapshot.metadata(&call.name).is_none() {
@@ -352,28 +666,36 @@ async fn run_call<'c>(
             let error = ExecuteError::NotFound {
                 name: call.name.clone(),
             };
-            return Err(with_available(error, &available));
+            return Err((with_available(error, &available), ToolResultKind::Error));
         }
         if !snapshot.is_enabled(&call.name) {
             tracing::warn!(tool = %call.name, "the model called a disabled tool");
             let error = ExecuteError::Disabled {
                 name: call.name.clone(),
             };
-            return Err(with_available(error, &snapshot.enabled_names()));
+            return Err((
+                with_available(error, &snapshot.enabled_names()),
+                ToolResultKind::Error,
+            ));
         }
         let args = parse_arguments(&call.arguments).map_err(|message| {
-            ExecuteError::InvalidArguments {
+            let error = ExecuteError::InvalidArguments {
                 name: call.name.clone(),
                 message,
-            }
-            .to_model_string()
+            };
+            (error.to_model_string(), ToolResultKind::InvalidArguments)
         })?;
         snapshot
-            .try_execute_with_default_timeout(&call.name, args, tool_timeout)
+            .try_execute_call(&call.name, args, context, tool_timeout)
             .await
             .map_err(|error| {
-                tracing::debug!(%error, "tool call failed");
-                error.to_model_string()
+                let kind = match &error {
+                    ExecuteError::InvalidArguments { .. } => ToolResultKind::InvalidArguments,
+                    ExecuteError::RetryRequested { .. } => ToolResultKind::RetryRequested,
+                    _ => ToolResultKind::Error,
+                };
+                tracing::debug!(%error, ?kind, "tool call failed");
+                (error.to_model_string(), kind)
             })
     }
     .instrument(span)
@@ -470,7 +792,34 @@ fn close_dangling_calls(context: &ToolContext) {
 fn emit(events: Events<'_>, event: AgentEvent) {
     if let Some(sender) = events {
         // A closed channel means the stream was dropped; the turn is being cancelled anyway.
-        let _ = sender.unbounded_send(Ok(event));
+        let _ = sender.unbounded_send(Signal::Event(Ok(event)));
+    }
+}
+
+/// Emits a call's result.
+fn emit_result(events: Events<'_>, call: &ToolCall, content: &str, kind: ToolResultKind) {
+    if events.is_some() {
+        emit(
+            events,
+            AgentEvent::ToolResult {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                content: content.to_owned(),
+                is_error: kind != ToolResultKind::Success,
+                kind,
+            },
+        );
+    }
+}
+
+/// Waits until the consumer of a streamed turn has taken every event sent so far.
+async fn flush(events: Events<'_>) {
+    if let Some(sender) = events {
+        let (done, taken) = oneshot::channel();
+        if sender.unbounded_send(Signal::Flush(done)).is_ok() {
+            // An error means the stream is gone; the turn is being cancelled anyway.
+            let _ = taken.await;
+        }
     }
 }
 

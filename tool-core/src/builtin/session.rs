@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use crate::{
     __private,
+    call::CallContext,
     context::{SavedSessionContext, ToolContext},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError, ToolMetadata},
 };
@@ -65,21 +66,31 @@ impl ExecutableTool for SaveSessionContext {
     }
 
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-        let args: SaveSessionContextArgs = __private::narrow("save_session_context", args)?;
-        let path = self.context.session_context_file_path();
-        let saved = SavedSessionContext::new(args.reason, self.context.session_context());
-        let mut text = serde_json::to_string_pretty(&saved).map_err(|error| {
-            ToolError::new(format!("cannot encode the session context: {error}"))
-        })?;
-        text.push('\n');
-        super::write_atomic(path.clone(), text.into_bytes())
-            .await
-            .map_err(|error| {
-                ToolError::new(format!(
-                    "cannot write the session context to {}: {error}",
-                    path.display()
-                ))
-            })?;
-        Ok(format!("Session context saved to {}", path.display()))
+        save(&self.context, args).await
     }
+
+    /// Saves the conversation of the chat that made the call, whichever registry this tool
+    /// sits in; the context it was built with when the call comes with none.
+    async fn execute_with(&self, args: JsonObject, call: CallContext) -> Result<String, ToolError> {
+        save(call.conversation().unwrap_or(&self.context), args).await
+    }
+}
+
+/// Writes `context`'s session to its session file.
+async fn save(context: &ToolContext, args: JsonObject) -> Result<String, ToolError> {
+    let args: SaveSessionContextArgs = __private::narrow("save_session_context", args)?;
+    let path = context.session_context_file_path();
+    let saved = SavedSessionContext::new(args.reason, context.session_context());
+    let mut text = serde_json::to_string_pretty(&saved)
+        .map_err(|error| ToolError::new(format!("cannot encode the session context: {error}")))?;
+    text.push('\n');
+    super::write_atomic(path.clone(), text.into_bytes())
+        .await
+        .map_err(|error| {
+            ToolError::new(format!(
+                "cannot write the session context to {}: {error}",
+                path.display()
+            ))
+        })?;
+    Ok(format!("Session context saved to {}", path.display()))
 }

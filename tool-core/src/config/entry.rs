@@ -249,6 +249,10 @@ struct MetadataSpec {
     #[serde(alias = "timeoutMs")]
     timeout_ms: Option<u64>,
     sequential: Option<bool>,
+    #[serde(alias = "needsApproval")]
+    needs_approval: Option<bool>,
+    #[serde(alias = "maxRetries")]
+    max_retries: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -284,6 +288,12 @@ fn overlay_metadata(base: ToolMetadata, value: &Value) -> Result<ToolMetadata, E
     }
     if let Some(sequential) = spec.sequential {
         metadata = metadata.sequential(sequential);
+    }
+    if let Some(needs_approval) = spec.needs_approval {
+        metadata = metadata.needs_approval(needs_approval);
+    }
+    if let Some(retries) = spec.max_retries {
+        metadata = metadata.max_retries(retries);
     }
     if let Some(hints) = spec.hints {
         if let Some(value) = hints.read_only {
