@@ -74,13 +74,7 @@ async fn run_turn(
             .with_settings(shared.settings.clone());
         let answer = model_call(shared, request, step, events).await?;
         if let Some(counts) = answer.usage {
-            usage = Some(match usage {
-                Some(total) => Usage::new(
-                    total.input_tokens + counts.input_tokens,
-                    total.output_tokens + counts.output_tokens,
-                ),
-                None => counts,
-            });
+            *usage.get_or_insert_default() += counts;
         }
         let calls = answer.tool_calls;
         context.push_message(Message::Assistant {
@@ -120,7 +114,7 @@ async fn run_turn(
                             is_error: true,
                         },
                     );
-                    Message::tool_result(&call.id, &call.name, STEP_LIMIT_RESULT)
+                    Message::tool_error(&call.id, &call.name, STEP_LIMIT_RESULT)
                 })
                 .collect();
             context.extend_messages(results);
@@ -326,7 +320,11 @@ async fn run_calls(
                     },
                 );
             }
-            messages.push(Message::tool_result(&call.id, &call.name, content));
+            messages.push(if is_error {
+                Message::tool_error(&call.id, &call.name, content)
+            } else {
+                Message::tool_result(&call.id, &call.name, content)
+            });
         }
         start = end;
     }
@@ -449,7 +447,7 @@ fn close_dangling_calls(context: &ToolContext) {
         for call in tool_calls {
             if !answered.contains(&call.id.as_str()) {
                 changed = true;
-                repaired.push(Message::tool_result(
+                repaired.push(Message::tool_error(
                     &call.id,
                     &call.name,
                     INTERRUPTED_RESULT,
@@ -506,7 +504,7 @@ mod tests {
         assert_eq!(messages.len(), 4);
         assert_eq!(
             messages[3],
-            Message::tool_result("b", "y", INTERRUPTED_RESULT)
+            Message::tool_error("b", "y", INTERRUPTED_RESULT)
         );
         close_dangling_calls(&context);
         assert_eq!(context.message_count(), 4);
