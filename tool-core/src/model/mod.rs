@@ -272,8 +272,9 @@ impl ChatResponse {
 /// - [`reasoning_tokens`](Self::reasoning_tokens) is the part of `output_tokens` spent on
 ///   reasoning.
 ///
-/// A breakdown the provider does not report is 0. Ollama reports only `prompt_eval_count` and
-/// `eval_count`, the prompt tokens it evaluated and the tokens it generated.
+/// A breakdown the provider does not report is 0. Ollama reports only `prompt_eval_count` (the
+/// whole prompt, the part reused from its cache included) and `eval_count` (the tokens
+/// generated, thinking included).
 ///
 /// ```
 /// use tool_core::model::Usage;

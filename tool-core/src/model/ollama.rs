@@ -211,8 +211,9 @@ impl ChatModel for OllamaClient {
                 &mut sink,
             );
         }
-        // `prompt_eval_count` is the prompt tokens evaluated, `eval_count` the tokens generated
-        // (thinking included); Ollama reports no cache or reasoning breakdown.
+        // `prompt_eval_count` is the whole prompt (cache reuse does not change it), `eval_count`
+        // the tokens generated, thinking included; Ollama reports no cache or reasoning
+        // breakdown.
         answer.usage(Usage::new(reply.prompt_eval_count, reply.eval_count));
         let (message, usage) = answer.into_message();
         let mut finish = finish_reason(reply.done_reason.as_deref());
