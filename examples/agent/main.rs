@@ -348,9 +348,14 @@ async fn run_turn(agent: &Agent, prompt: &str) -> bool {
                     println!();
                 }
                 let tokens = reply.usage.map_or(String::new(), |usage| {
+                    let cached = match usage.cache_read_tokens {
+                        0 => String::new(),
+                        read => format!(" ({read} from cache)"),
+                    };
                     format!(
-                        ", {} tokens in, {} out",
-                        usage.input_tokens, usage.output_tokens
+                        ", {} tokens in{cached}, {} out",
+                        usage.total_input_tokens(),
+                        usage.output_tokens
                     )
                 });
                 println!(

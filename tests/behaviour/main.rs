@@ -25,6 +25,8 @@ mod provider_gemini;
 mod provider_http;
 mod provider_ollama;
 mod provider_openai;
+mod provider_tool_errors;
+mod provider_usage;
 mod registry;
 mod session_preferences;
 mod session_toggles;

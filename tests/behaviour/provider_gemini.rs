@@ -93,7 +93,10 @@ async fn gemini_function_call_keeps_its_thought_signature_and_finishes_later() {
         .unwrap();
     assert!(signature.starts_with("CiQBcsjafQ2R"), "{signature}");
     assert_eq!(out.done().1, &FinishReason::ToolCalls);
-    assert_eq!(out.usage(), Some(Usage::new(30, 49)));
+    assert_eq!(
+        out.usage(),
+        Some(Usage::new(30, 49).with_reasoning_tokens(40))
+    );
 
     let body = server.requests()[0].json();
     assert_eq!(

@@ -302,7 +302,9 @@ pub struct PendingCall {
 pub const SESSION_FILE_FORMAT: &str = "tool-core/session-context";
 
 /// A saved session context, as `save_session_context` writes it: pretty-printed JSON that a
-/// person can read and an agent can load back.
+/// person can read and an agent can load back. The result of a failed tool call carries
+/// `"is_error": true`; the key is left out otherwise, so files written before it existed load
+/// unchanged.
 ///
 /// ```json
 /// {

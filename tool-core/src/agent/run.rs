@@ -173,13 +173,7 @@ async fn run_turn(
             .with_settings(shared.settings.clone());
         let answer = model_call(shared, request, step, events).await?;
         if let Some(counts) = answer.usage {
-            usage = Some(match usage {
-                Some(total) => Usage::new(
-                    total.input_tokens + counts.input_tokens,
-                    total.output_tokens + counts.output_tokens,
-                ),
-                None => counts,
-            });
+            *usage.get_or_insert_default() += counts;
         }
         let calls = answer.tool_calls;
         context.push_message(Message::Assistant {
@@ -213,7 +207,7 @@ async fn run_turn(
                 .iter()
                 .map(|call| {
                     emit_result(events, call, STEP_LIMIT_RESULT, ToolResultKind::NotRun);
-                    Message::tool_result(&call.id, &call.name, STEP_LIMIT_RESULT)
+                    Message::tool_error(&call.id, &call.name, STEP_LIMIT_RESULT)
                 })
                 .collect();
             context.extend_messages(results);
@@ -399,7 +393,7 @@ impl Turn<'_> {
                 let text = denied_result(&call.name, reason.as_deref());
                 tracing::info!(tool = %call.name, id = %call.id, "the application denied a call");
                 emit_result(self.events, &call, &text, ToolResultKind::Denied);
-                Message::tool_result(&call.id, &call.name, text)
+                Message::tool_error(&call.id, &call.name, text)
             })
             .collect()
     }
@@ -463,7 +457,12 @@ impl Turn<'_> {
                 self.tool_calls += 1;
                 self.count(call, &content, kind);
                 emit_result(self.events, call, &content, kind);
-                messages.push((Message::tool_result(&call.id, &call.name, content), kind));
+                let message = if kind == ToolResultKind::Success {
+                    Message::tool_result(&call.id, &call.name, content)
+                } else {
+                    Message::tool_error(&call.id, &call.name, content)
+                };
+                messages.push((message, kind));
             }
             start = end;
         }
@@ -773,7 +772,7 @@ fn close_dangling_calls(context: &ToolContext) {
         for call in tool_calls {
             if !answered.contains(&call.id.as_str()) {
                 changed = true;
-                repaired.push(Message::tool_result(
+                repaired.push(Message::tool_error(
                     &call.id,
                     &call.name,
                     INTERRUPTED_RESULT,
@@ -857,7 +856,7 @@ mod tests {
         assert_eq!(messages.len(), 4);
         assert_eq!(
             messages[3],
-            Message::tool_result("b", "y", INTERRUPTED_RESULT)
+            Message::tool_error("b", "y", INTERRUPTED_RESULT)
         );
         close_dangling_calls(&context);
         assert_eq!(context.message_count(), 4);

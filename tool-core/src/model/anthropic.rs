@@ -229,7 +229,7 @@ impl ChatModel for AnthropicClient {
             }
         }
         if let Some(usage) = reply.usage {
-            answer.usage(Usage::new(usage.input_tokens, usage.output_tokens));
+            answer.usage(usage.normalised());
         }
         let (message, usage) = answer.into_message();
         let finish = finish_reason(reply.stop_reason.as_deref().unwrap_or("end_turn"));
@@ -290,15 +290,22 @@ fn request_body(
             Message::Tool {
                 tool_call_id,
                 content,
+                is_error,
                 ..
-            } => (
-                "user",
-                vec![json!({
+            } => {
+                let mut block = json!({
                     "type": "tool_result",
                     "tool_use_id": tool_call_id,
                     "content": content,
-                })],
-            ),
+                });
+                // `is_error` tells the model the call failed
+                // (<https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use>);
+                // it is optional and false by default, so it is sent only when set.
+                if *is_error {
+                    block["is_error"] = Value::Bool(true);
+                }
+                ("user", vec![block])
+            }
         };
         if blocks.is_empty() {
             continue;
@@ -386,12 +393,50 @@ enum ReplyBlock {
     Other,
 }
 
+/// `usage` (<https://docs.anthropic.com/en/api/messages#response-usage>), in a message, in
+/// `message_start` and (cumulative, any field may be left out) in `message_delta`.
 #[derive(Deserialize, Clone, Copy, Default)]
 struct WireUsage {
+    /// The input tokens after the last cache breakpoint: neither read from nor written to
+    /// the cache.
     #[serde(default)]
-    input_tokens: u64,
+    input_tokens: Option<u64>,
     #[serde(default)]
-    output_tokens: u64,
+    output_tokens: Option<u64>,
+    /// Input tokens read from the cache, in addition to `input_tokens`.
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    /// Input tokens written to the cache, in addition to `input_tokens`.
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// Takes the counts `later` carries; the others stay.
+    fn update(&mut self, later: Self) {
+        self.input_tokens = later.input_tokens.or(self.input_tokens);
+        self.output_tokens = later.output_tokens.or(self.output_tokens);
+        self.cache_read_input_tokens = later
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
+        self.cache_creation_input_tokens = later
+            .cache_creation_input_tokens
+            .or(self.cache_creation_input_tokens);
+    }
+
+    /// The counts in [`Usage`]'s meaning: the cached tokens are part of the input.
+    fn normalised(&self) -> Usage {
+        let read = self.cache_read_input_tokens.unwrap_or_default();
+        let written = self.cache_creation_input_tokens.unwrap_or_default();
+        let input = self
+            .input_tokens
+            .unwrap_or_default()
+            .saturating_add(read)
+            .saturating_add(written);
+        Usage::new(input, self.output_tokens.unwrap_or_default())
+            .with_cache_read_tokens(read)
+            .with_cache_write_tokens(written)
+    }
 }
 
 /// One streamed event, read by its JSON `type`.
@@ -408,7 +453,7 @@ struct Event<'a> {
     #[serde(default, borrow)]
     delta: Option<Delta<'a>>,
     #[serde(default)]
-    usage: Option<DeltaUsage>,
+    usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
 }
@@ -445,14 +490,6 @@ struct Delta<'a> {
     stop_reason: Option<Text<'a>>,
 }
 
-#[derive(Deserialize, Clone, Copy)]
-struct DeltaUsage {
-    #[serde(default)]
-    input_tokens: Option<u64>,
-    #[serde(default)]
-    output_tokens: Option<u64>,
-}
-
 #[derive(Default)]
 struct AnthropicDecoder {
     answer: Answer,
@@ -461,7 +498,8 @@ struct AnthropicDecoder {
     /// The `input` of a `tool_use` start, used if no `input_json_delta` follows.
     start_inputs: HashMap<usize, String>,
     finish: Option<FinishReason>,
-    usage: Usage,
+    /// The counts so far, as Anthropic reports them.
+    usage: WireUsage,
 }
 
 impl AnthropicDecoder {
@@ -473,8 +511,8 @@ impl AnthropicDecoder {
         match &*event.r#type {
             "message_start" => {
                 if let Some(usage) = event.message.and_then(|m| m.usage) {
-                    self.usage = Usage::new(usage.input_tokens, usage.output_tokens);
-                    self.answer.usage(self.usage);
+                    self.usage = usage;
+                    self.answer.usage(self.usage.normalised());
                 }
             }
             "content_block_start" => {
@@ -498,13 +536,8 @@ impl AnthropicDecoder {
                     self.finish = Some(finish_reason(&reason));
                 }
                 if let Some(usage) = event.usage {
-                    if let Some(input) = usage.input_tokens {
-                        self.usage.input_tokens = input;
-                    }
-                    if let Some(output) = usage.output_tokens {
-                        self.usage.output_tokens = output;
-                    }
-                    self.answer.usage(self.usage);
+                    self.usage.update(usage);
+                    self.answer.usage(self.usage.normalised());
                 }
             }
             "message_stop" => {

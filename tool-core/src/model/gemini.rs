@@ -259,10 +259,17 @@ fn request_body(request: &ChatRequest) -> Result<Bytes, ProviderError> {
                 tool_call_id,
                 name,
                 content,
+                is_error,
             } => {
                 let mut response = Map::new();
                 response.insert("name".into(), json!(name));
-                response.insert("response".into(), json!({ "result": content }));
+                // `response` is free-form, but an `error` key is documented to carry a failed
+                // call's details; without `output` or `error` the whole object is the output
+                // (<https://ai.google.dev/api/caching#FunctionResponse>).
+                let key = if *is_error { "error" } else { "result" };
+                let mut body = Map::new();
+                body.insert(key.into(), json!(content));
+                response.insert("response".into(), Value::Object(body));
                 if let Some(id) = calls.get(tool_call_id.as_str()).and_then(|c| gemini_id(c)) {
                     response.insert("id".into(), json!(id));
                 }
@@ -420,15 +427,38 @@ struct PartialArg {
     null_value: Option<Value>,
 }
 
+/// `usageMetadata` (<https://ai.google.dev/api/generate-content#UsageMetadata>); streamed
+/// chunks carry the counts so far.
 #[derive(Deserialize, Clone, Copy)]
 #[serde(rename_all = "camelCase")]
 struct UsageMetadata {
+    /// The whole prompt, cached content included.
     #[serde(default)]
     prompt_token_count: u64,
+    /// The answer, thoughts not included.
     #[serde(default)]
     candidates_token_count: u64,
+    /// The thinking, beside `candidatesTokenCount`.
     #[serde(default)]
     thoughts_token_count: u64,
+    /// The part of `promptTokenCount` read from cached content.
+    #[serde(default)]
+    cached_content_token_count: u64,
+}
+
+impl From<UsageMetadata> for Usage {
+    fn from(usage: UsageMetadata) -> Self {
+        // Thoughts are generated (and billed) output, so they count in the output, and are
+        // reported again as its reasoning part.
+        Usage::new(
+            usage.prompt_token_count,
+            usage
+                .candidates_token_count
+                .saturating_add(usage.thoughts_token_count),
+        )
+        .with_cache_read_tokens(usage.cached_content_token_count)
+        .with_reasoning_tokens(usage.thoughts_token_count)
+    }
 }
 
 #[derive(Deserialize)]
@@ -451,10 +481,7 @@ struct GeminiDecoder {
 impl GeminiDecoder {
     fn response(&mut self, response: Response<'_>, out: &mut Vec<ModelEvent>) {
         if let Some(usage) = response.usage_metadata {
-            self.answer.usage(Usage::new(
-                usage.prompt_token_count,
-                usage.candidates_token_count + usage.thoughts_token_count,
-            ));
+            self.answer.usage(usage.into());
         }
         if response.candidates.is_empty()
             && response

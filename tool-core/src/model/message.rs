@@ -35,6 +35,12 @@ pub enum Message {
         name: String,
         /// The result text, or the error string.
         content: String,
+        /// Whether the call failed (the tool returned an error, panicked or timed out, the
+        /// arguments were invalid, the tool is unknown, or the call was not run). Sent to the
+        /// providers whose format has a place for it; left out of JSON when false, so
+        /// conversations saved before it existed load unchanged.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
     },
 }
 
@@ -71,7 +77,27 @@ impl Message {
             tool_call_id: tool_call_id.into(),
             name: name.into(),
             content: content.into(),
+            is_error: false,
         }
+    }
+
+    /// A failed tool call's result: the error string the model sees, flagged as an error.
+    pub fn tool_error(
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        Self::Tool {
+            tool_call_id: tool_call_id.into(),
+            name: name.into(),
+            content: content.into(),
+            is_error: true,
+        }
+    }
+
+    /// Whether this is a failed tool call's result.
+    pub fn is_error(&self) -> bool {
+        matches!(self, Self::Tool { is_error: true, .. })
     }
 
     /// The message's text content.

@@ -211,6 +211,9 @@ impl ChatModel for OllamaClient {
                 &mut sink,
             );
         }
+        // `prompt_eval_count` is the whole prompt (cache reuse does not change it), `eval_count`
+        // the tokens generated, thinking included; Ollama reports no cache or reasoning
+        // breakdown.
         answer.usage(Usage::new(reply.prompt_eval_count, reply.eval_count));
         let (message, usage) = answer.into_message();
         let mut finish = finish_reason(reply.done_reason.as_deref());
@@ -332,6 +335,9 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
                     .collect(),
                 ..plain("assistant", content)
             },
+            // Ollama's tool message has `tool_name` and `content` but no error flag
+            // (<https://github.com/ollama/ollama/blob/main/docs/api.md#chat-request-with-tools>):
+            // a failure is told by the error text alone.
             Message::Tool { name, content, .. } => WireMessage {
                 tool_name: Some(name),
                 ..plain("tool", content)

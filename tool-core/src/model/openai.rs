@@ -342,6 +342,9 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
                     })
                     .collect(),
             },
+            // A tool message has no error flag in Chat Completions
+            // (<https://platform.openai.com/docs/api-reference/chat/create>): a failure is told
+            // by the error text in `content` alone.
             Message::Tool {
                 tool_call_id,
                 content,
@@ -396,17 +399,63 @@ struct CompletionFunction {
     arguments: Option<Value>,
 }
 
+/// `usage` (<https://platform.openai.com/docs/api-reference/chat/object#chat/object-usage>).
+/// Every field is optional: OpenAI-compatible servers leave out, or send `null` for, the ones
+/// they do not count.
 #[derive(Deserialize, Clone, Copy)]
 struct WireUsage {
     #[serde(default)]
-    prompt_tokens: u64,
+    prompt_tokens: Option<u64>,
     #[serde(default)]
-    completion_tokens: u64,
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct PromptDetails {
+    /// The part of `prompt_tokens` read from the prompt cache.
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct CompletionDetails {
+    /// The part of `completion_tokens` spent on reasoning.
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 impl From<WireUsage> for Usage {
     fn from(usage: WireUsage) -> Self {
-        Usage::new(usage.prompt_tokens, usage.completion_tokens)
+        let input = usage.prompt_tokens.unwrap_or_default();
+        let mut output = usage.completion_tokens.unwrap_or_default();
+        let cached = usage
+            .prompt_tokens_details
+            .and_then(|details| details.cached_tokens)
+            .unwrap_or_default();
+        let reasoning = usage
+            .completion_tokens_details
+            .and_then(|details| details.reasoning_tokens)
+            .unwrap_or_default();
+        // OpenAI counts reasoning inside `completion_tokens` (total = prompt + completion);
+        // some compatible servers (xAI) count it beside them (total = prompt + completion +
+        // reasoning). The total tells which, and the output is made to include reasoning.
+        if reasoning > 0
+            && usage.total_tokens.is_some_and(|total| {
+                total != input.saturating_add(output)
+                    && total == input.saturating_add(output).saturating_add(reasoning)
+            })
+        {
+            output = output.saturating_add(reasoning);
+        }
+        Usage::new(input, output)
+            .with_cache_read_tokens(cached)
+            .with_reasoning_tokens(reasoning)
     }
 }
 
