@@ -36,8 +36,26 @@ pub(crate) trait Decoder: Send + Unpin + 'static {
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError>;
 
     /// The body ended without a terminal event: pushes `Done` if the answer is nonetheless
-    /// complete, or fails with [`ProviderError::Truncated`].
+    /// complete, or fails with [`truncated`].
     fn finish(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ProviderError>;
+
+    /// The name of the tool call whose arguments are still arriving, if any (to say what a
+    /// stream that ends early cut off).
+    fn open_call(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// The error of a stream that ended before its terminal event. The decoders return it bare;
+/// [`decoded`] fills in how far the stream got, which only the driver knows.
+pub(crate) fn truncated(provider: Provider) -> ProviderError {
+    ProviderError::Truncated {
+        provider,
+        bytes: None,
+        events: 0,
+        incomplete_call: None,
+        cause: None,
+    }
 }
 
 /// The events of `frames` decoded by `decoder`.
@@ -47,6 +65,7 @@ pub(crate) fn decoded<D: Decoder>(frames: FrameStream, decoder: D) -> ModelStrea
         decoder,
         ready: VecDeque::new(),
         scratch: Vec::new(),
+        events: 0,
         state: State::Reading,
     }
     .boxed()
@@ -66,6 +85,8 @@ struct Decoded<D> {
     decoder: D,
     ready: VecDeque<ModelEvent>,
     scratch: Vec<ModelEvent>,
+    /// The frames read whole so far.
+    events: u64,
     state: State,
 }
 
@@ -76,7 +97,21 @@ impl<D: Decoder> Decoded<D> {
             Ok(true) => self.state = State::Draining,
             Ok(false) if draining_on => self.state = State::Draining,
             Ok(false) => {}
+            Err(ProviderError::Truncated { cause, .. }) => {
+                self.state = State::Failing(self.ended_early(cause));
+            }
             Err(error) => self.state = State::Failing(error),
+        }
+    }
+
+    /// The stream ended early: how far it got, and what it was in the middle of.
+    fn ended_early(&self, cause: Option<String>) -> ProviderError {
+        ProviderError::Truncated {
+            provider: self.decoder.provider(),
+            bytes: Some(self.frames.bytes_read()),
+            events: self.events,
+            incomplete_call: self.decoder.open_call().map(str::to_owned),
+            cause,
         }
     }
 }
@@ -98,11 +133,13 @@ impl<D: Decoder> Stream for Decoded<D> {
             match this.frames.poll_next_unpin(cx) {
                 Poll::Ready(Some(Ok(frame))) => {
                     let result = this.decoder.feed(frame, &mut this.scratch);
+                    this.events += u64::from(result.is_ok());
                     this.settle(result, false);
                 }
+                // The response has started, so a failing body is a stream cut off half-way
+                // (a reset connection, a read timeout), not an unreachable provider.
                 Poll::Ready(Some(Err(message))) => {
-                    let provider = this.decoder.provider();
-                    this.state = State::Failing(ProviderError::Transport { provider, message });
+                    this.state = State::Failing(this.ended_early(Some(message)));
                 }
                 Poll::Ready(None) => {
                     let result = this.decoder.finish(&mut this.scratch).map(|()| true);
@@ -164,7 +201,7 @@ pub(crate) fn unreadable(
     error: &serde_json::Error,
 ) -> ProviderError {
     if unterminated {
-        ProviderError::Truncated { provider }
+        truncated(provider)
     } else {
         ProviderError::Protocol {
             provider,
@@ -200,9 +237,29 @@ pub(crate) fn decode_whole<D: Decoder>(
     frame: Frame,
 ) -> Result<super::ChatResponse, ProviderError> {
     let provider = decoder.provider();
+    let bytes = match &frame {
+        Frame::Event { data, .. } | Frame::Raw(data) => data.len(),
+        Frame::Line { line, .. } => line.len(),
+    } as u64;
+    // A whole body has no transport of its own to fail: only the counts need filling in.
+    let ended_early = |error: ProviderError, events: u64| match error {
+        ProviderError::Truncated { .. } => ProviderError::Truncated {
+            provider,
+            bytes: Some(bytes),
+            events,
+            incomplete_call: None,
+            cause: None,
+        },
+        other => other,
+    };
     let mut events = Vec::new();
-    if !decoder.feed(frame, &mut events)? {
-        decoder.finish(&mut events)?;
+    let terminal = decoder
+        .feed(frame, &mut events)
+        .map_err(|error| ended_early(error, 0))?;
+    if !terminal {
+        decoder
+            .finish(&mut events)
+            .map_err(|error| ended_early(error, 1))?;
     }
     let mut usage = None;
     for event in events {
@@ -219,5 +276,5 @@ pub(crate) fn decode_whole<D: Decoder>(
             _ => {}
         }
     }
-    Err(ProviderError::Truncated { provider })
+    Err(ended_early(truncated(provider), 1))
 }
