@@ -72,6 +72,10 @@ pub(crate) enum Frame {
 pub(crate) trait Frames: Stream<Item = Result<Frame, String>> + Send + Unpin {
     /// The body bytes received so far.
     fn bytes_read(&self) -> u64;
+
+    /// The bytes the parser has looked at or copied so far.
+    #[cfg(test)]
+    fn work(&self) -> usize;
 }
 
 /// A boxed [`Frames`].
@@ -104,6 +108,10 @@ trait Parser: Send + Unpin + 'static {
 
     /// The body has ended: queues what is still pending.
     fn finish(&mut self, out: &mut VecDeque<Frame>);
+
+    /// The bytes looked at or copied so far.
+    #[cfg(test)]
+    fn work(&self) -> usize;
 }
 
 /// A [`Parser`] driven over a body.
@@ -168,6 +176,11 @@ impl<P: Parser> Stream for Framed<P> {
 impl<P: Parser> Frames for Framed<P> {
     fn bytes_read(&self) -> u64 {
         self.bytes
+    }
+
+    #[cfg(test)]
+    fn work(&self) -> usize {
+        self.parser.work()
     }
 }
 
@@ -334,6 +347,11 @@ impl Parser for SseParser {
             out.push_back(Frame::Raw(String::from_utf8_lossy(&raw).into_owned()));
         }
     }
+
+    #[cfg(test)]
+    fn work(&self) -> usize {
+        self.work.bytes
+    }
 }
 
 /// The NDJSON parser: complete lines are zero-copy slices of the chunk; only a line split
@@ -386,6 +404,11 @@ impl Parser for NdjsonParser {
                 unterminated: true,
             });
         }
+    }
+
+    #[cfg(test)]
+    fn work(&self) -> usize {
+        self.work.bytes
     }
 }
 
