@@ -3,7 +3,6 @@
 
 use std::{
     collections::VecDeque,
-    convert::Infallible,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -31,6 +30,8 @@ pub(crate) struct Reply {
     /// Wait this long before each piece (and before the headers, with `headers_delay`).
     chunk_delay: Duration,
     headers_delay: Duration,
+    /// Abort the connection after this many bytes of the body.
+    cut_after: Option<usize>,
 }
 
 impl Reply {
@@ -42,6 +43,15 @@ impl Reply {
             chunk_size: None,
             chunk_delay: Duration::ZERO,
             headers_delay: Duration::ZERO,
+            cut_after: None,
+        }
+    }
+
+    /// A 200 `text/event-stream` body built by the test.
+    pub(crate) fn sse_owned(body: impl Into<Bytes>) -> Self {
+        Self {
+            body: body.into(),
+            ..Self::sse(b"")
         }
     }
 
@@ -75,6 +85,13 @@ impl Reply {
     pub(crate) fn chunked(mut self, size: usize, delay: Duration) -> Self {
         self.chunk_size = Some(size.max(1));
         self.chunk_delay = delay;
+        self
+    }
+
+    /// Sends the first `bytes` bytes of the body, then aborts the connection (the body stream
+    /// fails, and the server drops the connection without finishing the chunked body).
+    pub(crate) fn cut_after(mut self, bytes: usize) -> Self {
+        self.cut_after = Some(bytes);
         self
     }
 
@@ -172,17 +189,25 @@ async fn answer(State(script): State<Arc<Mutex<Script>>>, request: Request) -> R
     for (name, value) in &reply.headers {
         response = response.header(name, value);
     }
-    let body = match reply.chunk_size {
-        None => Body::from(reply.body),
-        Some(size) => {
-            let pieces: Vec<Bytes> = (0..reply.body.len())
+    let body = match (reply.chunk_size, reply.cut_after) {
+        (None, None) => Body::from(reply.body),
+        (size, cut) => {
+            let sent = cut.unwrap_or(reply.body.len()).min(reply.body.len());
+            let size = size.unwrap_or(sent.max(1));
+            let pieces: Vec<Result<Bytes, std::io::Error>> = (0..sent)
                 .step_by(size)
-                .map(|at| reply.body.slice(at..(at + size).min(reply.body.len())))
+                .map(|at| Ok(reply.body.slice(at..(at + size).min(sent))))
+                .chain(cut.map(|_| {
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::ConnectionReset,
+                        "cut by the test",
+                    ))
+                }))
                 .collect();
             let delay = reply.chunk_delay;
             Body::from_stream(futures::stream::iter(pieces).then(move |piece| async move {
                 tokio::time::sleep(delay).await;
-                Ok::<_, Infallible>(piece)
+                piece
             }))
         }
     };
@@ -373,3 +398,23 @@ pub(crate) fn api_error(
         other => panic!("expected a {provider} API error, got {other:?}"),
     }
 }
+
+/// Where `needle` first occurs in `haystack` (a cut point in a transcript).
+pub(crate) fn find(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+        .expect("the transcript holds the text")
+}
+
+/// A 5 MB file content with quotes, backslashes, newlines and non-ASCII text, so its JSON has
+/// escapes throughout.
+pub(crate) fn big_content() -> String {
+    let line = "line \"quoted\" with a back\\slash, tab\t and café ünïcödé\n";
+    line.repeat(5 * 1024 * 1024 / line.len() + 1)
+}
+
+/// How a connection cut by [`Reply::cut_after`] reads on the client side: the chunked body
+/// stops before its closing chunk.
+pub(crate) const CUT_CAUSE: &str = "error decoding response body: request or response body \
+    error: error reading a body from connection: unexpected EOF during chunk size line";

@@ -12,7 +12,8 @@ use tool_core::{
 };
 
 use crate::loopback::{
-    Collected, Reply, Server, api_error, args, fast_retries, question_about, stream_once, tools,
+    CUT_CAUSE, Collected, Reply, Server, api_error, args, big_content, fast_retries, find,
+    question_about, stream_once, tools,
 };
 
 macro_rules! transcript {
@@ -183,15 +184,24 @@ async fn anthropic_truncated_stream_is_an_error() {
     )
     .await;
     assert_eq!(out.text(), "Once upon");
+    let error = out.error.expect("the stream ended early");
+    assert_eq!(
+        error.to_string(),
+        "the anthropic stream ended early after 668 bytes and 3 events"
+    );
     assert!(
         matches!(
-            out.error,
-            Some(ProviderError::Truncated {
-                provider: Provider::Anthropic
-            })
+            error,
+            ProviderError::Truncated {
+                provider: Provider::Anthropic,
+                bytes: Some(668),
+                events: 3,
+                incomplete_call: None,
+                cause: None,
+                ..
+            }
         ),
-        "{:?}",
-        out.error
+        "{error:?}"
     );
 }
 
@@ -397,4 +407,93 @@ fn anthropic_client_needs_an_api_key() {
     assert!(
         matches!(error, ProviderError::Config(message) if message.contains("ANTHROPIC_API_KEY"))
     );
+}
+
+#[tokio::test]
+async fn anthropic_connection_cut_mid_call_says_how_far_the_stream_got() {
+    let body = transcript!("tool_use.sse");
+    // Cut inside the eighth event, after the call's start and two input fragments.
+    let cut = find(body, br#"": \"Par"#);
+    let (out, _server) = stream(
+        Reply::sse(body)
+            .chunked(4096, Duration::from_millis(10))
+            .cut_after(cut),
+        ChatRequest::new(question()).with_tools(tools()),
+    )
+    .await;
+    assert_eq!(out.text(), "I'll check the weather.");
+    let error = out.error.expect("the stream was cut");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the anthropic stream ended early after {cut} bytes and 7 events, in the middle of \
+             a call to get_weather: {CUT_CAUSE}"
+        )
+    );
+}
+
+#[tokio::test]
+async fn anthropic_stream_that_stops_mid_call_names_the_call() {
+    let body = transcript!("tool_use.sse");
+    // The body simply ends (no error) after the second input fragment's event.
+    let end = find(body, b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\": ");
+    let (out, _server) = stream(
+        Reply::sse_owned(&body[..end]),
+        ChatRequest::new(question()).with_tools(tools()),
+    )
+    .await;
+    let error = out.error.expect("the stream ended early");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the anthropic stream ended early after {end} bytes and 7 events, in the middle of \
+             a call to get_weather"
+        )
+    );
+}
+
+#[tokio::test]
+async fn anthropic_five_megabyte_input_in_one_event_arrives_whole() {
+    let content = big_content();
+    let input = json!({ "path": "big.txt", "content": content }).to_string();
+    let event = |data: serde_json::Value| {
+        format!(
+            "event: {}\ndata: {data}\n\n",
+            data["type"].as_str().unwrap_or_default()
+        )
+    };
+    let body = [
+        event(
+            json!({ "type": "message_start", "message": { "id": "msg_big", "type": "message",
+            "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
+            "usage": { "input_tokens": 10, "output_tokens": 1 } } }),
+        ),
+        event(
+            json!({ "type": "content_block_start", "index": 0, "content_block":
+            { "type": "tool_use", "id": "toolu_big", "name": "write_file", "input": {} } }),
+        ),
+        event(json!({ "type": "content_block_delta", "index": 0,
+            "delta": { "type": "input_json_delta", "partial_json": input } })),
+        event(json!({ "type": "content_block_stop", "index": 0 })),
+        event(
+            json!({ "type": "message_delta", "delta": { "stop_reason": "tool_use" },
+            "usage": { "output_tokens": 99 } }),
+        ),
+        event(json!({ "type": "message_stop" })),
+    ]
+    .concat();
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        stream(
+            Reply::sse_owned(body).chunked(16 * 1024, Duration::ZERO),
+            ChatRequest::new(question()).with_tools(tools()),
+        ),
+    )
+    .await
+    .expect("the stream finished")
+    .0;
+    let calls = out.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].name, "write_file");
+    assert_eq!(calls[0].arguments, input);
 }

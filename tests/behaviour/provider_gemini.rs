@@ -13,7 +13,8 @@ use tool_core::{
 };
 
 use crate::loopback::{
-    Collected, Reply, Server, api_error, args, fast_retries, question_about, stream_once, tools,
+    Collected, Reply, Server, api_error, args, big_content, fast_retries, question_about,
+    stream_once, tools,
 };
 
 macro_rules! transcript {
@@ -232,15 +233,24 @@ async fn gemini_stream_without_finish_reason_is_truncated() {
     )
     .await;
     assert_eq!(out.text(), "Once upon a time");
+    let error = out.error.expect("the stream ended early");
+    assert_eq!(
+        error.to_string(),
+        "the gemini stream ended early after 320 bytes and 2 events"
+    );
     assert!(
         matches!(
-            out.error,
-            Some(ProviderError::Truncated {
-                provider: Provider::Gemini
-            })
+            error,
+            ProviderError::Truncated {
+                provider: Provider::Gemini,
+                bytes: Some(320),
+                events: 2,
+                incomplete_call: None,
+                cause: None,
+                ..
+            }
         ),
-        "{:?}",
-        out.error
+        "{error:?}"
     );
 }
 
@@ -394,4 +404,28 @@ async fn gemini_slow_chunked_stream_gives_the_same_events() {
 fn gemini_client_needs_an_api_key() {
     let error = GeminiClient::new(GeminiConfig::default()).unwrap_err();
     assert!(matches!(error, ProviderError::Config(message) if message.contains("GEMINI_API_KEY")));
+}
+
+#[tokio::test]
+async fn gemini_five_megabyte_argument_in_one_event_arrives_whole() {
+    let content = big_content();
+    let args = json!({ "path": "big.txt", "content": content });
+    let response = json!({ "candidates": [{ "content": { "role": "model", "parts": [
+            { "functionCall": { "name": "write_file", "args": args } }] },
+        "finishReason": "STOP", "index": 0 }], "modelVersion": "gemini-2.5-flash" });
+    let body = format!("data: {response}\r\n\r\n");
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        stream(
+            Reply::sse_owned(body).chunked(16 * 1024, Duration::ZERO),
+            ChatRequest::new(question()).with_tools(tools()),
+        ),
+    )
+    .await
+    .expect("the stream finished")
+    .0;
+    let calls = out.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].name, "write_file");
+    assert_eq!(calls[0].arguments, args.to_string());
 }

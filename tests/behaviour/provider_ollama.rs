@@ -182,15 +182,24 @@ async fn ollama_stream_without_done_line_is_truncated() {
     )
     .await;
     assert_eq!(out.text(), "Once upon a time");
+    let error = out.error.expect("the stream ended early");
+    assert_eq!(
+        error.to_string(),
+        "the ollama stream ended early after 334 bytes and 2 events"
+    );
     assert!(
         matches!(
-            out.error,
-            Some(ProviderError::Truncated {
-                provider: Provider::Ollama
-            })
+            error,
+            ProviderError::Truncated {
+                provider: Provider::Ollama,
+                bytes: Some(334),
+                events: 2,
+                incomplete_call: None,
+                cause: None,
+                ..
+            }
         ),
-        "{:?}",
-        out.error
+        "{error:?}"
     );
 }
 
@@ -368,15 +377,16 @@ async fn ollama_stalled_stream_hits_the_read_timeout() {
         .await
         .unwrap();
     let out = Collected::from(stream).await;
-    assert!(
-        matches!(
-            out.error,
-            Some(ProviderError::Transport {
-                provider: Provider::Ollama,
-                ..
-            })
-        ),
-        "{:?}",
-        out.error
-    );
+    // The response had started (its headers came at once), so the stall before the first
+    // piece of the body cuts the stream off.
+    match out.error {
+        Some(ProviderError::Truncated {
+            provider: Provider::Ollama,
+            bytes: Some(0),
+            events: 0,
+            incomplete_call: None,
+            cause: Some(cause),
+        }) => assert!(cause.ends_with("(timed out)"), "{cause}"),
+        other => panic!("expected a stream that ended early, got {other:?}"),
+    }
 }

@@ -12,7 +12,8 @@ use tool_core::{
 };
 
 use crate::loopback::{
-    Collected, Reply, Server, args, fast_retries, question_about, stream_once, tools,
+    CUT_CAUSE, Collected, Reply, Server, args, big_content, fast_retries, find, question_about,
+    stream_once, tools,
 };
 
 macro_rules! transcript {
@@ -184,15 +185,24 @@ async fn openai_truncated_stream_is_an_error_after_the_text_so_far() {
     )
     .await;
     assert_eq!(out.text(), "Let me think");
+    let error = out.error.expect("the stream ended early");
+    assert_eq!(
+        error.to_string(),
+        "the openai stream ended early after 888 bytes and 3 events"
+    );
     assert!(
         matches!(
-            out.error,
-            Some(ProviderError::Truncated {
-                provider: Provider::OpenAi
-            })
+            error,
+            ProviderError::Truncated {
+                provider: Provider::OpenAi,
+                bytes: Some(888),
+                events: 3,
+                incomplete_call: None,
+                cause: None,
+                ..
+            }
         ),
-        "{:?}",
-        out.error
+        "{error:?}"
     );
     assert!(
         !out.events
@@ -484,4 +494,58 @@ async fn openai_local_server_without_key_gets_no_authorization_header() {
         Some("https://example.com/app")
     );
     assert!(request.json().get("stream_options").is_none());
+}
+
+#[tokio::test]
+async fn openai_connection_cut_mid_call_says_how_far_the_stream_got() {
+    let body = transcript!("tool_call.sse");
+    // Cut inside the fourth event, after three whole ones (the call's name and two fragments).
+    let cut = find(body, br#""Paris""#);
+    let (out, _server) = stream(
+        Reply::sse(body)
+            .chunked(4096, Duration::from_millis(10))
+            .cut_after(cut),
+        ChatRequest::new(question()).with_tools(tools()),
+    )
+    .await;
+    assert_eq!(out.argument_deltas(0), "{\"city\": \"");
+    let error = out.error.expect("the stream was cut");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the openai stream ended early after {cut} bytes and 3 events, in the middle of a \
+             call to get_weather: {CUT_CAUSE}"
+        )
+    );
+}
+
+#[tokio::test]
+async fn openai_five_megabyte_argument_in_one_event_arrives_whole() {
+    let content = big_content();
+    let arguments = json!({ "path": "big.txt", "content": content }).to_string();
+    let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+        let event = json!({ "id": "c", "object": "chat.completion.chunk", "created": 1,
+            "model": "m", "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }] });
+        format!("data: {event}\n\n")
+    };
+    let body = chunk(
+        json!({ "role": "assistant", "tool_calls": [{ "index": 0, "id": "call_big",
+            "type": "function", "function": { "name": "write_file", "arguments": arguments } }] }),
+        serde_json::Value::Null,
+    ) + &chunk(json!({}), json!("tool_calls"))
+        + "data: [DONE]\n\n";
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        stream(
+            Reply::sse_owned(body).chunked(16 * 1024, Duration::ZERO),
+            ChatRequest::new(question()).with_tools(tools()),
+        ),
+    )
+    .await
+    .expect("the stream finished")
+    .0;
+    let calls = out.calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].name, "write_file");
+    assert_eq!(calls[0].arguments, arguments);
 }

@@ -1,7 +1,9 @@
 //! Throughput of each provider's stream decoder (framing, JSON, tool-call accumulation, events)
 //! on a large generated stream, against a baseline in the same run: plain `serde_json` parsing
 //! of every JSON payload of the same bytes into a `Value`. Also a stream holding one 1 MB tool
-//! call in 8-byte fragments, to show accumulation stays linear.
+//! call in 8-byte fragments, to show accumulation stays linear, and on every wire one
+//! `write_file` call whose 5 MB `content` comes in a single event, delivered in 1 KB and in
+//! 16 KB chunks (framing must not re-scan an unfinished line for every chunk).
 //!
 //! Run with `cargo bench -p tool-core --bench stream_parsers`; a summary of MB/s and ratios is
 //! printed at the end.
@@ -25,8 +27,10 @@ type Decode =
     fn(futures::stream::Iter<std::vec::IntoIter<Result<Bytes, std::io::Error>>>) -> ModelStream;
 
 struct Case {
-    name: &'static str,
+    name: String,
     body: Bytes,
+    /// The size of the chunks the body is delivered in.
+    chunk: usize,
     decode: Decode,
     /// The JSON payloads' framing, for the baseline.
     framing: Framing,
@@ -200,25 +204,29 @@ fn ollama_body() -> String {
 fn cases() -> Vec<Case> {
     vec![
         Case {
-            name: "openai",
+            name: "openai".into(),
+            chunk: CHUNK,
             body: Bytes::from(openai_body(TEXT_DELTAS, CALLS, FRAGMENTS_PER_CALL)),
             decode: openai::decode_stream,
             framing: Framing::Sse,
         },
         Case {
-            name: "anthropic",
+            name: "anthropic".into(),
+            chunk: CHUNK,
             body: Bytes::from(anthropic_body()),
             decode: anthropic::decode_stream,
             framing: Framing::Sse,
         },
         Case {
-            name: "gemini",
+            name: "gemini".into(),
+            chunk: CHUNK,
             body: Bytes::from(gemini_body()),
             decode: gemini::decode_stream,
             framing: Framing::Sse,
         },
         Case {
-            name: "ollama",
+            name: "ollama".into(),
+            chunk: CHUNK,
             body: Bytes::from(ollama_body()),
             decode: ollama::decode_stream,
             framing: Framing::Ndjson,
@@ -226,10 +234,11 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn chunks(body: &Bytes) -> Vec<Bytes> {
+fn chunks(case: &Case) -> Vec<Bytes> {
+    let (body, size) = (&case.body, case.chunk);
     (0..body.len())
-        .step_by(CHUNK)
-        .map(|at| body.slice(at..(at + CHUNK).min(body.len())))
+        .step_by(size)
+        .map(|at| body.slice(at..(at + size).min(body.len())))
         .collect()
 }
 
@@ -301,22 +310,94 @@ fn long_call_case() -> Case {
     body.push_str(&chunk(json!({}), json!("tool_calls")));
     body.push_str("data: [DONE]\n\n");
     Case {
-        name: "openai_one_long_call",
+        name: "openai_one_long_call".into(),
+        chunk: CHUNK,
         body: Bytes::from(body),
         decode: openai::decode_stream,
         framing: Framing::Sse,
     }
 }
 
+/// The arguments of a `write_file` call whose `content` is 5 MB of text with escapes.
+fn big_arguments() -> String {
+    let line = "line \"quoted\" with a back\\slash, tab\t and café ünïcödé\n";
+    let content = line.repeat(5 * 1024 * 1024 / line.len() + 1);
+    json!({ "path": "big.txt", "content": content }).to_string()
+}
+
+/// One 5 MB call in a single event on each wire, in 1 KB and 16 KB chunks.
+fn big_call_cases() -> Vec<Case> {
+    let arguments = big_arguments();
+    let args: Value = serde_json::from_str(&arguments).unwrap_or_default();
+    let openai = {
+        let call = json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [{ "index": 0,
+            "id": "call_big", "type": "function",
+            "function": { "name": "write_file", "arguments": arguments } }] } }] });
+        let finish =
+            json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] });
+        format!("data: {call}\n\ndata: {finish}\n\ndata: [DONE]\n\n")
+    };
+    let anthropic = {
+        let start = json!({ "type": "content_block_start", "index": 0, "content_block":
+            { "type": "tool_use", "id": "toolu_big", "name": "write_file", "input": {} } });
+        let delta = json!({ "type": "content_block_delta", "index": 0,
+            "delta": { "type": "input_json_delta", "partial_json": arguments } });
+        let stop = json!({ "type": "content_block_stop", "index": 0 });
+        let end = json!({ "type": "message_delta", "delta": { "stop_reason": "tool_use" } });
+        format!(
+            "event: content_block_start\ndata: {start}\n\nevent: content_block_delta\ndata: {delta}\n\n\
+             event: content_block_stop\ndata: {stop}\n\nevent: message_delta\ndata: {end}\n\n\
+             event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+        )
+    };
+    let gemini = {
+        let response = json!({ "candidates": [{ "index": 0, "finishReason": "STOP", "content":
+            { "role": "model", "parts": [{ "functionCall": { "name": "write_file", "args": args } }] } }] });
+        format!("data: {response}\r\n\r\n")
+    };
+    let ollama = {
+        let line = json!({ "model": "llama3.2", "message": { "role": "assistant", "content": "",
+            "tool_calls": [{ "function": { "name": "write_file", "arguments": args } }] },
+            "done": true, "done_reason": "stop" });
+        format!("{line}\n")
+    };
+    let wires: [(&str, String, Decode, Framing); 4] = [
+        ("openai", openai, openai::decode_stream, Framing::Sse),
+        (
+            "anthropic",
+            anthropic,
+            anthropic::decode_stream,
+            Framing::Sse,
+        ),
+        ("gemini", gemini, gemini::decode_stream, Framing::Sse),
+        ("ollama", ollama, ollama::decode_stream, Framing::Ndjson),
+    ];
+    let mut cases = Vec::new();
+    for (wire, body, decode, framing) in wires {
+        let body = Bytes::from(body);
+        for (label, chunk) in [("1k", 1024), ("16k", 16 * 1024)] {
+            cases.push(Case {
+                name: format!("{wire}_5mb_call_{label}"),
+                body: body.clone(),
+                chunk,
+                decode,
+                framing,
+            });
+        }
+    }
+    cases
+}
+
 fn all_cases() -> Vec<Case> {
     let mut cases = cases();
     cases.push(long_call_case());
+    cases.extend(big_call_cases());
     cases
 }
 
 fn bench(c: &mut Criterion, cases: &[Case]) {
     for case in cases {
-        let chunks = chunks(&case.body);
+        let chunks = chunks(case);
         let mut group = c.benchmark_group(format!("stream_parsers/{}", case.name));
         group.throughput(Throughput::Bytes(case.body.len() as u64));
         group.sample_size(10);
@@ -340,18 +421,19 @@ fn throughput(bytes: usize, mut run: impl FnMut() -> usize) -> f64 {
 }
 
 fn summary(cases: &[Case]) {
-    println!("\nstream parser throughput (best of 5; chunks of {CHUNK} bytes)");
+    println!("\nstream parser throughput (best of 5)");
     println!(
-        "{:<22} {:>9} {:>14} {:>16} {:>7}",
-        "stream", "MB", "decoder MB/s", "serde_json MB/s", "ratio"
+        "{:<22} {:>7} {:>9} {:>14} {:>16} {:>7}",
+        "stream", "chunk", "MB", "decoder MB/s", "serde_json MB/s", "ratio"
     );
     for case in cases {
-        let chunks = chunks(&case.body);
+        let chunks = chunks(case);
         let parser = throughput(case.body.len(), || decode(case, &chunks));
         let raw = throughput(case.body.len(), || baseline(case));
         println!(
-            "{:<22} {:>9.2} {:>14.1} {:>16.1} {:>7.2}",
+            "{:<22} {:>7} {:>9.2} {:>14.1} {:>16.1} {:>7.2}",
             case.name,
+            case.chunk,
             case.body.len() as f64 / 1e6,
             parser,
             raw,

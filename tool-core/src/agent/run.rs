@@ -584,16 +584,22 @@ async fn model_call(
         let mut stream = shared.model.stream(request).await?;
         let mut finished: Vec<String> = Vec::new();
         let mut usage = None;
+        // How far a stream that ends without `Done` got, for its error.
+        let mut received: u64 = 0;
+        let mut open_calls: Vec<(usize, String)> = Vec::new();
         while let Some(event) = stream.next().await {
+            received += 1;
             match event? {
                 ModelEvent::TextDelta(text) => emit(events, AgentEvent::TextDelta(text)),
                 ModelEvent::ToolCallStart { index, id, name } => {
+                    open_calls.push((index, name.clone()));
                     emit(events, AgentEvent::ToolCallStarted { index, id, name });
                 }
                 ModelEvent::ToolCallDelta { index, arguments } => {
                     emit(events, AgentEvent::ToolCallDelta { index, arguments });
                 }
-                ModelEvent::ToolCallEnd { call, .. } => {
+                ModelEvent::ToolCallEnd { index, call } => {
+                    open_calls.retain(|(open, _)| *open != index);
                     finished.push(call.id.clone());
                     emit(events, finished_event(call));
                 }
@@ -624,6 +630,10 @@ async fn model_call(
         }
         Err(ProviderError::Truncated {
             provider: shared.model.provider(),
+            bytes: None,
+            events: received,
+            incomplete_call: open_calls.pop().map(|(_, name)| name),
+            cause: None,
         })
     }
     .instrument(span)

@@ -68,6 +68,11 @@ impl Answer {
         });
     }
 
+    /// The name of the last tool call still open (its arguments may be incomplete).
+    pub(crate) fn open_call(&self) -> Option<&str> {
+        self.calls.open_call()
+    }
+
     /// The answer as a whole (for the non-streamed `chat`), with no events.
     pub(crate) fn into_message(self) -> (Message, Option<Usage>) {
         let mut sink = Vec::new();
@@ -188,6 +193,15 @@ impl ToolCallAccumulator {
     /// The id of a call (empty until known).
     pub(crate) fn id(&self, slot: usize) -> &str {
         &self.calls[slot].id
+    }
+
+    /// The name of the last named call not closed yet.
+    pub(crate) fn open_call(&self) -> Option<&str> {
+        self.calls
+            .iter()
+            .rev()
+            .find(|call| !call.ended && !call.name.is_empty())
+            .map(|call| call.name.as_str())
     }
 
     /// Closes every open call (or, with `close` false, only announces them).

@@ -24,7 +24,7 @@ use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
     ProviderError, Usage,
     accumulate::{Answer, arguments_object},
-    decode::{Decoder, Text, decoded, stream_error, unreadable},
+    decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     env::var,
     framing::{self, Frame},
     http::{Http, HttpOptions},
@@ -240,7 +240,7 @@ impl ChatModel for AnthropicClient {
 
     async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
         let response = self.post(&request, true).await?;
-        Ok(decode_stream(response.bytes_stream()))
+        Ok(decode_stream(super::http::body_stream(response)))
     }
 }
 
@@ -624,6 +624,10 @@ impl Decoder for AnthropicDecoder {
         PROVIDER
     }
 
+    fn open_call(&self) -> Option<&str> {
+        self.answer.open_call()
+    }
+
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
         match frame {
             Frame::Event {
@@ -642,6 +646,6 @@ impl Decoder for AnthropicDecoder {
     }
 
     fn finish(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {
-        Err(ProviderError::Truncated { provider: PROVIDER })
+        Err(truncated(PROVIDER))
     }
 }

@@ -24,7 +24,7 @@ use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
     ProviderError, ToolCall, Usage,
     accumulate::{Answer, arguments_object},
-    decode::{Decoder, Text, decode_whole, decoded, stream_error, unreadable},
+    decode::{Decoder, Text, decode_whole, decoded, stream_error, truncated, unreadable},
     env::var,
     framing::{self, Frame},
     http::{Http, HttpOptions},
@@ -205,7 +205,7 @@ impl ChatModel for GeminiClient {
 
     async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
         let response = self.post(&request, true).await?;
-        Ok(decode_stream(response.bytes_stream()))
+        Ok(decode_stream(super::http::body_stream(response)))
     }
 }
 
@@ -570,6 +570,10 @@ impl Decoder for GeminiDecoder {
         PROVIDER
     }
 
+    fn open_call(&self) -> Option<&str> {
+        self.answer.open_call()
+    }
+
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
         match frame {
             Frame::Event {
@@ -597,7 +601,7 @@ impl Decoder for GeminiDecoder {
             self.done(out);
             Ok(())
         } else {
-            Err(ProviderError::Truncated { provider: PROVIDER })
+            Err(truncated(PROVIDER))
         }
     }
 }

@@ -329,6 +329,23 @@ impl Http {
 
 /// A `reqwest` failure as a transport error.
 pub(crate) fn transport(provider: Provider, error: &reqwest::Error) -> ProviderError {
+    ProviderError::Transport {
+        provider,
+        message: describe(error),
+    }
+}
+
+/// A streamed response's body, its errors described with their causes (`reqwest` alone says
+/// only "error decoding response body", not that the connection was reset or timed out).
+pub(crate) fn body_stream(
+    response: Response,
+) -> impl futures::Stream<Item = Result<Bytes, String>> + Send + 'static {
+    use futures::TryStreamExt;
+    response.bytes_stream().map_err(|error| describe(&error))
+}
+
+/// A `reqwest` error and its chain of causes, as one line.
+fn describe(error: &reqwest::Error) -> String {
     let mut message = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
@@ -339,7 +356,7 @@ pub(crate) fn transport(provider: Provider, error: &reqwest::Error) -> ProviderE
     if error.is_timeout() {
         message.push_str(" (timed out)");
     }
-    ProviderError::Transport { provider, message }
+    message
 }
 
 /// The error a successful-status body carries (`{"error": ...}`), if any.

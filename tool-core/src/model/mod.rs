@@ -494,11 +494,25 @@ pub enum ProviderError {
         /// What was wrong.
         message: String,
     },
-    /// The stream ended before the answer was complete.
-    #[error("the {provider} stream ended before the answer was complete")]
+    /// The stream ended before the answer was complete: the body stopped without the
+    /// protocol's terminal event, or the connection failed after the response had started.
+    #[error(
+        "the {provider} stream ended early after {}{}{}",
+        progress(*bytes, *events),
+        incomplete_call.as_deref().map(|name| format!(", in the middle of a call to {name}")).unwrap_or_default(),
+        cause.as_deref().map(|cause| format!(": {cause}")).unwrap_or_default()
+    )]
     Truncated {
         /// Which provider.
         provider: Provider,
+        /// The body bytes received, when the stream came over HTTP.
+        bytes: Option<u64>,
+        /// The protocol events (SSE events, NDJSON lines) read whole.
+        events: u64,
+        /// The name of the tool call whose arguments were still arriving, if any.
+        incomplete_call: Option<String>,
+        /// What ended the stream, when it was an error (a reset connection, a read timeout).
+        cause: Option<String>,
     },
     /// The client is not configured (for example, no API key).
     #[error("{0}")]
@@ -506,4 +520,13 @@ pub enum ProviderError {
     /// A scripted or test model has nothing more to say.
     #[error("{0}")]
     Exhausted(String),
+}
+
+/// "1234 bytes and 17 events" (or only the events when the byte count is unknown).
+fn progress(bytes: Option<u64>, events: u64) -> String {
+    let count = |n: u64, unit: &str| format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
+    match bytes {
+        Some(bytes) => format!("{} and {}", count(bytes, "byte"), count(events, "event")),
+        None => count(events, "event"),
+    }
 }

@@ -18,7 +18,7 @@ use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
     ProviderError, Usage,
     accumulate::{Answer, arguments_object},
-    decode::{Decoder, Text, decoded, stream_error, unreadable},
+    decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     env::var,
     framing::{self, Frame},
     http::{Http, HttpOptions},
@@ -229,7 +229,7 @@ impl ChatModel for OllamaClient {
 
     async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
         let response = self.post(&request, true).await?;
-        Ok(decode_stream(response.bytes_stream()))
+        Ok(decode_stream(super::http::body_stream(response)))
     }
 }
 
@@ -491,7 +491,7 @@ impl Decoder for OllamaDecoder {
     }
 
     fn finish(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {
-        Err(ProviderError::Truncated { provider: PROVIDER })
+        Err(truncated(PROVIDER))
     }
 }
 

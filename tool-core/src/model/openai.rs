@@ -21,7 +21,7 @@ use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
     ProviderError, Usage,
     accumulate::Answer,
-    decode::{Decoder, Text, decoded, stream_error, unreadable},
+    decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     env::var,
     framing::{self, Frame},
     http::{Http, HttpOptions},
@@ -220,7 +220,7 @@ impl ChatModel for OpenAiClient {
 
     async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
         let response = self.post(&request, true).await?;
-        Ok(decode_stream(response.bytes_stream()))
+        Ok(decode_stream(super::http::body_stream(response)))
     }
 }
 
@@ -641,6 +641,10 @@ impl Decoder for OpenAiDecoder {
         PROVIDER
     }
 
+    fn open_call(&self) -> Option<&str> {
+        self.answer.open_call()
+    }
+
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
         match frame {
             Frame::Event {
@@ -678,7 +682,7 @@ impl Decoder for OpenAiDecoder {
             self.done(out);
             Ok(())
         } else {
-            Err(ProviderError::Truncated { provider: PROVIDER })
+            Err(truncated(PROVIDER))
         }
     }
 }
