@@ -129,7 +129,7 @@ async def progress(steps: int, ctx: Context) -> str:
 
 
 @server.tool(description="Answer, then exit the process.")
-def exit() -> str:
+async def exit() -> str:
     asyncio.get_running_loop().call_later(0.1, os._exit, 0)
     return "bye"
 

@@ -17,11 +17,13 @@ use std::{
 use rmcp::{
     ClientHandler, ServiceError, ServiceExt,
     model::{
-        CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
-        InitializeRequestParams, NumberOrString, ProgressNotificationParam, ProgressToken,
-        ProtocolVersion, RequestMetaObject, Tool,
+        CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+        ClientConfig, ClientRequest, Implementation, InitializeRequestParams, NumberOrString,
+        ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, ServerResult, Tool,
     },
-    service::{NotificationContext, Peer, QuitReason, RoleClient, RunningService},
+    service::{
+        NotificationContext, Peer, PeerRequestOptions, QuitReason, RoleClient, RunningService,
+    },
     transport::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
@@ -71,7 +73,6 @@ pub(super) struct Shared {
     /// Calls that found the connection broken report it here, with the generation they used.
     lost: mpsc::UnboundedSender<(u64, String)>,
     generation: AtomicU64,
-    next_token: AtomicU64,
     /// The local tool name of each call in flight, by progress token.
     calls: Mutex<HashMap<String, String>>,
     /// The last line the child process wrote to stderr, for error messages.
@@ -83,11 +84,14 @@ pub(super) struct Shared {
 pub(super) struct Connection {
     generation: u64,
     peer: Peer<RoleClient>,
-    /// Ends when the `rmcp` service loop ends (transport closed or cancelled).
-    done: Pin<Box<dyn Future<Output = Result<QuitReason, tokio::task::JoinError>> + Send>>,
+    /// Ends when the `rmcp` service loop ends (transport closed or cancelled); `None` once it
+    /// has ended (a finished future must not be polled again).
+    done: Option<ServiceDone>,
     cancel: CancellationToken,
     child: Option<Child>,
 }
+
+type ServiceDone = Pin<Box<dyn Future<Output = Result<QuitReason, tokio::task::JoinError>> + Send>>;
 
 pub(super) type LostReceiver = mpsc::UnboundedReceiver<(u64, String)>;
 
@@ -107,7 +111,6 @@ impl Shared {
             refresh: Notify::new(),
             lost,
             generation: AtomicU64::new(0),
-            next_token: AtomicU64::new(1),
             calls: Mutex::new(HashMap::new()),
             stderr_tail: Arc::new(Mutex::new(None)),
             stop: CancellationToken::new(),
@@ -245,7 +248,7 @@ impl Shared {
 
         let peer = running.peer().clone();
         let cancel = CancellationToken::new();
-        let done = Box::pin(wait_service(running, cancel.clone()));
+        let done: ServiceDone = Box::pin(wait_service(running, cancel.clone()));
         if let Some(child) = &mut child {
             // Forget a tail from an earlier process once this one is up.
             if let Ok(None) = child.try_wait() {
@@ -255,7 +258,7 @@ impl Shared {
         Ok(Connection {
             generation: 0,
             peer,
-            done,
+            done: Some(done),
             cancel,
             child,
         })
@@ -329,17 +332,19 @@ impl Shared {
         let Some((generation, peer)) = lock(&self.peer).clone() else {
             return Err(self.not_connected());
         };
-        let token = format!(
-            "tool-core-{}",
-            self.next_token.fetch_add(1, Ordering::Relaxed)
-        );
-        let _in_flight = InFlight::new(self, &token, local);
-        let mut params = CallToolRequestParams::new(remote.to_owned()).with_arguments(args);
-        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
-            NumberOrString::String(token.as_str().into()),
-        )));
-        match peer.call_tool(params).await {
-            Ok(result) => {
+        let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(args);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // Sent by hand rather than with `Peer::call_tool`, which hides the progress token rmcp
+        // puts in the request: the token is what ties progress notifications to the tool.
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|error| self.call_error(generation, error))?;
+        let mut in_flight = InFlight::new(self, &handle.progress_token, local, &peer, &handle.id);
+        let response = handle.await_response().await;
+        in_flight.answered = true;
+        match response.map_err(|error| self.call_error(generation, error))? {
+            ServerResult::CallToolResult(result) => {
                 let text = result_text(&result);
                 if result.is_error == Some(true) {
                     if text.is_empty() {
@@ -351,32 +356,45 @@ impl Shared {
                 }
                 Ok(text)
             }
-            Err(ServiceError::McpError(error)) => Err(ToolError::new(format!(
-                "the MCP server '{}' rejected the call: {}",
-                self.name(),
-                error.message
-            ))),
-            Err(error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
-                let reason = format!("the connection was lost ({error})");
-                let _ = self.lost.send((generation, reason.clone()));
-                Err(ToolError::new(format!(
-                    "the MCP server '{}' is not connected: {reason}",
-                    self.name()
-                )))
-            }
-            Err(error) => Err(ToolError::new(format!(
-                "the call to the MCP server '{}' failed: {error}",
+            // A result with no `content` decodes as the empty result (the field is required
+            // by the schema, but some servers leave it out when there is nothing to say).
+            ServerResult::EmptyResult(_) => Ok(String::new()),
+            _ => Err(ToolError::new(format!(
+                "the MCP server '{}' answered the call with something other than a tool result",
                 self.name()
             ))),
         }
     }
 
+    /// The tool error for a failed request; a broken transport is reported to the connection
+    /// task, which reconnects.
+    fn call_error(&self, generation: u64, error: ServiceError) -> ToolError {
+        match error {
+            ServiceError::McpError(error) => ToolError::new(format!(
+                "the MCP server '{}' rejected the call: {}",
+                self.name(),
+                error.message
+            )),
+            error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+                let reason = format!("the connection was lost ({error})");
+                let _ = self.lost.send((generation, reason.clone()));
+                ToolError::new(format!(
+                    "the MCP server '{}' is not connected: {reason}",
+                    self.name()
+                ))
+            }
+            error => ToolError::new(format!(
+                "the call to the MCP server '{}' failed: {error}",
+                self.name()
+            )),
+        }
+    }
+
     fn on_progress(&self, params: ProgressNotificationParam) {
-        let token = match &params.progress_token.0 {
-            NumberOrString::String(token) => token.to_string(),
-            NumberOrString::Number(number) => number.to_string(),
-        };
-        let Some(tool) = lock(&self.calls).get(&token).cloned() else {
+        let Some(tool) = lock(&self.calls)
+            .get(&token_key(&params.progress_token))
+            .cloned()
+        else {
             return;
         };
         let progress = McpProgress {
@@ -399,18 +417,32 @@ impl Shared {
     }
 }
 
-/// The progress-token entry of a call in flight, removed when the call ends or is dropped.
+/// The progress-token entry of a call in flight, removed when the call ends. A call dropped
+/// before its answer (a timeout, or the caller gave up) is cancelled on the server.
 struct InFlight<'a> {
     shared: &'a Shared,
     token: String,
+    peer: Peer<RoleClient>,
+    id: RequestId,
+    answered: bool,
 }
 
 impl<'a> InFlight<'a> {
-    fn new(shared: &'a Shared, token: &str, local: &str) -> Self {
-        lock(&shared.calls).insert(token.to_owned(), local.to_owned());
+    fn new(
+        shared: &'a Shared,
+        token: &ProgressToken,
+        local: &str,
+        peer: &Peer<RoleClient>,
+        id: &RequestId,
+    ) -> Self {
+        let token = token_key(token);
+        lock(&shared.calls).insert(token.clone(), local.to_owned());
         Self {
             shared,
-            token: token.to_owned(),
+            token,
+            peer: peer.clone(),
+            id: id.clone(),
+            answered: false,
         }
     }
 }
@@ -418,6 +450,28 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         lock(&self.shared.calls).remove(&self.token);
+        if self.answered {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let params = CancelledNotificationParam::new(
+            Some(self.id.clone()),
+            Some("the call was abandoned".to_owned()),
+        );
+        runtime.spawn(async move {
+            let _ = peer.notify_cancelled(params).await;
+        });
+    }
+}
+
+/// A progress token as a map key.
+fn token_key(token: &ProgressToken) -> String {
+    match &token.0 {
+        NumberOrString::String(token) => format!("s:{token}"),
+        NumberOrString::Number(number) => format!("n:{number}"),
     }
 }
 
@@ -463,7 +517,7 @@ async fn serve(
     loop {
         tokio::select! {
             () = shared.stop.cancelled() => return None,
-            quit = &mut connection.done => {
+            quit = service_done(&mut connection.done) => {
                 return Some(match quit {
                     Ok(QuitReason::Cancelled) => "the connection was cancelled".to_owned(),
                     _ => "the server closed the connection".to_owned(),
@@ -501,7 +555,7 @@ async fn shutdown_with_reason(
     reason: String,
 ) -> String {
     connection.cancel.cancel();
-    let _ = tokio::time::timeout(EXIT_GRACE, &mut connection.done).await;
+    let _ = tokio::time::timeout(EXIT_GRACE, service_done(&mut connection.done)).await;
     match connection.child.take() {
         Some(mut child) => {
             let reason = shared.describe_exit(&mut child, &reason).await;
@@ -516,7 +570,7 @@ async fn shutdown_with_reason(
 /// asks it to exit), then a child that is still running after the grace period is killed.
 async fn shutdown(mut connection: Connection) {
     connection.cancel.cancel();
-    let _ = tokio::time::timeout(EXIT_GRACE, &mut connection.done).await;
+    let _ = tokio::time::timeout(EXIT_GRACE, service_done(&mut connection.done)).await;
     if let Some(mut child) = connection.child.take() {
         if tokio::time::timeout(EXIT_GRACE, child.wait())
             .await
@@ -567,6 +621,18 @@ fn jitter(delay: Duration) -> Duration {
     hasher.write_u64(0);
     let unit = (hasher.finish() % 1001) as f64 / 1000.0; // 0.0 ..= 1.0
     delay.mul_f64(0.75 + unit * 0.5)
+}
+
+/// Waits for the service to end; at once when it has ended before (and was taken).
+async fn service_done(
+    done: &mut Option<ServiceDone>,
+) -> Result<QuitReason, tokio::task::JoinError> {
+    let Some(future) = done.as_mut() else {
+        return Ok(QuitReason::Closed);
+    };
+    let quit = future.await;
+    *done = None;
+    quit
 }
 
 /// Runs the `rmcp` service until it ends or `cancel` fires.

@@ -2,7 +2,6 @@
 
 use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
-use serde_json::Value;
 
 /// The text of a result, block by block, one block per line:
 ///
@@ -11,17 +10,14 @@ use serde_json::Value;
 ///   `[image omitted: image/png, 1234 bytes]`: the registry's tools answer with text;
 /// - embedded text resources as `[resource: URI]` followed by their text; binary ones as a note;
 /// - resource links as `[resource link: URI (name): description]`;
-/// - `structuredContent` as compact JSON, unless a text block already carries the same JSON
-///   (the spec asks servers to send both, and the model needs it once).
+/// - `structuredContent` as compact JSON when there is no text block: the spec asks servers
+///   that return structured content to send its text form too, and SDKs wrap plain values
+///   (`{"result": …}`) beside their text, so with text the model has it already.
 pub(super) fn result_text(result: &CallToolResult) -> String {
     let mut lines: Vec<String> = result.content.iter().map(block_text).collect();
     if let Some(structured) = &result.structured_content {
-        let repeated = result.content.iter().any(|block| {
-            block.as_text().is_some_and(|text| {
-                serde_json::from_str::<Value>(&text.text).is_ok_and(|value| &value == structured)
-            })
-        });
-        if !repeated {
+        let has_text = result.content.iter().any(|block| block.as_text().is_some());
+        if !has_text {
             lines.push(structured.to_string());
         }
     }
@@ -132,10 +128,21 @@ mod tests {
     }
 
     #[test]
-    fn structured_content_is_added_once() {
+    fn structured_content_is_added_when_there_is_no_text() {
         let mut both = result(vec![ContentBlock::text(r#"{"t": 1}"#)]);
         both.structured_content = Some(json!({"t": 1}));
         assert_eq!(result_text(&both), r#"{"t": 1}"#);
+
+        let mut wrapped = result(vec![ContentBlock::text("hello")]);
+        wrapped.structured_content = Some(json!({"result": "hello"}));
+        assert_eq!(result_text(&wrapped), "hello");
+
+        let mut beside_an_image = result(vec![ContentBlock::image("AA==", "image/png")]);
+        beside_an_image.structured_content = Some(json!([1, 2]));
+        assert_eq!(
+            result_text(&beside_an_image),
+            "[image omitted: image/png, 1 bytes]\n[1,2]"
+        );
 
         let mut only = result(vec![]);
         only.structured_content = Some(json!({"t": 1}));

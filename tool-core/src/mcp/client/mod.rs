@@ -10,8 +10,9 @@
 //!   [prefix](McpServerConfig::prefix) keeps two servers' tools apart;
 //! - calls go through the registry like any tool's (argument validation, timeout, panic
 //!   guard); a result with `isError: true` is a tool error carrying the server's text; text,
-//!   structured and embedded text-resource content becomes the text the model reads, and what
-//!   cannot be text is named instead (`[image omitted: image/png, 1234 bytes]`);
+//!   embedded text resources and (when there is no text) structured content become the text
+//!   the model reads, and what cannot be text is named instead
+//!   (`[image omitted: image/png, 1234 bytes]`);
 //! - `notifications/tools/list_changed` re-lists the tools and adds, removes or replaces them
 //!   in the registry, so the next request to the model sends the new list;
 //! - progress notifications of a call are logged with `tracing` and sent to
