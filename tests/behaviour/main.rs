@@ -16,6 +16,7 @@ mod macro_output;
 mod macro_schema;
 mod macro_tools;
 mod mcp_client;
+mod mcp_client_everything;
 mod mcp_python;
 mod mcp_server;
 mod provider_anthropic;
