@@ -17,6 +17,8 @@ mod macro_narrowing;
 mod macro_output;
 mod macro_schema;
 mod macro_tools;
+mod mcp_client;
+mod mcp_client_everything;
 mod mcp_python;
 mod mcp_server;
 mod provider_anthropic;

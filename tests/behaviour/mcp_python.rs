@@ -149,7 +149,7 @@ fn run_client(python: &Path, args: &[&str]) -> Value {
 
 /// The Python with the MCP SDK, or `None` (after saying the test is skipped) when there is no
 /// Python at all.
-fn python() -> Option<&'static Path> {
+pub(crate) fn python() -> Option<&'static Path> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
     let python = PYTHON.get_or_init(find_or_make_python).as_deref();
     if python.is_none() {

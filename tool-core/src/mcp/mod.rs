@@ -33,11 +33,19 @@
 //! # }).unwrap();
 //! ```
 
+#[cfg(feature = "mcp-client")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp-client")))]
+mod client;
 mod handler;
 mod http;
 
 use std::{io, sync::Arc};
 
+#[cfg(feature = "mcp-client")]
+pub use client::{
+    CommandLineError, McpClient, McpClientError, McpProgress, McpRegistration, McpServerConfig,
+    McpStatus, McpToolInfo, McpTransportConfig, ReconnectPolicy, parse_command_line,
+};
 pub use handler::McpHandler;
 pub use http::McpHttpServer;
 /// The MCP SDK this module is built on, for serving [`McpHandler`] over other transports.

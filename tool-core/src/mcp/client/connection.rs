@@ -1,0 +1,748 @@
+//! The connection to one server: starting it, the `rmcp` client handler, the task that follows
+//! the tool list and reconnects, and tool calls.
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    hash::{BuildHasher, Hasher},
+    pin::Pin,
+    process::Stdio,
+    sync::{
+        Arc, Mutex, RwLock, Weak,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use rmcp::{
+    ClientHandler, ServiceError, ServiceExt,
+    model::{
+        CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+        ClientConfig, ClientRequest, Implementation, InitializeRequestParams, NumberOrString,
+        ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, ServerResult, Tool,
+    },
+    service::{
+        NotificationContext, Peer, PeerRequestOptions, QuitReason, RoleClient, RunningService,
+    },
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use serde_json::Value;
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, ChildStderr},
+    sync::{Notify, broadcast, mpsc, watch},
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    McpClientError, McpProgress, McpServerConfig, McpStatus, McpToolInfo, McpTransportConfig,
+    content::result_text, lock, names::local_names,
+};
+use crate::{
+    JsonObject, ToolError,
+    tool::{ChatTool, ToolHints, ToolMetadata},
+};
+
+/// The protocol versions this client accepts in the server's `initialize` answer. It asks for
+/// the newest; older servers answer with theirs.
+const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2024_11_05,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+];
+
+/// How long a child process may take to exit after its stdin is closed before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// What the client handle, the connection task, the `rmcp` handler and the registered tools
+/// share.
+pub(super) struct Shared {
+    pub(super) config: McpServerConfig,
+    /// The name in messages; the server's own name replaces the command line once known.
+    name: RwLock<String>,
+    /// The live connection's peer and generation (`None` while disconnected).
+    peer: Mutex<Option<(u64, Peer<RoleClient>)>>,
+    pub(super) status: watch::Sender<McpStatus>,
+    pub(super) tools: watch::Sender<Arc<[McpToolInfo]>>,
+    pub(super) progress: broadcast::Sender<McpProgress>,
+    /// Set by `notifications/tools/list_changed`.
+    refresh: Notify,
+    /// Calls that found the connection broken report it here, with the generation they used.
+    lost: mpsc::UnboundedSender<(u64, String)>,
+    generation: AtomicU64,
+    /// The local tool name of each call in flight, by progress token.
+    calls: Mutex<HashMap<String, String>>,
+    /// The last line the child process wrote to stderr, for error messages.
+    stderr_tail: Arc<Mutex<Option<String>>>,
+    pub(super) stop: CancellationToken,
+}
+
+/// One live connection.
+pub(super) struct Connection {
+    generation: u64,
+    peer: Peer<RoleClient>,
+    /// Ends when the `rmcp` service loop ends (transport closed or cancelled); `None` once it
+    /// has ended (a finished future must not be polled again).
+    done: Option<ServiceDone>,
+    cancel: CancellationToken,
+    child: Option<Child>,
+}
+
+type ServiceDone = Pin<Box<dyn Future<Output = Result<QuitReason, tokio::task::JoinError>> + Send>>;
+
+pub(super) type LostReceiver = mpsc::UnboundedReceiver<(u64, String)>;
+
+impl Shared {
+    /// The shared state, and the receiver of lost-connection reports for the connection task.
+    pub(super) fn new(config: McpServerConfig) -> (Arc<Self>, LostReceiver) {
+        let (lost, lost_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Self {
+            name: RwLock::new(config.display_name()),
+            config,
+            peer: Mutex::new(None),
+            status: watch::Sender::new(McpStatus::Disconnected {
+                reason: "connecting".to_owned(),
+            }),
+            tools: watch::Sender::new(Arc::from(Vec::new())),
+            progress: broadcast::channel(64).0,
+            refresh: Notify::new(),
+            lost,
+            generation: AtomicU64::new(0),
+            calls: Mutex::new(HashMap::new()),
+            stderr_tail: Arc::new(Mutex::new(None)),
+            stop: CancellationToken::new(),
+        });
+        (shared, lost_rx)
+    }
+
+    pub(super) fn name(&self) -> String {
+        self.name
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Starts or reaches the server, shakes hands, lists the tools and publishes them.
+    pub(super) async fn open(self: &Arc<Self>) -> Result<Connection, McpClientError> {
+        let limit = self.config.connect_timeout;
+        let opened = tokio::time::timeout(limit, self.open_unbounded()).await;
+        let mut connection = opened.map_err(|_| McpClientError::Timeout {
+            server: self.name(),
+            timeout: limit,
+        })??;
+        connection.generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        *lock(&self.peer) = Some((connection.generation, connection.peer.clone()));
+        let version = connection
+            .peer
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+            .unwrap_or_default();
+        self.status.send_replace(McpStatus::Connected {
+            protocol_version: version,
+        });
+        Ok(connection)
+    }
+
+    async fn open_unbounded(self: &Arc<Self>) -> Result<Connection, McpClientError> {
+        let handler = ClientSide {
+            shared: Arc::downgrade(self),
+        };
+        let (running, mut child) = match &self.config.transport {
+            McpTransportConfig::Command {
+                program,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut command = tokio::process::Command::new(program);
+                command
+                    .args(args)
+                    .envs(env.iter().map(|(key, value)| (key, value)))
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .kill_on_drop(true);
+                if let Some(cwd) = cwd {
+                    command.current_dir(cwd);
+                }
+                let spawn_error = |source| McpClientError::Spawn {
+                    command: self.config.transport.to_string(),
+                    source,
+                };
+                let mut child = command.spawn().map_err(spawn_error)?;
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                    return Err(spawn_error(std::io::Error::other("no stdio pipes")));
+                };
+                if let Some(stderr) = child.stderr.take() {
+                    tokio::spawn(forward_stderr(
+                        self.name(),
+                        stderr,
+                        self.stderr_tail.clone(),
+                    ));
+                }
+                match handler.serve((stdout, stdin)).await {
+                    Ok(running) => (running, Some(child)),
+                    Err(error) => {
+                        let reason = self.describe_exit(&mut child, &error.to_string()).await;
+                        return Err(McpClientError::Handshake {
+                            server: self.name(),
+                            reason,
+                        });
+                    }
+                }
+            }
+            McpTransportConfig::Http { url, headers } => {
+                let mut custom = HashMap::new();
+                for (name, value) in headers {
+                    let (name, value) = header_pair(name, value)?;
+                    custom.insert(name, value);
+                }
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let transport =
+                    StreamableHttpClientTransport::with_client(reqwest::Client::default(), config);
+                let running =
+                    handler
+                        .serve(transport)
+                        .await
+                        .map_err(|error| McpClientError::Handshake {
+                            server: self.name(),
+                            reason: error.to_string(),
+                        })?;
+                (running, None)
+            }
+        };
+
+        let info = running.peer().peer_info();
+        let version = info
+            .as_ref()
+            .map(|info| info.protocol_version.clone())
+            .unwrap_or_default();
+        if !SUPPORTED_VERSIONS.contains(&version) {
+            return Err(McpClientError::UnsupportedVersion {
+                server: self.name(),
+                version: version.to_string(),
+            });
+        }
+        if self.config.name.is_none() && self.config.prefix.is_none() {
+            if let Some(server_name) = info.and_then(|info| info.server_info.clone()) {
+                *self
+                    .name
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = server_name.name;
+            }
+        }
+        let tools =
+            running
+                .peer()
+                .list_all_tools()
+                .await
+                .map_err(|error| McpClientError::ListTools {
+                    server: self.name(),
+                    reason: error.to_string(),
+                })?;
+        self.publish_tools(tools);
+
+        let peer = running.peer().clone();
+        let cancel = CancellationToken::new();
+        let done: ServiceDone = Box::pin(wait_service(running, cancel.clone()));
+        if let Some(child) = &mut child {
+            // Forget a tail from an earlier process once this one is up.
+            if let Ok(None) = child.try_wait() {
+                lock(&self.stderr_tail).take();
+            }
+        }
+        Ok(Connection {
+            generation: 0,
+            peer,
+            done: Some(done),
+            cancel,
+            child,
+        })
+    }
+
+    /// Why a child process is gone: `reason`, its exit status when it has exited within a
+    /// moment, and the last line it wrote to stderr.
+    async fn describe_exit(&self, child: &mut Child, reason: &str) -> String {
+        let status = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
+        let mut text = match status {
+            Ok(Ok(status)) => format!("the server process exited ({status})"),
+            _ => reason.to_owned(),
+        };
+        // Give the stderr reader a moment to see the last line.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Some(line) = lock(&self.stderr_tail).clone() {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        text
+    }
+
+    /// Turns a `tools/list` answer into the local tool table and publishes it when it changed.
+    fn publish_tools(&self, tools: Vec<Tool>) {
+        let server = self.name();
+        let locals = local_names(
+            self.config.prefix.as_deref(),
+            tools.iter().map(|tool| tool.name.as_ref()),
+        );
+        let table: Arc<[McpToolInfo]> = tools
+            .into_iter()
+            .zip(locals)
+            .map(|(tool, local)| tool_info(&server, &self.config, tool, local))
+            .collect();
+        self.tools.send_if_modified(|current| {
+            if **current == *table {
+                return false;
+            }
+            *current = table;
+            true
+        });
+    }
+
+    fn set_disconnected(&self, reason: String) {
+        lock(&self.peer).take();
+        self.status.send_replace(McpStatus::Disconnected {
+            reason: reason.clone(),
+        });
+        tracing::warn!(server = %self.name(), "the MCP server is not connected: {reason}");
+    }
+
+    fn not_connected(&self) -> ToolError {
+        let reason = match &*self.status.borrow() {
+            McpStatus::Disconnected { reason } => reason.clone(),
+            McpStatus::Closed => "the client was closed".to_owned(),
+            McpStatus::Connected { .. } => "the connection was lost".to_owned(),
+        };
+        ToolError::new(format!(
+            "the MCP server '{}' is not connected: {reason}",
+            self.name()
+        ))
+    }
+
+    /// Calls `remote` on the server; see [`McpClient::call`](super::McpClient::call).
+    pub(super) async fn call(
+        &self,
+        local: &str,
+        remote: &str,
+        args: JsonObject,
+    ) -> Result<String, ToolError> {
+        let Some((generation, peer)) = lock(&self.peer).clone() else {
+            return Err(self.not_connected());
+        };
+        let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(args);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // Sent by hand rather than with `Peer::call_tool`, which hides the progress token rmcp
+        // puts in the request: the token is what ties progress notifications to the tool.
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|error| self.call_error(generation, error))?;
+        let mut in_flight = InFlight::new(self, &handle.progress_token, local, &peer, &handle.id);
+        let response = handle.await_response().await;
+        in_flight.answered = true;
+        match response.map_err(|error| self.call_error(generation, error))? {
+            ServerResult::CallToolResult(result) => {
+                let text = result_text(&result);
+                if result.is_error == Some(true) {
+                    if text.is_empty() {
+                        return Err(ToolError::new(
+                            "the tool reported an error without a message",
+                        ));
+                    }
+                    return Err(ToolError::new(text));
+                }
+                Ok(text)
+            }
+            // A result with no `content` decodes as the empty result (the field is required
+            // by the schema, but some servers leave it out when there is nothing to say).
+            ServerResult::EmptyResult(_) => Ok(String::new()),
+            _ => Err(ToolError::new(format!(
+                "the MCP server '{}' answered the call with something other than a tool result",
+                self.name()
+            ))),
+        }
+    }
+
+    /// The tool error for a failed request; a broken transport is reported to the connection
+    /// task, which reconnects.
+    fn call_error(&self, generation: u64, error: ServiceError) -> ToolError {
+        match error {
+            ServiceError::McpError(error) => ToolError::new(format!(
+                "the MCP server '{}' rejected the call: {}",
+                self.name(),
+                error.message
+            )),
+            error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+                let reason = format!("the connection was lost ({error})");
+                let _ = self.lost.send((generation, reason.clone()));
+                ToolError::new(format!(
+                    "the MCP server '{}' is not connected: {reason}",
+                    self.name()
+                ))
+            }
+            error => ToolError::new(format!(
+                "the call to the MCP server '{}' failed: {error}",
+                self.name()
+            )),
+        }
+    }
+
+    fn on_progress(&self, params: ProgressNotificationParam) {
+        let Some(tool) = lock(&self.calls)
+            .get(&token_key(&params.progress_token))
+            .cloned()
+        else {
+            return;
+        };
+        let progress = McpProgress {
+            server: self.name(),
+            tool,
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        };
+        tracing::info!(
+            server = %progress.server,
+            tool = %progress.tool,
+            progress = progress.progress,
+            total = ?progress.total,
+            message = progress.message.as_deref().unwrap_or(""),
+            "mcp tool progress"
+        );
+        // Nobody listening is fine.
+        let _ = self.progress.send(progress);
+    }
+}
+
+/// The progress-token entry of a call in flight, removed when the call ends. A call dropped
+/// before its answer (a timeout, or the caller gave up) is cancelled on the server.
+struct InFlight<'a> {
+    shared: &'a Shared,
+    token: String,
+    peer: Peer<RoleClient>,
+    id: RequestId,
+    answered: bool,
+}
+
+impl<'a> InFlight<'a> {
+    fn new(
+        shared: &'a Shared,
+        token: &ProgressToken,
+        local: &str,
+        peer: &Peer<RoleClient>,
+        id: &RequestId,
+    ) -> Self {
+        let token = token_key(token);
+        lock(&shared.calls).insert(token.clone(), local.to_owned());
+        Self {
+            shared,
+            token,
+            peer: peer.clone(),
+            id: id.clone(),
+            answered: false,
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        lock(&self.shared.calls).remove(&self.token);
+        if self.answered {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let params = CancelledNotificationParam::new(
+            Some(self.id.clone()),
+            Some("the call was abandoned".to_owned()),
+        );
+        runtime.spawn(async move {
+            let _ = peer.notify_cancelled(params).await;
+        });
+    }
+}
+
+/// A progress token as a map key.
+fn token_key(token: &ProgressToken) -> String {
+    match &token.0 {
+        NumberOrString::String(token) => format!("s:{token}"),
+        NumberOrString::Number(number) => format!("n:{number}"),
+    }
+}
+
+/// Follows the tool list, notices a lost connection and reconnects, until the client stops.
+pub(super) async fn supervise(
+    shared: Arc<Shared>,
+    mut connection: Connection,
+    mut lost: LostReceiver,
+) {
+    loop {
+        let Some(reason) = serve(&shared, &mut connection, &mut lost).await else {
+            shutdown(connection).await;
+            closed(&shared);
+            return;
+        };
+        let reason = shutdown_with_reason(&shared, connection, reason).await;
+        shared.set_disconnected(reason.clone());
+        match reconnect(&shared, reason).await {
+            Some(next) => {
+                connection = next;
+                tracing::info!(server = %shared.name(), "the MCP server is connected again");
+            }
+            None => {
+                closed(&shared);
+                return;
+            }
+        }
+    }
+}
+
+fn closed(shared: &Shared) {
+    lock(&shared.peer).take();
+    shared.status.send_replace(McpStatus::Closed);
+}
+
+/// Serves one connection: re-lists the tools when told to. Returns why the connection ended,
+/// or `None` when the client stopped.
+async fn serve(
+    shared: &Arc<Shared>,
+    connection: &mut Connection,
+    lost: &mut LostReceiver,
+) -> Option<String> {
+    loop {
+        tokio::select! {
+            () = shared.stop.cancelled() => return None,
+            quit = service_done(&mut connection.done) => {
+                return Some(match quit {
+                    Ok(QuitReason::Cancelled) => "the connection was cancelled".to_owned(),
+                    _ => "the server closed the connection".to_owned(),
+                });
+            }
+            report = lost.recv() => match report {
+                Some((generation, reason)) if generation == connection.generation => {
+                    return Some(reason);
+                }
+                // A report about an earlier connection.
+                Some(_) => {}
+                None => return None,
+            },
+            () = shared.refresh.notified() => {
+                match connection.peer.list_all_tools().await {
+                    Ok(tools) => shared.publish_tools(tools),
+                    Err(error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                        return Some(format!("the connection was lost ({error})"));
+                    }
+                    Err(error) => tracing::warn!(
+                        server = %shared.name(),
+                        "re-listing the tools after list_changed failed: {error}"
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// Ends a connection and says why it ended: a child process's exit status and last stderr
+/// line replace the generic reason when there are any.
+async fn shutdown_with_reason(
+    shared: &Shared,
+    mut connection: Connection,
+    reason: String,
+) -> String {
+    connection.cancel.cancel();
+    let _ = tokio::time::timeout(EXIT_GRACE, service_done(&mut connection.done)).await;
+    match connection.child.take() {
+        Some(mut child) => {
+            let reason = shared.describe_exit(&mut child, &reason).await;
+            let _ = child.kill().await;
+            reason
+        }
+        None => reason,
+    }
+}
+
+/// Ends a connection: the `rmcp` service closes the transport (a child's stdin closes, which
+/// asks it to exit), then a child that is still running after the grace period is killed.
+async fn shutdown(mut connection: Connection) {
+    connection.cancel.cancel();
+    let _ = tokio::time::timeout(EXIT_GRACE, service_done(&mut connection.done)).await;
+    if let Some(mut child) = connection.child.take() {
+        if tokio::time::timeout(EXIT_GRACE, child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.kill().await;
+        }
+    }
+}
+
+/// Reconnects with backoff and jitter; `None` when the client stopped first. When the policy's
+/// attempts run out, the client stays disconnected (saying it gave up) until it is closed.
+async fn reconnect(shared: &Arc<Shared>, mut reason: String) -> Option<Connection> {
+    let policy = shared.config.reconnect;
+    let mut attempt = 0u32;
+    loop {
+        if policy.max_attempts.is_some_and(|max| attempt >= max) {
+            shared.set_disconnected(format!(
+                "{reason} (gave up reconnecting after {attempt} attempts)"
+            ));
+            shared.stop.cancelled().await;
+            return None;
+        }
+        let delay = jitter(policy.delay(attempt));
+        tokio::select! {
+            () = shared.stop.cancelled() => return None,
+            () = tokio::time::sleep(delay) => {}
+        }
+        let opened = tokio::select! {
+            () = shared.stop.cancelled() => return None,
+            opened = shared.open() => opened,
+        };
+        match opened {
+            Ok(connection) => return Some(connection),
+            Err(error) => {
+                attempt += 1;
+                reason = error.to_string();
+                shared.set_disconnected(format!("{reason} (reconnect attempt {attempt} failed)"));
+            }
+        }
+    }
+}
+
+/// `delay` plus or minus up to 25 %, from the standard library's randomly seeded hasher (no
+/// dependency needed for this little randomness).
+fn jitter(delay: Duration) -> Duration {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(0);
+    let unit = (hasher.finish() % 1001) as f64 / 1000.0; // 0.0 ..= 1.0
+    delay.mul_f64(0.75 + unit * 0.5)
+}
+
+/// Waits for the service to end; at once when it has ended before (and was taken).
+async fn service_done(
+    done: &mut Option<ServiceDone>,
+) -> Result<QuitReason, tokio::task::JoinError> {
+    let Some(future) = done.as_mut() else {
+        return Ok(QuitReason::Closed);
+    };
+    let quit = future.await;
+    *done = None;
+    quit
+}
+
+/// Runs the `rmcp` service until it ends or `cancel` fires.
+async fn wait_service(
+    running: RunningService<RoleClient, ClientSide>,
+    cancel: CancellationToken,
+) -> Result<QuitReason, tokio::task::JoinError> {
+    let stop = running.cancellation_token();
+    let mut waiting = Box::pin(running.waiting());
+    tokio::select! {
+        quit = &mut waiting => quit,
+        () = cancel.cancelled() => {
+            stop.cancel();
+            waiting.await
+        }
+    }
+}
+
+/// Forwards a child's stderr to `tracing`, line by line, keeping the last line.
+async fn forward_stderr(server: String, stderr: ChildStderr, tail: Arc<Mutex<Option<String>>>) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(server = %server, "mcp server stderr: {line}");
+        if !line.trim().is_empty() {
+            *lock(&tail) = Some(line);
+        }
+    }
+}
+
+/// A header as `reqwest` types; `McpServerConfig::validate` checks every header with it.
+pub(super) fn header_pair(
+    name: &str,
+    value: &str,
+) -> Result<(reqwest::header::HeaderName, reqwest::header::HeaderValue), McpClientError> {
+    let invalid = || McpClientError::InvalidHeader {
+        name: name.to_owned(),
+    };
+    let header_name = reqwest::header::HeaderName::try_from(name).map_err(|_| invalid())?;
+    let header_value = reqwest::header::HeaderValue::try_from(value).map_err(|_| invalid())?;
+    Ok((header_name, header_value))
+}
+
+/// One MCP tool as a registry definition.
+fn tool_info(server: &str, config: &McpServerConfig, tool: Tool, local: String) -> McpToolInfo {
+    let annotations = tool.annotations.clone().unwrap_or_default();
+    let title = tool.title.clone().or(annotations.title.clone());
+    let description = tool
+        .description
+        .as_deref()
+        .filter(|text| !text.trim().is_empty())
+        .map(str::to_owned)
+        .or_else(|| title.clone())
+        .unwrap_or_else(|| format!("The `{}` tool of the MCP server '{server}'.", tool.name));
+    let mut parameters = (*tool.input_schema).clone();
+    parameters
+        .entry("type")
+        .or_insert_with(|| Value::String("object".to_owned()));
+    let mut metadata = ToolMetadata {
+        title,
+        icon: tool
+            .icons
+            .as_ref()
+            .and_then(|icons| icons.first())
+            .map(|icon| icon.src.clone()),
+        category: Some(server.to_owned()),
+        hints: ToolHints {
+            read_only: annotations.read_only_hint,
+            destructive: annotations.destructive_hint,
+            idempotent: annotations.idempotent_hint,
+            open_world: annotations.open_world_hint,
+        },
+        ..ToolMetadata::default()
+    };
+    metadata.timeout = config.call_timeout;
+    McpToolInfo {
+        schema: ChatTool::new(&local, description, Value::Object(parameters)),
+        local_name: local,
+        remote_name: tool.name.into_owned(),
+        metadata,
+    }
+}
+
+/// The `rmcp` client handler: answers the server's requests with the defaults (no sampling,
+/// no roots, elicitation declined) and routes its notifications.
+pub(super) struct ClientSide {
+    shared: Weak<Shared>,
+}
+
+impl ClientHandler for ClientSide {
+    fn get_info(&self) -> ClientConfig {
+        InitializeRequestParams::new(
+            ClientCapabilities::default(),
+            Implementation::new("tool-core", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.refresh.notify_one();
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.on_progress(params);
+        }
+    }
+}

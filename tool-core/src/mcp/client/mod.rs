@@ -1,0 +1,335 @@
+//! The other direction: any MCP server's tools in a [`ToolRegistry`].
+//!
+//! [`McpClient::connect`] starts a server as a child process (stdio) or reaches it over
+//! streamable HTTP, negotiates the protocol (`2025-11-25`, or older versions the server
+//! answers with) and lists its tools, page after page. [`McpClient::register_into`] registers
+//! each tool as an [`ExecutableTool`](crate::ExecutableTool) and keeps the registry in sync:
+//!
+//! - names MCP allows but providers reject (`files.read`, `a/b`, past 64 characters) are
+//!   mapped to valid, unique names and back (see [`McpToolInfo`]); a
+//!   [prefix](McpServerConfig::prefix) keeps two servers' tools apart;
+//! - calls go through the registry like any tool's (argument validation, timeout, panic
+//!   guard); a result with `isError: true` is a tool error carrying the server's text; text,
+//!   embedded text resources and (when there is no text) structured content become the text
+//!   the model reads, and what cannot be text is named instead
+//!   (`[image omitted: image/png, 1234 bytes]`);
+//! - `notifications/tools/list_changed` re-lists the tools and adds, removes or replaces them
+//!   in the registry, so the next request to the model sends the new list;
+//! - progress notifications of a call are logged with `tracing` and sent to
+//!   [`McpClient::subscribe_progress`] receivers;
+//! - a server that exits or drops the connection makes its tools answer
+//!   `the MCP server 'NAME' is not connected: REASON` until the client has reconnected, with
+//!   backoff and jitter ([`ReconnectPolicy`]); a stdio server is started again;
+//! - [`McpRegistration::close`] (or dropping the registration) unregisters the tools;
+//!   [`McpClient::close`] (or dropping the last clone of the client) ends the connection and
+//!   stops a child process.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use tool_core::{
+//!     ToolRegistry,
+//!     mcp::{McpClient, McpServerConfig},
+//! };
+//!
+//! # async fn run() -> Result<(), tool_core::mcp::McpClientError> {
+//! let registry = Arc::new(ToolRegistry::new());
+//! let everything = McpClient::connect(
+//!     McpServerConfig::command("npx", ["-y", "@modelcontextprotocol/server-everything"])
+//!         .env("NODE_ENV", "production")
+//!         .prefix("everything"),
+//! )
+//! .await?;
+//! let remote = McpClient::connect(
+//!     McpServerConfig::url("http://127.0.0.1:3001/mcp").header("authorization", "Bearer x"),
+//! )
+//! .await?;
+//!
+//! let tools = everything.register_into(&registry).await?;
+//! let _more = remote.register_into(&registry).await?;
+//! assert!(tools.tool_names().contains(&"everything_echo".to_owned()));
+//! let args = serde_json::from_str(r#"{"message": "hi"}"#).unwrap();
+//! println!("{}", registry.execute("everything_echo", args).await);
+//!
+//! tools.close().await; // the tools leave the registry
+//! everything.close().await; // the server process stops
+//! # Ok(())
+//! # }
+//! ```
+
+mod config;
+mod connection;
+mod content;
+mod names;
+mod registration;
+
+use std::{
+    fmt,
+    sync::{Arc, PoisonError},
+};
+
+pub use config::{
+    CommandLineError, McpServerConfig, McpTransportConfig, ReconnectPolicy, parse_command_line,
+};
+pub use registration::McpRegistration;
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::DropGuard;
+
+use self::connection::Shared;
+use crate::{registry::ToolRegistry, tool::ToolMetadata};
+
+/// Why an MCP server could not be connected or its tools registered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpClientError {
+    /// The command line could not be split into words.
+    #[error("invalid mcp command line")]
+    CommandLine(#[from] CommandLineError),
+    /// The tool name prefix is not 1 to 32 ASCII letters, digits, `_` or `-`.
+    #[error("invalid mcp tool prefix `{prefix}`: use 1 to 32 ASCII letters, digits, `_` or `-`")]
+    InvalidPrefix {
+        /// The rejected prefix.
+        prefix: String,
+    },
+    /// An HTTP header name or value is not valid.
+    #[error("invalid http header `{name}` for the mcp server")]
+    InvalidHeader {
+        /// The header name as given.
+        name: String,
+    },
+    /// The server's process could not be started.
+    #[error("cannot start the mcp server `{command}`")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `initialize` handshake failed (the server closed the connection, answered with an
+    /// error, or could not be reached).
+    #[error("the mcp handshake with '{server}' failed: {reason}")]
+    Handshake {
+        /// The server's name.
+        server: String,
+        /// What went wrong, with the process's exit status and last stderr line when known.
+        reason: String,
+    },
+    /// The server answered `initialize` with a protocol version this client does not speak.
+    #[error("the mcp server '{server}' speaks protocol version {version}, which is not supported")]
+    UnsupportedVersion {
+        /// The server's name.
+        server: String,
+        /// The version it answered with.
+        version: String,
+    },
+    /// `tools/list` failed.
+    #[error("listing the tools of the mcp server '{server}' failed: {reason}")]
+    ListTools {
+        /// The server's name.
+        server: String,
+        /// The error.
+        reason: String,
+    },
+    /// Starting, the handshake and the first `tools/list` took longer than the
+    /// [connect timeout](McpServerConfig::connect_timeout).
+    #[error("the mcp server '{server}' did not answer within {timeout:?}")]
+    Timeout {
+        /// The server's name.
+        server: String,
+        /// The limit.
+        timeout: std::time::Duration,
+    },
+    /// The client was closed.
+    #[error("the mcp client for '{server}' is closed")]
+    Closed {
+        /// The server's name.
+        server: String,
+    },
+}
+
+/// The state of a client's connection, from [`McpClient::status`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum McpStatus {
+    /// Connected; calls go to the server.
+    Connected {
+        /// The negotiated protocol version, e.g. `2025-11-25`.
+        protocol_version: String,
+    },
+    /// Not connected (the server exited or dropped the connection); the client is
+    /// reconnecting unless the reason says it gave up.
+    Disconnected {
+        /// Why, as the tools report it.
+        reason: String,
+    },
+    /// [`McpClient::close`] was called or the last clone of the client was dropped.
+    Closed,
+}
+
+/// A progress notification the server sent during a tool call.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct McpProgress {
+    /// The server's name.
+    pub server: String,
+    /// The local name of the tool that was called.
+    pub tool: String,
+    /// The progress so far (it grows with every notification).
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// A message about the current step.
+    pub message: Option<String>,
+}
+
+/// One tool of a server: its MCP name, the name it has in a registry and its definition.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct McpToolInfo {
+    /// The name in the registry: `{prefix}_{name}`, or a valid replacement when the MCP name is
+    /// not a valid provider tool name (see the [module docs](self)).
+    pub local_name: String,
+    /// The name on the server.
+    pub remote_name: String,
+    /// The definition registered (description and input schema from the server).
+    pub schema: crate::tool::ChatTool,
+    /// Title, hints (from the MCP annotations), icon, the server's name as category and the
+    /// configured call timeout.
+    pub metadata: ToolMetadata,
+}
+
+/// A connection to one MCP server; see the [module docs](self).
+///
+/// Cloning is cheap and shares the connection. The connection ends with [`close`](Self::close)
+/// or when the last clone (including those held by [`McpRegistration`]s) is dropped.
+#[derive(Clone)]
+pub struct McpClient {
+    inner: Arc<Handle>,
+}
+
+/// Owned by the clones of one client: the last one dropped stops the connection task, which
+/// holds [`Shared`] itself and would otherwise keep it alive.
+struct Handle {
+    shared: Arc<Shared>,
+    _stop_on_drop: DropGuard,
+}
+
+impl fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpClient")
+            .field("server", &self.server_name())
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpClient {
+    /// Starts or reaches the server, runs the `initialize` handshake and lists its tools (all
+    /// pages), within the [connect timeout](McpServerConfig::connect_timeout). From then on
+    /// the client follows the server's tool list and reconnects when the connection is lost.
+    pub async fn connect(config: McpServerConfig) -> Result<Self, McpClientError> {
+        config.validate()?;
+        let (shared, lost) = Shared::new(config);
+        let connection = shared.open().await?;
+        let stop = shared.stop.clone();
+        tokio::spawn(connection::supervise(shared.clone(), connection, lost));
+        Ok(Self {
+            inner: Arc::new(Handle {
+                shared,
+                _stop_on_drop: stop.drop_guard(),
+            }),
+        })
+    }
+
+    /// The server's name in messages: the configured name or prefix, else the name the server
+    /// gave itself in `initialize`.
+    pub fn server_name(&self) -> String {
+        self.shared().name()
+    }
+
+    /// The connection's state now.
+    pub fn status(&self) -> McpStatus {
+        self.shared().status.borrow().clone()
+    }
+
+    /// A receiver that sees every change of [`status`](Self::status).
+    pub fn watch_status(&self) -> watch::Receiver<McpStatus> {
+        self.shared().status.subscribe()
+    }
+
+    /// The server's tools as last listed, in the server's order.
+    pub fn tools(&self) -> Vec<McpToolInfo> {
+        self.shared().tools.borrow().iter().cloned().collect()
+    }
+
+    /// Progress notifications of this client's tool calls, from now on. A receiver that falls
+    /// more than 64 notifications behind misses the oldest (it is told so by `Lagged`).
+    pub fn subscribe_progress(&self) -> broadcast::Receiver<McpProgress> {
+        self.shared().progress.subscribe()
+    }
+
+    /// Calls a tool by its local name (as registered) with `args`, outside any registry:
+    /// `Ok` with the text the model would read, or the error message of a tool error.
+    pub async fn call(
+        &self,
+        local_name: &str,
+        args: crate::JsonObject,
+    ) -> Result<String, crate::ToolError> {
+        let remote = self
+            .shared()
+            .tools
+            .borrow()
+            .iter()
+            .find(|tool| tool.local_name == local_name)
+            .map(|tool| tool.remote_name.clone());
+        match remote {
+            Some(remote) => self.shared().call(local_name, &remote, args).await,
+            None => Err(crate::ToolError::new(format!(
+                "the MCP server '{}' has no tool `{local_name}`",
+                self.server_name()
+            ))),
+        }
+    }
+
+    /// Registers the server's tools in `registry` and keeps them in sync with the server's
+    /// list until the returned registration is closed or dropped. Tools whose local name is
+    /// already taken in the registry (or whose definition the registry rejects) are skipped
+    /// with a warning; [`McpRegistration::tool_names`] lists those that were registered.
+    pub async fn register_into(
+        &self,
+        registry: &Arc<ToolRegistry>,
+    ) -> Result<McpRegistration, McpClientError> {
+        if self.shared().stop.is_cancelled() {
+            return Err(McpClientError::Closed {
+                server: self.server_name(),
+            });
+        }
+        Ok(registration::register(self.clone(), registry.clone()))
+    }
+
+    /// Ends the connection (a child process gets its stdin closed, then is killed if it has
+    /// not exited within two seconds) and waits for that. Tools still registered answer that
+    /// the server is not connected; close their [`McpRegistration`] to remove them.
+    pub async fn close(&self) {
+        let shared = self.shared();
+        shared.stop.cancel();
+        let mut status = shared.status.subscribe();
+        // The connection task reports `Closed` once the connection is down; it is bounded by
+        // the two-second grace period of a child process, and the wait by this limit.
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            status.wait_for(|status| *status == McpStatus::Closed),
+        )
+        .await;
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The guarded values are replaced whole, never left half-written.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
