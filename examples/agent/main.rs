@@ -29,10 +29,12 @@ use std::{
 };
 
 use futures::StreamExt as _;
-use tokio::io::AsyncBufReadExt as _;
+use tokio::io::{AsyncBufReadExt as _, BufReader, Lines, Stdin};
 use tool_core::{
     Agent, AgentEvent, AgentOptions, ChatSession, FilePreferenceStore, HandlerTable, ToolContext,
     ToolContextOptions, ToolRegistry, config, create_default_tool_registry,
+    agent::{ApprovalDecision, ApprovalPolicy, ApprovalRequest},
+    mcp::{McpClient, McpRegistration, McpServerConfig},
     model::{ChatModel, TestModel},
     session::SessionError,
 };
@@ -84,6 +86,16 @@ struct Args {
     /// Read prompts and commands from stdin, even when it is not a terminal.
     #[arg(long = "stdin")]
     from_stdin: bool,
+    /// Approve every tool call that needs approval (write_file) without asking.
+    #[arg(long)]
+    yes: bool,
+    /// Use the tools of the MCP server this command starts (repeatable), such as
+    /// 'npx -y @modelcontextprotocol/server-everything'.
+    #[arg(long, value_name = "COMMAND ARGS")]
+    mcp: Vec<String>,
+    /// Use the tools of the MCP server at this streamable-HTTP URL (repeatable).
+    #[arg(long, value_name = "URL")]
+    mcp_url: Vec<String>,
 }
 
 fn default_root() -> PathBuf {
@@ -152,6 +164,14 @@ async fn main() -> ExitCode {
     {
         return code;
     }
+    // MCP servers' tools join the others; the registrations keep them in sync while they live.
+    let _mcp = match connect_mcp(&registry, &args.mcp, &args.mcp_url).await {
+        Ok(registrations) => registrations,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::FAILURE;
+        }
+    };
     // The session's on/off switches, remembered in a preferences file across runs.
     let prefs = args
         .prefs
@@ -172,18 +192,25 @@ async fn main() -> ExitCode {
         .toggles(session.toggles().clone())
         // The test model calls `read_file` and `write_file` on the same path; one at a time
         // keeps its output the same from run to run.
-        .sequential_tools(offline);
+        .sequential_tools(offline)
+        // Writing a file is asked about first (unless --yes).
+        .approval(ApprovalPolicy::new().when(|call, _| call.name == "write_file"));
     let agent = Agent::with_model(model, options);
 
+    let mut answers = if args.yes {
+        Answers::Yes
+    } else {
+        Answers::Ask(tokio::io::BufReader::new(tokio::io::stdin()).lines())
+    };
     if !args.prompt.is_empty() {
-        return if run_turn(&agent, &args.prompt.join(" ")).await {
+        return if run_turn(&agent, &args.prompt.join(" "), &mut answers).await {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE
         };
     }
     if args.from_stdin || std::io::stdin().is_terminal() {
-        repl(&agent, &session).await;
+        repl(&agent, &session, &mut answers, args.yes).await;
         return ExitCode::SUCCESS;
     }
     println!(
@@ -191,7 +218,7 @@ async fn main() -> ExitCode {
          prompts from stdin)"
     );
     println!("> {DEMO_PROMPT}");
-    if run_turn(&agent, DEMO_PROMPT).await {
+    if run_turn(&agent, DEMO_PROMPT, &mut answers).await {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -225,12 +252,81 @@ fn load_config(registry: &ToolRegistry, path: &std::path::Path) -> Result<(), Ex
     }
 }
 
-async fn repl(agent: &Agent, session: &ChatSession) {
+/// Connects to the MCP servers on the command line and registers their tools.
+async fn connect_mcp(
+    registry: &Arc<ToolRegistry>,
+    commands: &[String],
+    urls: &[String],
+) -> Result<Vec<McpRegistration>, String> {
+    let mut configs = Vec::new();
+    for command in commands {
+        let config = McpServerConfig::command_line(command)
+            .map_err(|error| format!("--mcp {command:?}: {error}"))?;
+        configs.push(config);
+    }
+    configs.extend(urls.iter().map(McpServerConfig::url));
+    let mut registrations = Vec::new();
+    for config in configs {
+        let name = config.display_name();
+        let client = McpClient::connect(config)
+            .await
+            .map_err(|error| format!("cannot use the MCP server {name}: {error}"))?;
+        let registration = client
+            .register_into(registry)
+            .await
+            .map_err(|error| format!("cannot use the MCP server {name}: {error}"))?;
+        println!(
+            "MCP server {name}: {} tool(s): {}",
+            registration.tool_names().len(),
+            registration.tool_names().join(", ")
+        );
+        registrations.push(registration);
+    }
+    Ok(registrations)
+}
+
+/// Where the answers to approval questions come from.
+enum Answers {
+    /// `--yes`: every call is approved.
+    Yes,
+    /// The next line of stdin answers (the REPL's own input, or a pipe).
+    Ask(Lines<BufReader<Stdin>>),
+}
+
+impl Answers {
+    /// Asks whether `request` may run; no answer (end of input) is a no.
+    async fn decide(&mut self, request: &ApprovalRequest) -> ApprovalDecision {
+        let call = &request.call;
+        let lines = match self {
+            Self::Yes => {
+                println!("(approved by --yes) {} {}", call.name, call.arguments);
+                return ApprovalDecision::approve();
+            }
+            Self::Ask(lines) => lines,
+        };
+        print!("Allow {} {}? [y/N] ", call.name, shorten(&call.arguments, 200));
+        let _ = std::io::stdout().flush();
+        let answer = lines.next_line().await.ok().flatten().unwrap_or_default();
+        if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
+            ApprovalDecision::approve()
+        } else {
+            println!("(denied)");
+            ApprovalDecision::deny_because("the user said no")
+        }
+    }
+}
+
+async fn repl(agent: &Agent, session: &ChatSession, answers: &mut Answers, yes: bool) {
     println!("Type a message, or /help for commands.");
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    // The REPL reads its commands from the same lines as the approval answers.
+    let mut own = (yes).then(|| tokio::io::BufReader::new(tokio::io::stdin()).lines());
     loop {
         print!("> ");
         let _ = std::io::stdout().flush();
+        let lines = match (&mut own, &mut *answers) {
+            (Some(lines), _) | (None, Answers::Ask(lines)) => lines,
+            (None, Answers::Yes) => return,
+        };
         let line = match lines.next_line().await {
             Ok(Some(line)) => line,
             Ok(None) => {
@@ -282,7 +378,7 @@ async fn repl(agent: &Agent, session: &ChatSession) {
             _ if command.starts_with('/') => println!("unknown command {command}; try /help"),
             _ => {
                 tokio::select! {
-                    _ = run_turn(agent, line) => {}
+                    _ = run_turn(agent, line, answers) => {}
                     _ = tokio::signal::ctrl_c() => println!("\n(cancelled)"),
                 }
             }
@@ -304,10 +400,29 @@ fn show_tools(agent: &Agent) {
     }
 }
 
-/// Runs one turn, printing text, tool calls and results as they arrive. Returns whether it
-/// succeeded.
-async fn run_turn(agent: &Agent, prompt: &str) -> bool {
+/// Runs one turn, printing text, tool calls and results as they arrive, and asking about the
+/// calls that need approval. Returns whether it succeeded.
+async fn run_turn(agent: &Agent, prompt: &str, answers: &mut Answers) -> bool {
     let mut events = agent.stream_chat(prompt);
+    loop {
+        let Some(pending) = print_events(events).await else {
+            return false;
+        };
+        if pending.is_empty() {
+            return true;
+        }
+        let mut decisions = Vec::new();
+        for request in &pending {
+            decisions.push((request.call.id.clone(), answers.decide(request).await));
+        }
+        events = agent.stream_continue_with(decisions);
+    }
+}
+
+/// Prints a turn's events; returns the calls waiting for approval, or `None` on an error.
+async fn print_events(
+    mut events: futures::stream::BoxStream<'static, Result<AgentEvent, tool_core::AgentError>>,
+) -> Option<Vec<ApprovalRequest>> {
     let mut stdout = std::io::stdout();
     let mut mid_line = false;
     while let Some(event) = events.next().await {
@@ -318,7 +433,7 @@ async fn run_turn(agent: &Agent, prompt: &str) -> bool {
                     println!();
                 }
                 eprintln!("error: {error}");
-                return false;
+                return None;
             }
         };
         match event {
@@ -347,6 +462,9 @@ async fn run_turn(agent: &Agent, prompt: &str) -> bool {
                 if mid_line {
                     println!();
                 }
+                if !reply.pending_approvals.is_empty() {
+                    return Some(reply.pending_approvals);
+                }
                 let tokens = reply.usage.map_or(String::new(), |usage| {
                     let cached = match usage.cache_read_tokens {
                         0 => String::new(),
@@ -366,7 +484,7 @@ async fn run_turn(agent: &Agent, prompt: &str) -> bool {
             _ => {}
         }
     }
-    true
+    Some(Vec::new())
 }
 
 fn shorten(text: &str, limit: usize) -> String {
