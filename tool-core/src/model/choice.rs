@@ -62,11 +62,6 @@ impl ToolChoice {
         Self::Tool(name.into())
     }
 
-    /// Whether the choice forces a tool call (`Required` or `Tool`).
-    pub fn forces_a_call(&self) -> bool {
-        matches!(self, Self::Required | Self::Tool(_))
-    }
-
     /// Checks that `tools` can honour the choice: `Required` needs at least one tool, and
     /// `Tool(name)` needs a tool of that name. `Auto` and `None` fit any tools.
     ///

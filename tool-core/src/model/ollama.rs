@@ -10,9 +10,9 @@
 //! `/api/chat` has no tool choice. [`ToolChoice::None`] is honoured by sending no `tools` (the
 //! model cannot call what it is not offered); [`ToolChoice::Required`] and
 //! [`ToolChoice::Tool`] cannot be honoured, so they fail with [`ProviderError::Config`] before
-//! anything is sent rather than being dropped without a word. To force a call on a model
-//! served by Ollama, prompt for it, or check that the server honours `tool_choice` on its
-//! OpenAI-compatible `/v1` and use an [`OpenAiClient`](super::OpenAiClient) there.
+//! anything is sent rather than being dropped without a word. Ollama's OpenAI-compatible `/v1`
+//! accepts a `tool_choice` but has been reported to ignore it as well
+//! (<https://github.com/ollama/ollama/issues/17921>), so prompting is the way to ask for a call.
 
 use std::sync::Arc;
 
