@@ -32,3 +32,4 @@ mod provider_usage;
 mod registry;
 mod session_preferences;
 mod session_toggles;
+mod tool_choice;

@@ -22,7 +22,7 @@ use serde_json::{Value, json, value::RawValue};
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, Usage,
+    ProviderError, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     env::var,
@@ -259,6 +259,7 @@ fn request_body(
     request: &ChatRequest,
     stream: bool,
 ) -> Result<Bytes, ProviderError> {
+    request.tool_choice.check(&request.tools)?;
     let mut system: Vec<&str> = Vec::new();
     let mut messages: Vec<WireMessage> = Vec::new();
     for message in &request.messages {
@@ -327,6 +328,9 @@ fn request_body(
         system: (!system.is_empty()).then_some(system.as_str()),
         messages,
         tools: tools.as_deref(),
+        tool_choice: tools
+            .as_ref()
+            .and_then(|_| wire_tool_choice(&request.tool_choice)),
         temperature: request.settings.temperature,
         stream,
     };
@@ -345,8 +349,23 @@ struct RequestBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     stream: bool,
+}
+
+/// The `tool_choice` of a request that offers tools
+/// (<https://docs.anthropic.com/en/api/messages#body-tool-choice>); `Auto` is the API's default
+/// and is not sent. `None` is sent rather than the tools left out, because a request whose
+/// messages hold `tool_use` or `tool_result` blocks must define tools.
+fn wire_tool_choice(choice: &ToolChoice) -> Option<Value> {
+    match choice {
+        ToolChoice::Auto => None,
+        ToolChoice::None => Some(json!({ "type": "none" })),
+        ToolChoice::Required => Some(json!({ "type": "any" })),
+        ToolChoice::Tool(name) => Some(json!({ "type": "tool", "name": name })),
+    }
 }
 
 #[derive(Serialize)]

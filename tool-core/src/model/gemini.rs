@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json, value::RawValue};
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, ToolCall, Usage,
+    ProviderError, ToolCall, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decode_whole, decoded, stream_error, truncated, unreadable},
     env::var,
@@ -221,6 +221,7 @@ where
 }
 
 fn request_body(request: &ChatRequest) -> Result<Bytes, ProviderError> {
+    request.tool_choice.check(&request.tools)?;
     let mut system = Vec::new();
     let mut contents: Vec<Value> = Vec::new();
     // The calls by id, to send a result back with the call's Gemini id when it had one.
@@ -298,6 +299,9 @@ fn request_body(request: &ChatRequest) -> Result<Bytes, ProviderError> {
         contents,
         system_instruction: (!system.is_empty()).then(|| json!({ "parts": system })),
         tools: tools.as_deref().map(|tools| [tools]),
+        tool_config: tools
+            .as_ref()
+            .and_then(|_| wire_tool_config(&request.tool_choice)),
         generation_config: (!generation.is_empty()).then_some(Value::Object(generation)),
     };
     serde_json::to_vec(&body)
@@ -315,7 +319,23 @@ struct RequestBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<[&'a RawValue; 1]>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    tool_config: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     generation_config: Option<Value>,
+}
+
+/// The `toolConfig` of a request that offers tools
+/// (<https://ai.google.dev/api/caching#ToolConfig>); `Auto` is the API's default and is not
+/// sent. A named tool is mode `ANY` limited to that one name, the only way Gemini forces a
+/// particular function.
+fn wire_tool_config(choice: &ToolChoice) -> Option<Value> {
+    let config = match choice {
+        ToolChoice::Auto => return None,
+        ToolChoice::None => json!({ "mode": "NONE" }),
+        ToolChoice::Required => json!({ "mode": "ANY" }),
+        ToolChoice::Tool(name) => json!({ "mode": "ANY", "allowedFunctionNames": [name] }),
+    };
+    Some(json!({ "functionCallingConfig": config }))
 }
 
 /// The `functionCall` part of a call, with its signature and Gemini id if it had them.

@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 
 use crate::{registry::RegistrySnapshot, schema::Provider, tool::ChatTool};
 
+mod choice;
 mod env;
 mod message;
 mod scripted;
@@ -35,6 +36,7 @@ pub mod openai;
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicClient, AnthropicConfig};
+pub use choice::ToolChoice;
 pub use env::{from_env, from_vars};
 #[cfg(feature = "gemini")]
 pub use gemini::{GeminiClient, GeminiConfig};
@@ -123,6 +125,8 @@ pub struct ChatRequest {
     pub tools: RequestTools,
     /// Sampling settings.
     pub settings: ModelSettings,
+    /// Whether, and which, tool the model must call; [`ToolChoice::Auto`] sends nothing.
+    pub tool_choice: ToolChoice,
 }
 
 impl ChatRequest {
@@ -145,6 +149,13 @@ impl ChatRequest {
     #[must_use]
     pub fn with_settings(mut self, settings: ModelSettings) -> Self {
         self.settings = settings;
+        self
+    }
+
+    /// Sets whether, and which, tool the model must call.
+    #[must_use]
+    pub fn with_tool_choice(mut self, tool_choice: ToolChoice) -> Self {
+        self.tool_choice = tool_choice;
         self
     }
 }

@@ -6,6 +6,13 @@
 //! send one, which is kept). A call, and text, can arrive in the `done: true` line itself, and
 //! an `{"error": "..."}` line can follow a 200 status. Tool results go back as
 //! `{"role": "tool", "tool_name": ..., "content": ...}`.
+//!
+//! `/api/chat` has no tool choice. [`ToolChoice::None`] is honoured by sending no `tools` (the
+//! model cannot call what it is not offered); [`ToolChoice::Required`] and
+//! [`ToolChoice::Tool`] cannot be honoured, so they fail with [`ProviderError::Config`] before
+//! anything is sent rather than being dropped without a word. Ollama's OpenAI-compatible `/v1`
+//! accepts a `tool_choice` but has been reported to ignore it as well
+//! (<https://github.com/ollama/ollama/issues/17921>), so prompting is the way to ask for a call.
 
 use std::sync::Arc;
 
@@ -16,7 +23,7 @@ use serde_json::{Value, value::RawValue};
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, Usage,
+    ProviderError, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     env::var,
@@ -249,7 +256,14 @@ fn request_body(
     request: &ChatRequest,
     stream: bool,
 ) -> Result<Bytes, ProviderError> {
-    let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
+    let tools = match &request.tool_choice {
+        ToolChoice::Required => return Err(cannot_force("`required`")),
+        ToolChoice::Tool(name) => return Err(cannot_force(&format!("tool `{name}`"))),
+        ToolChoice::None => None,
+        ToolChoice::Auto => {
+            (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER))
+        }
+    };
     let settings = &request.settings;
     let options =
         (settings.temperature.is_some() || settings.max_tokens.is_some()).then_some(WireOptions {
@@ -266,6 +280,13 @@ fn request_body(
     serde_json::to_vec(&body)
         .map(Bytes::from)
         .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
+}
+
+/// The error for a tool choice that forces a call, which `/api/chat` cannot express.
+fn cannot_force(choice: &str) -> ProviderError {
+    ProviderError::Config(format!(
+        "ollama cannot force a tool call: /api/chat has no tool choice (asked for {choice})"
+    ))
 }
 
 #[derive(Serialize)]

@@ -19,7 +19,7 @@ use serde_json::{Value, value::RawValue};
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, Usage,
+    ProviderError, ToolChoice, Usage,
     accumulate::Answer,
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     env::var,
@@ -249,6 +249,7 @@ fn request_body(
     request: &ChatRequest,
     stream: bool,
 ) -> Result<Bytes, ProviderError> {
+    request.tool_choice.check(&request.tools)?;
     let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
     let body = RequestBody {
         model: &config.model,
@@ -258,6 +259,9 @@ fn request_body(
             include_usage: true,
         }),
         tools: tools.as_deref(),
+        tool_choice: tools
+            .as_ref()
+            .and_then(|_| wire_tool_choice(&request.tool_choice)),
         temperature: request.settings.temperature,
         max_tokens: request.settings.max_tokens,
     };
@@ -276,9 +280,26 @@ struct RequestBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+}
+
+/// The `tool_choice` of a request that offers tools
+/// (<https://platform.openai.com/docs/api-reference/chat/create#chat-create-tool_choice>);
+/// `Auto` is the API's default and is not sent.
+fn wire_tool_choice(choice: &ToolChoice) -> Option<Value> {
+    match choice {
+        ToolChoice::Auto => None,
+        ToolChoice::None => Some(Value::from("none")),
+        ToolChoice::Required => Some(Value::from("required")),
+        ToolChoice::Tool(name) => Some(serde_json::json!({
+            "type": "function",
+            "function": { "name": name },
+        })),
+    }
 }
 
 #[derive(Serialize)]

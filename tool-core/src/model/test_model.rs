@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelStream, ProviderError,
-    ToolCall, Usage, scripted::reply_events,
+    ToolCall, ToolChoice, Usage, scripted::reply_events,
 };
 use crate::{schema::Provider, tool::JsonObject};
 
@@ -22,6 +22,11 @@ use crate::{schema::Provider, tool::JsonObject};
 ///   from the tool's JSON Schema ([`generate_arguments`]): valid for that schema.
 /// - Otherwise it answers with a text that lists every tool result since the last user message
 ///   (or, with no tools, says so).
+/// - It honours the request's [`ToolChoice`]: with `None` it answers with text only; with
+///   `Tool(name)` it calls that tool alone (even if [`call_tools`](Self::call_tools) leaves it
+///   out, as a provider would); `Required` changes nothing, since it calls tools whenever it can.
+///   Like the provider clients, it fails with [`ProviderError::Config`] when `Required` or
+///   `Tool(name)` comes without tools, or names a tool that is not offered.
 ///
 /// Run it through an agent in CI to exercise every tool of a registry:
 ///
@@ -91,18 +96,20 @@ impl TestModel {
         let answered = since_user
             .iter()
             .any(|message| matches!(message, Message::Tool { .. }));
-        let calls: Vec<ToolCall> = if answered {
+        let calls: Vec<ToolCall> = if answered || request.tool_choice == ToolChoice::None {
             Vec::new()
         } else {
             request
                 .tools
                 .schemas()
                 .iter()
-                .filter(|tool| {
-                    self.inner
+                .filter(|tool| match &request.tool_choice {
+                    ToolChoice::Tool(forced) => tool.name() == forced,
+                    _ => self
+                        .inner
                         .call_tools
                         .as_ref()
-                        .is_none_or(|names| names.iter().any(|name| name == tool.name()))
+                        .is_none_or(|names| names.iter().any(|name| name == tool.name())),
                 })
                 .map(|tool| {
                     let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
@@ -123,6 +130,7 @@ impl TestModel {
             summary(
                 since_user,
                 last_user.map(|position| &request.messages[position]),
+                request.tool_choice == ToolChoice::None && !request.tools.is_empty(),
             )
         };
         let input: usize = request
@@ -153,6 +161,7 @@ impl ChatModel for TestModel {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        request.tool_choice.check(&request.tools)?;
         let (message, usage) = self.respond(&request);
         let finish_reason = match &message {
             Message::Assistant { tool_calls, .. } if !tool_calls.is_empty() => {
@@ -166,6 +175,7 @@ impl ChatModel for TestModel {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
+        request.tool_choice.check(&request.tools)?;
         let (message, usage) = self.respond(&request);
         let (text, calls) = match message {
             Message::Assistant {
@@ -183,7 +193,9 @@ fn tokens(bytes: usize) -> u64 {
     u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX)
 }
 
-fn summary(since_user: &[Message], user: Option<&Message>) -> String {
+/// The text answer: the tool results since the user's message, or why there are none
+/// (`turned_off`: tools were offered, but the tool choice was `None`).
+fn summary(since_user: &[Message], user: Option<&Message>, turned_off: bool) -> String {
     let results: Vec<(&str, &str)> = since_user
         .iter()
         .filter_map(|message| match message {
@@ -193,6 +205,11 @@ fn summary(since_user: &[Message], user: Option<&Message>) -> String {
         .collect();
     if results.is_empty() {
         let said = user.map(Message::content).unwrap_or_default();
+        if turned_off {
+            return format!(
+                "(test model) Tool calls are turned off for this request, so I call none. You said: {said}"
+            );
+        }
         return format!(
             "(test model) No tools are enabled, so there is nothing to call. You said: {said}"
         );

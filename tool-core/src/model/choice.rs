@@ -1,0 +1,111 @@
+//! [`ToolChoice`]: whether, and which, tool the model must call.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ProviderError, RequestTools};
+
+/// Whether the model may, must or must not call tools, and which one.
+///
+/// Set it on a request with [`ChatRequest::with_tool_choice`](super::ChatRequest::with_tool_choice).
+/// Each client sends it in its provider's own form:
+///
+/// | choice | OpenAI `tool_choice` | Anthropic `tool_choice` | Gemini `toolConfig.functionCallingConfig` | Ollama `/api/chat` |
+/// |---|---|---|---|---|
+/// | `Auto` | not sent | not sent | not sent | not sent |
+/// | `None` | `"none"` | `{"type":"none"}` | `{"mode":"NONE"}` | no `tools` sent |
+/// | `Required` | `"required"` | `{"type":"any"}` | `{"mode":"ANY"}` | an error |
+/// | `Tool(name)` | `{"type":"function","function":{"name":…}}` | `{"type":"tool","name":…}` | `{"mode":"ANY","allowedFunctionNames":[…]}` | an error |
+///
+/// - `Auto` is the provider's own default, so it sends nothing and leaves the request as it was.
+/// - A request without tools carries no `tools` and no tool choice, whatever the choice; but
+///   `Required` and `Tool(name)` cannot be honoured without tools, so they are a
+///   [`ProviderError::Config`] before anything is sent, as is a `Tool(name)` naming a tool the
+///   request does not offer.
+/// - Ollama's native `/api/chat` has no tool choice at all. `None` is honoured by leaving the
+///   tools out; `Required` and `Tool(name)` are a [`ProviderError::Config`] saying Ollama cannot
+///   force a tool call, rather than a choice dropped without a word.
+/// - The offline [`TestModel`](super::TestModel) honours it too (`None`: text only;
+///   `Tool(name)`: that tool alone).
+///
+/// It serializes as `"auto"`, `"none"`, `"required"` or `{"tool": "name"}`, for saved state.
+///
+/// ```
+/// use tool_core::model::{ChatRequest, Message, ToolChoice};
+///
+/// let request = ChatRequest::new(vec![Message::user("What is the weather in Paris?")])
+///     .with_tool_choice(ToolChoice::tool("get_weather"));
+/// assert_eq!(request.tool_choice, ToolChoice::Tool("get_weather".into()));
+/// assert_eq!(ToolChoice::default(), ToolChoice::Auto);
+///
+/// let saved = serde_json::to_string(&request.tool_choice).unwrap();
+/// assert_eq!(saved, r#"{"tool":"get_weather"}"#);
+/// assert_eq!(serde_json::from_str::<ToolChoice>(r#""none""#).unwrap(), ToolChoice::None);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolChoice {
+    /// The model decides whether to call tools (the providers' default).
+    #[default]
+    Auto,
+    /// The model must not call tools; it answers with text.
+    None,
+    /// The model must call at least one of the offered tools.
+    Required,
+    /// The model must call the tool with this name, which must be among the offered tools.
+    Tool(String),
+}
+
+impl ToolChoice {
+    /// The model must call the tool with this name.
+    pub fn tool(name: impl Into<String>) -> Self {
+        Self::Tool(name.into())
+    }
+
+    /// Checks that `tools` can honour the choice: `Required` needs at least one tool, and
+    /// `Tool(name)` needs a tool of that name. `Auto` and `None` fit any tools.
+    ///
+    /// ```
+    /// use tool_core::{ChatTool, model::{RequestTools, ToolChoice}};
+    /// use serde_json::json;
+    ///
+    /// let weather = ChatTool::new("get_weather", "Current weather.", json!({ "type": "object" }));
+    /// let tools = RequestTools::from_schemas(vec![weather]);
+    /// assert!(ToolChoice::tool("get_weather").check(&tools).is_ok());
+    /// assert_eq!(
+    ///     ToolChoice::tool("get_time").check(&tools).unwrap_err().to_string(),
+    ///     "tool choice names `get_time`, which is not among the request's tools (get_weather)",
+    /// );
+    /// ```
+    pub fn check(&self, tools: &RequestTools) -> Result<(), ProviderError> {
+        match self {
+            Self::Auto | Self::None => Ok(()),
+            Self::Required if tools.is_empty() => Err(ProviderError::Config(String::from(
+                "tool choice `required` needs tools, and the request has none",
+            ))),
+            Self::Required => Ok(()),
+            Self::Tool(name) if tools.is_empty() => Err(ProviderError::Config(format!(
+                "tool choice names `{name}`, and the request has no tools"
+            ))),
+            Self::Tool(name) => {
+                let names = tool_names(tools);
+                if names.iter().any(|offered| offered == name) {
+                    Ok(())
+                } else {
+                    Err(ProviderError::Config(format!(
+                        "tool choice names `{name}`, which is not among the request's tools ({})",
+                        names.join(", ")
+                    )))
+                }
+            }
+        }
+    }
+}
+
+/// The names of the offered tools, in order; a snapshot answers without copying its schemas.
+fn tool_names(tools: &RequestTools) -> Vec<&str> {
+    match &tools.snapshot {
+        Some(snapshot) => snapshot.enabled_names(),
+        None => tools.schemas().iter().map(|tool| tool.name()).collect(),
+    }
+}
