@@ -32,8 +32,9 @@ use futures::StreamExt as _;
 use tokio::io::{AsyncBufReadExt as _, BufReader, Lines, Stdin};
 use tool_core::{
     Agent, AgentEvent, AgentOptions, ChatSession, FilePreferenceStore, HandlerTable, ToolContext,
-    ToolContextOptions, ToolRegistry, config, create_default_tool_registry,
+    ToolContextOptions, ToolRegistry,
     agent::{ApprovalDecision, ApprovalPolicy, ApprovalRequest},
+    config, create_default_tool_registry,
     mcp::{McpClient, McpRegistration, McpServerConfig},
     model::{ChatModel, TestModel},
     session::SessionError,
@@ -304,7 +305,11 @@ impl Answers {
             }
             Self::Ask(lines) => lines,
         };
-        print!("Allow {} {}? [y/N] ", call.name, shorten(&call.arguments, 200));
+        print!(
+            "Allow {} {}? [y/N] ",
+            call.name,
+            shorten(&call.arguments, 200)
+        );
         let _ = std::io::stdout().flush();
         let answer = lines.next_line().await.ok().flatten().unwrap_or_default();
         if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {

@@ -665,3 +665,104 @@ async fn invalid_arguments_count_against_the_agents_budget_and_a_success_resets_
         other => panic!("expected ToolRetriesExhausted, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_forced_tool_choice_applies_to_the_first_step_only_unless_asked() {
+    use tool_core::model::ToolChoice;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = agent_with(
+        AgentOptions::new().tool_choice(ToolChoice::tool("echo")),
+        dir.path(),
+        [
+            ScriptedResponse::tool_call("c1", "echo", r#"{"text": "hi"}"#),
+            ScriptedResponse::text("done"),
+            ScriptedResponse::text("plain"),
+        ],
+    );
+    agent.add_tool(Echo).unwrap();
+    agent.chat("echo hi").await.unwrap();
+    // A turn's own choice replaces the agent's.
+    agent
+        .chat_with(
+            "no tools now",
+            TurnOptions::new().tool_choice(ToolChoice::None),
+        )
+        .await
+        .unwrap();
+    let choices: Vec<ToolChoice> = model
+        .requests()
+        .iter()
+        .map(|request| request.tool_choice.clone())
+        .collect();
+    assert_eq!(
+        choices,
+        [ToolChoice::tool("echo"), ToolChoice::Auto, ToolChoice::None]
+    );
+
+    let (agent, model) = agent_with(
+        AgentOptions::new()
+            .tool_choice(ToolChoice::Required)
+            .tool_choice_every_step(true)
+            .max_steps(2),
+        dir.path(),
+        [
+            ScriptedResponse::tool_call("c1", "echo", r#"{"text": "1"}"#),
+            ScriptedResponse::tool_call("c2", "echo", r#"{"text": "2"}"#),
+        ],
+    );
+    agent.add_tool(Echo).unwrap();
+    assert!(matches!(
+        agent.chat("loop").await,
+        Err(AgentError::MaxSteps { steps: 2 })
+    ));
+    let choices: Vec<ToolChoice> = model
+        .requests()
+        .iter()
+        .map(|request| request.tool_choice.clone())
+        .collect();
+    assert_eq!(choices, [ToolChoice::Required, ToolChoice::Required]);
+}
+
+#[tokio::test]
+async fn active_tools_narrow_the_enabled_set_for_one_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = agent_with(
+        AgentOptions::new(),
+        dir.path(),
+        [ScriptedResponse::text("one"), ScriptedResponse::text("two")],
+    );
+    agent.add_tool(Echo).unwrap();
+    assert!(agent.disable_tool("write_file"));
+    agent
+        .chat_with(
+            "only these",
+            TurnOptions::new().active_tools(["echo", "write_file", "missing"]),
+        )
+        .await
+        .unwrap();
+    agent.chat("all of them").await.unwrap();
+    let offered: Vec<Vec<String>> = model
+        .requests()
+        .iter()
+        .map(|request| {
+            request
+                .tools
+                .schemas()
+                .iter()
+                .map(|tool| tool.function.name.to_string())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            vec!["echo".to_owned()],
+            vec![
+                "read_file".to_owned(),
+                "save_session_context".to_owned(),
+                "echo".to_owned()
+            ]
+        ]
+    );
+}

@@ -52,7 +52,7 @@ use crate::{
     context::{
         LoadContextError, SavedSessionContext, SessionContext, ToolContext, ToolContextOptions,
     },
-    model::{ChatModel, FinishReason, Message, ModelSettings, ProviderError, Usage},
+    model::{ChatModel, FinishReason, Message, ModelSettings, ProviderError, ToolChoice, Usage},
     registry::{RegistryError, RegistryOptions, RegistrySnapshot, ToolRegistry, ToolToggles},
     tool::{ChatTool, ExecutableTool, JsonObject},
 };
@@ -111,6 +111,14 @@ pub struct AgentOptions {
     /// may make in a turn before the turn ends with [`AgentError::ToolRetriesExhausted`]
     /// (default 2; a tool's [`max_retries`](crate::ToolMetadata::max_retries) overrides it).
     pub max_tool_retries: u32,
+    /// Whether and which tool the model must call (default [`ToolChoice::Auto`]). A forced
+    /// choice (`Required`, `Tool`) applies to the first step of each turn only, so the model
+    /// can answer once it has the result, unless
+    /// [`tool_choice_every_step`](Self::tool_choice_every_step) is set.
+    pub tool_choice: ToolChoice,
+    /// Apply [`tool_choice`](Self::tool_choice) to every step of a turn, not just the first
+    /// (default `false`; the turn then ends only at `max_steps` if the choice forces a call).
+    pub tool_choice_every_step: bool,
 }
 
 impl Default for AgentOptions {
@@ -130,6 +138,8 @@ impl Default for AgentOptions {
             approval: ApprovalPolicy::default(),
             deps: Deps::default(),
             max_tool_retries: DEFAULT_MAX_TOOL_RETRIES,
+            tool_choice: ToolChoice::Auto,
+            tool_choice_every_step: false,
         }
     }
 }
@@ -237,6 +247,20 @@ impl AgentOptions {
         self.max_tool_retries = retries;
         self
     }
+
+    /// Sets whether and which tool the model must call (the first step of each turn).
+    #[must_use]
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = choice;
+        self
+    }
+
+    /// Applies the tool choice to every step of a turn, not just the first.
+    #[must_use]
+    pub fn tool_choice_every_step(mut self, value: bool) -> Self {
+        self.tool_choice_every_step = value;
+        self
+    }
 }
 
 /// Settings of one turn, on top of the agent's ([`Agent::chat_with`],
@@ -259,6 +283,8 @@ pub struct TurnOptions {
     pub active_tools: Option<Vec<String>>,
     /// Dependencies for this turn's calls, added to (and overriding by type) the agent's.
     pub deps: Option<Deps>,
+    /// The tool choice of this turn's first step, instead of the agent's.
+    pub tool_choice: Option<ToolChoice>,
 }
 
 impl TurnOptions {
@@ -282,6 +308,14 @@ impl TurnOptions {
     #[must_use]
     pub fn deps(mut self, deps: Deps) -> Self {
         self.deps = Some(deps);
+        self
+    }
+
+    /// Sets the tool choice of this turn's first step (every step with
+    /// [`AgentOptions::tool_choice_every_step`]).
+    #[must_use]
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
         self
     }
 }
@@ -381,6 +415,8 @@ pub(crate) struct Shared {
     approval: ApprovalPolicy,
     deps: Deps,
     max_tool_retries: u32,
+    tool_choice: ToolChoice,
+    tool_choice_every_step: bool,
     /// Turns started so far.
     turns: std::sync::atomic::AtomicU64,
     turn: Arc<tokio::sync::Mutex<()>>,
@@ -441,6 +477,8 @@ impl Agent {
                 approval: options.approval,
                 deps: options.deps,
                 max_tool_retries: options.max_tool_retries,
+                tool_choice: options.tool_choice,
+                tool_choice_every_step: options.tool_choice_every_step,
                 turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),
             }),

@@ -20,7 +20,7 @@ use crate::{
     execute::{ExecuteError, show},
     model::{
         ChatRequest, FinishReason, Message, ModelEvent, ProviderError, RequestTools, ToolCall,
-        Usage,
+        ToolChoice, Usage,
     },
     registry::RegistrySnapshot,
     tool::JsonObject,
@@ -117,6 +117,9 @@ async fn run_turn(
         failures: HashMap::new(),
         tool_calls: 0,
     };
+    // A forced tool choice applies to the turn's first model call; a turn that goes on after
+    // approval decisions has made it already.
+    let fresh_turn = matches!(input, Input::User(_));
     match input {
         Input::User(text) => {
             if !pending.is_empty() {
@@ -168,8 +171,17 @@ async fn run_turn(
         } else {
             RequestTools::from_snapshot(snapshot.clone())
         };
+        let choice = if (step == 1 && fresh_turn) || shared.tool_choice_every_step {
+            options
+                .tool_choice
+                .clone()
+                .unwrap_or_else(|| shared.tool_choice.clone())
+        } else {
+            ToolChoice::Auto
+        };
         let request = ChatRequest::new(request_messages(context))
             .with_tools(tools)
+            .with_tool_choice(choice)
             .with_settings(shared.settings.clone());
         let answer = model_call(shared, request, step, events).await?;
         if let Some(counts) = answer.usage {
