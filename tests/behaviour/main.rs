@@ -27,3 +27,4 @@ mod provider_openai;
 mod registry;
 mod session_preferences;
 mod session_toggles;
+mod web_chat;
