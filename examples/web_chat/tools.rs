@@ -1,5 +1,6 @@
-//! The example's own tools, with categories and icons so the tools popover has something to show
-//! beside the built-in file tools.
+//! The example's own tools, with titles, categories and icons so the tools popover has something
+//! to show beside the built-in file tools. The icons are small inline SVG `data:` URLs, so the
+//! page needs no network and no emoji font to draw them.
 
 use std::{
     hash::{BuildHasher as _, Hasher as _},
@@ -29,7 +30,12 @@ pub(crate) fn all() -> Vec<std::sync::Arc<dyn ExecutableTool>> {
 
 /// Today's sample weather for a city, from a fixed table kept for demonstrations: Paris, Tokyo,
 /// Lagos, Lima or Oslo. Any other city is an error.
-#[tool(category = "weather", icon = "⛅", read_only)]
+#[tool(
+    title = "City weather",
+    category = "weather",
+    icon = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Ccircle cx='6' cy='6' r='3' fill='%23e8a317'/%3E%3Cpath d='M5 14h7a2.5 2.5 0 0 0 0-5 3.5 3.5 0 0 0-6.6 1A2 2 0 0 0 5 14z' fill='%237f93b0'/%3E%3C/svg%3E",
+    read_only
+)]
 pub(crate) async fn city_weather(
     /// The city's name, such as `Paris`.
     city: String,
@@ -48,7 +54,11 @@ pub(crate) async fn city_weather(
 }
 
 /// Roll dice and report each face and the total.
-#[tool(category = "games", icon = "🎲")]
+#[tool(
+    title = "Roll dice",
+    category = "games",
+    icon = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Crect x='2' y='2' width='12' height='12' rx='2.5' fill='none' stroke='%23345' stroke-width='1.5'/%3E%3Ccircle cx='5.5' cy='5.5' r='1.2' fill='%23345'/%3E%3Ccircle cx='8' cy='8' r='1.2' fill='%23345'/%3E%3Ccircle cx='10.5' cy='10.5' r='1.2' fill='%23345'/%3E%3C/svg%3E"
+)]
 pub(crate) async fn roll_dice(
     /// How many faces each die has, from 2 to 100.
     #[schemars(range(min = 2, max = 100))]
@@ -72,7 +82,12 @@ pub(crate) async fn roll_dice(
 }
 
 /// The current date and time in UTC, in RFC 3339 form.
-#[tool(category = "clock", icon = "🕒", read_only)]
+#[tool(
+    title = "Current time",
+    category = "clock",
+    icon = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Ccircle cx='8' cy='8' r='6' fill='none' stroke='%23345' stroke-width='1.5'/%3E%3Cpath d='M8 4.5V8l2.5 1.5' fill='none' stroke='%23345' stroke-width='1.5'/%3E%3C/svg%3E",
+    read_only
+)]
 pub(crate) async fn current_time() -> String {
     let seconds = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -82,6 +97,7 @@ pub(crate) async fn current_time() -> String {
 
 /// Count the words, lines and characters of a text.
 #[tool(
+    title = "Word count",
     category = "text",
     icon = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Cpath d='M2 3h12M2 7h12M2 11h8' stroke='%23345' stroke-width='2'/%3E%3C/svg%3E",
     read_only

@@ -28,3 +28,4 @@ mod registry;
 mod session_preferences;
 mod session_toggles;
 mod web_chat;
+mod web_chat_browser;

@@ -438,9 +438,9 @@ async fn the_tool_list_has_categories_and_icons() {
         [
             ("read_file", "files", "-"),
             ("write_file", "files", "-"),
-            ("city_weather", "weather", "⛅"),
-            ("roll_dice", "games", "🎲"),
-            ("current_time", "clock", "🕒"),
+            ("city_weather", "weather", "svg"),
+            ("roll_dice", "games", "svg"),
+            ("current_time", "clock", "svg"),
             ("word_count", "text", "svg"),
         ]
     );

@@ -151,6 +151,14 @@ function redraw(messages) {
       finishCard(card, message.content, message.is_error);
     }
   }
+  // Saved turns are finished ones.
+  for (const li of $('conversation').querySelectorAll('li.assistant')) li.dataset.done = 'true';
+  scrollDown();
+}
+
+// Keeps the newest part of the conversation in view.
+function scrollDown() {
+  $('conversation').scrollTop = $('conversation').scrollHeight;
 }
 
 // Applies one event of a running turn.
@@ -190,6 +198,7 @@ function handle(turn, name, data) {
     default:
       break;
   }
+  scrollDown();
 }
 
 // Reads a response of server-sent events, calling `onEvent(name, data)` for each. Returns
@@ -229,6 +238,7 @@ async function send() {
   const chatId = current;
   $('conversation').append(el('li', { class: 'user', text }));
   const turn = newTurn();
+  scrollDown();
   try {
     const response = await fetch(`/api/chats/${chatId}/messages`, {
       method: 'POST',
@@ -279,12 +289,18 @@ function toolRow(tool) {
   return el('li', {}, toolIcon(tool), details, toggle);
 }
 
-// An icon URL is shown as an image; anything else (an emoji) as text.
+// The icon of tools that have none: a page with lines.
+const DEFAULT_ICON = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E" +
+  "%3Cpath d='M3 1.5h7l3 3v10H3z M5.5 7h5M5.5 10h5' fill='none' stroke='%23345' stroke-width='1.3'/%3E%3C/svg%3E";
+
+// An icon URL is shown as an image; anything else (an emoji) as text. Icons are decoration: the
+// label names the tool.
 function toolIcon(tool) {
-  if (tool.icon && /^(data:image\/|https?:\/\/)/.test(tool.icon)) {
-    return el('img', { class: 'tool-icon', src: tool.icon, alt: '' });
+  const icon = tool.icon || DEFAULT_ICON;
+  if (/^(data:image\/|https?:\/\/|\/)/.test(icon)) {
+    return el('img', { class: 'tool-icon', src: icon, alt: '' });
   }
-  return el('span', { class: 'tool-icon', 'aria-hidden': 'true', text: tool.icon || '🔧' });
+  return el('span', { class: 'tool-icon', 'aria-hidden': 'true', text: icon });
 }
 
 async function setTool(name, toggle) {
