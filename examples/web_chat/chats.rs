@@ -59,6 +59,7 @@ pub(crate) struct User {
 pub(crate) struct Chat {
     pub(crate) id: String,
     title: Mutex<String>,
+    /// Milliseconds since the Unix epoch.
     created_at: u64,
     pub(crate) session: ChatSession,
     pub(crate) agent: Agent,
@@ -74,6 +75,7 @@ struct ChatFile {
     version: u32,
     id: String,
     title: String,
+    /// Milliseconds since the Unix epoch.
     created_at: u64,
     /// The chat's own switches, tool name to on/off.
     toggles: HashMap<String, bool>,
@@ -170,11 +172,18 @@ impl User {
                 ),
             };
         let id = new_id();
+        // Creation times order the sidebar, so two chats made in the same millisecond still
+        // get distinct ones.
+        let created_at = {
+            let chats = self.chats.lock().unwrap_or_else(PoisonError::into_inner);
+            let latest = chats.iter().map(|chat| chat.created_at).max();
+            latest.map_or(now_ms(), |latest| now_ms().max(latest + 1))
+        };
         let chat = Arc::new(Chat::new(
             shared,
             id.clone(),
             "New chat".to_owned(),
-            now(),
+            created_at,
             session,
             self.dir.join("chats").join(format!("{id}.json")),
         ));
@@ -333,8 +342,11 @@ pub(crate) fn new_id() -> String {
     )
 }
 
-fn now() -> u64 {
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
 }

@@ -34,26 +34,19 @@ impl WebChat {
     /// Starts the example on a free loopback port with its data in `data`, offline unless `env`
     /// configures a provider.
     pub(crate) fn start(data: &Path, env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_web_chat_example"));
+        Self::start_with(data, &[], env)
+    }
+
+    /// Like [`start`](Self::start), with more command-line arguments.
+    pub(crate) fn start_with(data: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = example(env);
         command
             .args(["--addr", "127.0.0.1:0", "--data"])
             .arg(data)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        // Offline on purpose, whatever the machine running the tests has configured.
-        for variable in [
-            "TOOL_CORE_PROVIDER",
-            "OPENAI_API_KEY",
-            "OPENAI_BASE_URL",
-            "ANTHROPIC_API_KEY",
-            "GEMINI_API_KEY",
-            "GOOGLE_API_KEY",
-            "OLLAMA_HOST",
-        ] {
-            command.env_remove(variable);
-        }
-        command.envs(env.iter().copied());
         let mut child = command.spawn().expect("the web_chat example starts");
         let stdout = child.stdout.take().expect("stdout is piped");
         let (sender, receiver) = std::sync::mpsc::channel();
@@ -78,6 +71,25 @@ impl WebChat {
             .to_owned();
         Self { child, url }
     }
+}
+
+/// The example's command, offline unless `env` configures a provider.
+fn example(env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_web_chat_example"));
+    // Offline on purpose, whatever the machine running the tests has configured.
+    for variable in [
+        "TOOL_CORE_PROVIDER",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "OLLAMA_HOST",
+    ] {
+        command.env_remove(variable);
+    }
+    command.envs(env.iter().copied());
+    command
 }
 
 impl Drop for WebChat {
@@ -525,4 +537,58 @@ async fn a_provider_error_is_an_error_event() {
         "{message}"
     );
     serving.abort();
+}
+
+#[tokio::test]
+async fn tools_from_a_configuration_file_join_the_list() {
+    let data = tempfile::tempdir().unwrap();
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tools.toml");
+    let config = config.display().to_string();
+    let server = WebChat::start_with(data.path(), &["--tools-config", &config], &[]);
+    let mut user = Browser::new(&server);
+    let chat = user.new_chat().await;
+    let names: Vec<String> = user
+        .switches(&chat)
+        .await
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(names[..TOOLS.len()], TOOLS);
+    for configured in ["get_weather", "company_faq", "read_note", "write_note"] {
+        assert!(names.iter().any(|name| name == configured), "{names:?}");
+    }
+}
+
+#[test]
+fn help_lists_every_flag_and_a_misspelt_flag_is_a_usage_error() {
+    let output = example(&[])
+        .arg("--help")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the example runs");
+    assert_eq!(output.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "--addr <ADDR>",
+        "127.0.0.1:3000]",
+        "--data <DIR>",
+        "--tools-config <FILE>",
+        "OPENAI_API_KEY",
+        "OLLAMA_HOST",
+        "TOOL_CORE_PROVIDER",
+    ] {
+        assert!(help.contains(expected), "no {expected:?} in:\n{help}");
+    }
+
+    let output = example(&[])
+        .args(["--adr", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the example runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("a similar argument exists: '--addr'"),
+        "{stderr}"
+    );
 }

@@ -417,6 +417,27 @@ async fn the_page_works_in_headless_chromium() {
     );
     screenshot(&client, "6-without-the-tool").await;
 
+    // A new chat starts from the preferences (the weather tool off) with an empty conversation.
+    client
+        .find(Locator::Css("#new-chat"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(
+        &client,
+        "the second chat",
+        "return document.querySelectorAll('#chat-list button').length === 2
+            && document.querySelectorAll('#conversation li').length === 0
+            && document.getElementById('chat-title').textContent === 'New chat';",
+    )
+    .await;
+    open_tools(&client).await;
+    assert!(!settled_switch(&client, "city_weather").await);
+    assert!(settled_switch(&client, "roll_dice").await);
+    screenshot(&client, "7-new-chat").await;
+
     client.close().await.expect("the browser session closes");
     drop(server);
 }
