@@ -33,3 +33,5 @@ mod registry;
 mod session_preferences;
 mod session_toggles;
 mod tool_choice;
+mod web_chat;
+mod web_chat_browser;

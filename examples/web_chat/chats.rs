@@ -1,0 +1,352 @@
+//! Users and their chats, and how they are kept under the data folder.
+//!
+//! ```text
+//! DATA/users/USER/preferences.json     the user's tool switches (FilePreferenceStore)
+//! DATA/users/USER/chats/CHAT.json      one chat: title, its own switches, its conversation
+//! DATA/scratch/                        the only folder the file tools see
+//! ```
+//!
+//! The rule for the switches: a new chat starts from the user's preferences; flipping a switch
+//! in a chat changes that chat at once and is saved as the user's preference, so the next new
+//! chat starts that way; chats that already exist keep their own switches.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex, PoisonError},
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use serde::{Deserialize, Serialize};
+use tool_core::{
+    Agent, AgentOptions, ChatModel, ChatSession, FilePreferenceStore, ToolContext,
+    ToolContextOptions, ToolRegistry, builtin::write_atomic, context::SavedSessionContext,
+};
+
+/// The `format` field of a chat file.
+const CHAT_FILE_FORMAT: &str = "tool-core/web-chat";
+
+/// The system prompt of every chat.
+pub(crate) const SYSTEM_PROMPT: &str = "You are a helpful assistant in a web chat. You can read \
+     and write files in a scratch folder, look up sample weather, roll dice, tell the time and \
+     count words. Use a tool when it helps.";
+
+/// What every chat shares: the model, the registry and where things are kept.
+pub(crate) struct Shared {
+    pub(crate) model: Arc<dyn ChatModel>,
+    pub(crate) registry: Arc<ToolRegistry>,
+    /// Whether the model is the offline test model.
+    pub(crate) offline: bool,
+    pub(crate) data: PathBuf,
+    pub(crate) scratch: PathBuf,
+}
+
+/// Every user the server knows, by id.
+pub(crate) struct Users {
+    shared: Arc<Shared>,
+    users: Mutex<HashMap<String, Arc<User>>>,
+}
+
+/// One user: their preference store and their chats, oldest first.
+pub(crate) struct User {
+    store: Arc<FilePreferenceStore>,
+    chats: Mutex<Vec<Arc<Chat>>>,
+    dir: PathBuf,
+}
+
+/// One chat: its own switches (a [`ChatSession`] over the shared registry) and its own
+/// conversation (an [`Agent`] whose context nobody else shares).
+pub(crate) struct Chat {
+    pub(crate) id: String,
+    title: Mutex<String>,
+    /// Milliseconds since the Unix epoch.
+    created_at: u64,
+    pub(crate) session: ChatSession,
+    pub(crate) agent: Agent,
+    file: PathBuf,
+    // Saves of one chat run one after another, so the file ends with the last state.
+    saving: tokio::sync::Mutex<()>,
+}
+
+/// A chat as its file holds it.
+#[derive(Serialize, Deserialize)]
+struct ChatFile {
+    format: String,
+    version: u32,
+    id: String,
+    title: String,
+    /// Milliseconds since the Unix epoch.
+    created_at: u64,
+    /// The chat's own switches, tool name to on/off.
+    toggles: HashMap<String, bool>,
+    /// The conversation, in the format `save_session_context` writes.
+    session: SavedSessionContext,
+}
+
+/// A chat as the sidebar lists it.
+#[derive(Serialize)]
+pub(crate) struct ChatSummary {
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) created_at: u64,
+}
+
+impl Users {
+    /// Loads every user and chat saved under the data folder; chats that cannot be read are
+    /// reported and left out. Returns the users and the number of chats restored.
+    pub(crate) async fn restore(shared: Arc<Shared>) -> (Self, usize) {
+        let users = Self {
+            shared,
+            users: Mutex::new(HashMap::new()),
+        };
+        let mut restored = 0;
+        let dir = users.shared.data.join("users");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return (users, 0);
+        };
+        for entry in entries.flatten() {
+            let Some(id) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if !is_id(&id) {
+                continue;
+            }
+            let user = users.user(&id);
+            restored += user.restore_chats(&users.shared).await;
+        }
+        (users, restored)
+    }
+
+    /// What every chat shares.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The user with this id, created when new.
+    pub(crate) fn user(&self, id: &str) -> Arc<User> {
+        let mut users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
+        users
+            .entry(id.to_owned())
+            .or_insert_with(|| {
+                let dir = self.shared.data.join("users").join(id);
+                Arc::new(User {
+                    store: Arc::new(FilePreferenceStore::new(dir.join("preferences.json"))),
+                    chats: Mutex::new(Vec::new()),
+                    dir,
+                })
+            })
+            .clone()
+    }
+}
+
+impl User {
+    /// The user's chats, newest first.
+    pub(crate) fn summaries(&self) -> Vec<ChatSummary> {
+        let chats = self.chats.lock().unwrap_or_else(PoisonError::into_inner);
+        chats.iter().rev().map(|chat| chat.summary()).collect()
+    }
+
+    /// The chat with this id.
+    pub(crate) fn chat(&self, id: &str) -> Option<Arc<Chat>> {
+        let chats = self.chats.lock().unwrap_or_else(PoisonError::into_inner);
+        chats.iter().find(|chat| chat.id == id).cloned()
+    }
+
+    /// A new chat whose switches start from the user's preferences. When they cannot be read
+    /// the chat starts from the tools' defaults, and the reason is returned beside it.
+    pub(crate) async fn new_chat(
+        &self,
+        shared: &Shared,
+    ) -> Result<(Arc<Chat>, Option<String>), String> {
+        let (session, warning) =
+            match ChatSession::open(shared.registry.clone(), self.store.clone()).await {
+                Ok(session) => (session, None),
+                // A session can only carry a store that loaded, so this chat's switches are
+                // its own and are not saved as preferences; the page says so.
+                Err(error) => (
+                    ChatSession::new(shared.registry.clone()),
+                    Some(format!(
+                        "your tool preferences could not be read ({error}); this chat starts \
+                         from the defaults and its switches are not remembered for new chats"
+                    )),
+                ),
+            };
+        let id = new_id();
+        // Creation times order the sidebar, so two chats made in the same millisecond still
+        // get distinct ones.
+        let created_at = {
+            let chats = self.chats.lock().unwrap_or_else(PoisonError::into_inner);
+            let latest = chats.iter().map(|chat| chat.created_at).max();
+            latest.map_or(now_ms(), |latest| now_ms().max(latest + 1))
+        };
+        let chat = Arc::new(Chat::new(
+            shared,
+            id.clone(),
+            "New chat".to_owned(),
+            created_at,
+            session,
+            self.dir.join("chats").join(format!("{id}.json")),
+        ));
+        chat.save().await.map_err(|error| error.to_string())?;
+        self.chats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(chat.clone());
+        Ok((chat, warning))
+    }
+
+    /// Loads the user's saved chats; returns how many.
+    async fn restore_chats(&self, shared: &Shared) -> usize {
+        let Ok(entries) = std::fs::read_dir(self.dir.join("chats")) else {
+            return 0;
+        };
+        let mut chats = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_none_or(|extension| extension != "json") {
+                continue;
+            }
+            match self.load_chat(shared, &path).await {
+                Ok(chat) => chats.push(Arc::new(chat)),
+                Err(error) => eprintln!("chat {} not restored: {error}", path.display()),
+            }
+        }
+        chats.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        let count = chats.len();
+        self.chats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(chats);
+        count
+    }
+
+    async fn load_chat(&self, shared: &Shared, path: &Path) -> Result<Chat, String> {
+        let text = std::fs::read_to_string(path).map_err(|error| error.to_string())?;
+        let file: ChatFile = serde_json::from_str(&text).map_err(|error| error.to_string())?;
+        if file.format != CHAT_FILE_FORMAT || !is_id(&file.id) {
+            return Err(format!("not a {CHAT_FILE_FORMAT} file"));
+        }
+        // The store stays attached so a switch flipped in a restored chat is still saved as the
+        // user's preference; the chat's own switches replace what the store loaded.
+        let session = ChatSession::open(shared.registry.clone(), self.store.clone())
+            .await
+            .unwrap_or_else(|_| ChatSession::new(shared.registry.clone()));
+        session.toggles().replace_all(file.toggles);
+        let chat = Chat::new(
+            shared,
+            file.id,
+            file.title,
+            file.created_at,
+            session,
+            path.to_owned(),
+        );
+        chat.agent.context().replace(file.session.context);
+        Ok(chat)
+    }
+}
+
+impl Chat {
+    fn new(
+        shared: &Shared,
+        id: String,
+        title: String,
+        created_at: u64,
+        session: ChatSession,
+        file: PathBuf,
+    ) -> Self {
+        // Each chat's conversation lives in its own context; the file tools of the shared
+        // registry only take their root folder from theirs.
+        let context = ToolContext::with_options(
+            ToolContextOptions::new()
+                .system_prompt(SYSTEM_PROMPT)
+                .root_dir(&shared.scratch),
+        );
+        let options = AgentOptions::new()
+            .context(context)
+            .registry(shared.registry.clone())
+            .toggles(session.toggles().clone())
+            // The test model calls `read_file` and `write_file` on the same path; one at a time
+            // keeps what the page shows the same from run to run.
+            .sequential_tools(shared.offline);
+        Self {
+            agent: Agent::with_model(shared.model.clone(), options),
+            id,
+            title: Mutex::new(title),
+            created_at,
+            session,
+            file,
+            saving: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The chat as the sidebar lists it.
+    pub(crate) fn summary(&self) -> ChatSummary {
+        ChatSummary {
+            id: self.id.clone(),
+            title: self.title(),
+            created_at: self.created_at,
+        }
+    }
+
+    /// The chat's title: the start of its first message.
+    pub(crate) fn title(&self) -> String {
+        self.title
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Names the chat after its first message.
+    pub(crate) fn name_after(&self, message: &str) {
+        let mut title = self.title.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.agent.messages().len() <= 1 && *title == "New chat" {
+            let line = message.lines().next().unwrap_or_default().trim();
+            let mut short: String = line.chars().take(40).collect();
+            if line.chars().count() > 40 {
+                short.push('…');
+            }
+            if !short.is_empty() {
+                *title = short;
+            }
+        }
+    }
+
+    /// Writes the chat's title, switches and conversation to its file.
+    pub(crate) async fn save(&self) -> std::io::Result<()> {
+        let _saving = self.saving.lock().await;
+        let file = ChatFile {
+            format: CHAT_FILE_FORMAT.to_owned(),
+            version: 1,
+            id: self.id.clone(),
+            title: self.title(),
+            created_at: self.created_at,
+            toggles: self.session.toggles().overrides(),
+            session: SavedSessionContext::new("web chat", self.agent.session_context()),
+        };
+        let json = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
+        write_atomic(self.file.clone(), json).await
+    }
+}
+
+/// Whether `id` is an id this server hands out (and so a safe file name).
+pub(crate) fn is_id(id: &str) -> bool {
+    (8..=64).contains(&id.len()) && id.bytes().all(|byte| byte.is_ascii_alphanumeric())
+}
+
+/// A new random id of 32 hex digits.
+pub(crate) fn new_id() -> String {
+    format!(
+        "{:016x}{:016x}",
+        crate::tools::random_u64(),
+        crate::tools::random_u64()
+    )
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
+}

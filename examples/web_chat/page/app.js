@@ -1,0 +1,321 @@
+// The chat page: a sidebar of chats, the conversation with replies and tool calls streaming in,
+// and a tools popover with a switch per tool. It talks to the server's small JSON API; a turn's
+// events arrive as server-sent events in the answer to the POST that sends the message.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+
+// The chat on screen, and whether a turn is running.
+let current = null;
+let busy = false;
+
+// An element with attributes and children; `text` sets the text content.
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (name === 'text') node.textContent = value;
+    else node.setAttribute(name, value);
+  }
+  node.append(...children);
+  return node;
+}
+
+async function api(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    headers: body ? { 'Content-Type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(data.error || `${method} ${path}: the server answered ${response.status}`);
+  return data;
+}
+
+function showWarning(message) {
+  $('warning').textContent = message || '';
+  $('warning').hidden = !message;
+}
+
+// --- chats ---
+
+async function start() {
+  $('new-chat').addEventListener('click', () => newChat().catch((error) => showWarning(error.message)));
+  $('composer').addEventListener('submit', (event) => {
+    event.preventDefault();
+    send();
+  });
+  $('message').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey) {
+      event.preventDefault();
+      $('composer').requestSubmit();
+    }
+  });
+  $('tools').addEventListener('toggle', (event) => {
+    if (event.newState === 'open') loadTools();
+  });
+
+  const state = await api('GET', '/api/state');
+  $('offline').hidden = !state.offline;
+  $('model').textContent = state.offline ? 'offline test model' : `${state.model} (${state.provider})`;
+
+  const { chats } = await api('GET', '/api/chats');
+  const wanted = chats.find((chat) => chat.id === location.hash.slice(1)) || chats[0];
+  if (wanted) await openChat(wanted.id, chats);
+  else await newChat();
+}
+
+async function newChat() {
+  const chat = await api('POST', '/api/chats');
+  await openChat(chat.id);
+  showWarning(chat.warning);
+}
+
+async function openChat(id, chats) {
+  current = id;
+  history.replaceState(null, '', `#${id}`);
+  showWarning('');
+  renderChatList(chats || (await api('GET', '/api/chats')).chats);
+  const chat = await api('GET', `/api/chats/${id}`);
+  $('chat-title').textContent = chat.title;
+  redraw(chat.messages);
+  if ($('tools').matches(':popover-open')) await loadTools();
+  $('message').focus();
+}
+
+function renderChatList(chats) {
+  $('chat-list').replaceChildren(...chats.map((chat) => {
+    const button = el('button', { type: 'button', text: chat.title });
+    if (chat.id === current) button.setAttribute('aria-current', 'page');
+    button.addEventListener('click', () => openChat(chat.id).catch((error) => showWarning(error.message)));
+    return el('li', {}, button);
+  }));
+}
+
+// --- the conversation ---
+
+// One assistant turn on screen: its text blocks and tool cards, found by call id and by the
+// call's index within the current step.
+function newTurn() {
+  const li = el('li', { class: 'assistant' });
+  $('conversation').append(li);
+  return { li, text: null, cards: new Map(), byIndex: new Map() };
+}
+
+function addText(turn, delta) {
+  if (!turn.text) {
+    turn.text = el('p', { class: 'text' });
+    turn.li.append(turn.text);
+  }
+  turn.text.textContent += delta;
+}
+
+function addCard(turn, id, name) {
+  const card = el('article', { class: 'tool-card', 'data-tool': name, 'data-state': 'running', 'aria-label': `Tool call ${name}` },
+    el('h3', { text: `⚙ ${name}` }),
+    el('pre', { class: 'arguments' }),
+    el('pre', { class: 'result', text: '…' }));
+  turn.li.append(card);
+  turn.cards.set(id, card);
+  // Text after a tool call goes below it.
+  turn.text = null;
+  return card;
+}
+
+function finishCard(card, content, isError) {
+  card.dataset.state = isError ? 'error' : 'ok';
+  card.querySelector('.result').textContent = `${isError ? '✗' : '→'} ${content}`;
+}
+
+function showError(turn, message) {
+  turn.li.append(el('p', { class: 'error', role: 'alert', text: message }));
+}
+
+// Redraws a saved conversation: user messages, assistant text, tool calls and their results.
+function redraw(messages) {
+  $('conversation').replaceChildren();
+  let turn = null;
+  for (const message of messages) {
+    if (message.role === 'user') {
+      $('conversation').append(el('li', { class: 'user', text: message.content }));
+      turn = null;
+      continue;
+    }
+    turn = turn || newTurn();
+    if (message.role === 'assistant') {
+      if (message.content) addText(turn, message.content);
+      for (const call of message.tool_calls || []) {
+        addCard(turn, call.id, call.name).querySelector('.arguments').textContent = call.arguments;
+      }
+    } else if (message.role === 'tool') {
+      const card = turn.cards.get(message.tool_call_id) || addCard(turn, message.tool_call_id, message.name);
+      finishCard(card, message.content, message.is_error);
+    }
+  }
+  // Saved turns are finished ones.
+  for (const li of $('conversation').querySelectorAll('li.assistant')) li.dataset.done = 'true';
+  scrollDown();
+}
+
+// Keeps the newest part of the conversation in view.
+function scrollDown() {
+  $('conversation').scrollTop = $('conversation').scrollHeight;
+}
+
+// Applies one event of a running turn.
+function handle(turn, name, data) {
+  switch (name) {
+    case 'text':
+      addText(turn, data.delta);
+      break;
+    case 'tool_call_started':
+      turn.byIndex.set(data.index, addCard(turn, data.id, data.name));
+      break;
+    case 'tool_call_delta': {
+      const card = turn.byIndex.get(data.index);
+      if (card) card.querySelector('.arguments').textContent += data.arguments;
+      break;
+    }
+    case 'tool_call_finished': {
+      const card = turn.cards.get(data.id) || addCard(turn, data.id, data.name);
+      card.querySelector('.arguments').textContent = data.arguments;
+      break;
+    }
+    case 'tool_result':
+      finishCard(turn.cards.get(data.id) || addCard(turn, data.id, data.name), data.content, data.is_error);
+      break;
+    case 'step_finished':
+      turn.byIndex.clear();
+      break;
+    case 'done':
+      turn.li.dataset.done = 'true';
+      turn.li.append(el('p', { class: 'status', text: `${data.steps} step(s), ${data.tool_calls} tool call(s)` }));
+      break;
+    case 'error':
+      showError(turn, data.message);
+      break;
+    // Approval prompts for tool calls that need the user's consent will be handled here, once
+    // the agent asks for them: show the call with Allow and Deny buttons, and answer the server.
+    default:
+      break;
+  }
+  scrollDown();
+}
+
+// Reads a response of server-sent events, calling `onEvent(name, data)` for each. Returns
+// whether the turn came to an end (`done` or `error`) before the stream closed.
+async function readEvents(response, onEvent) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  let ended = false;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return ended;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let name = 'message';
+      const data = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event:')) name = line.slice(6).trim();
+        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+      }
+      // Keep-alive comments carry no data.
+      if (data.length === 0) continue;
+      onEvent(name, JSON.parse(data.join('\n')));
+      if (name === 'done' || name === 'error') ended = true;
+    }
+  }
+}
+
+async function send() {
+  const text = $('message').value.trim();
+  if (!text || busy || !current) return;
+  busy = true;
+  $('send').disabled = true;
+  $('message').value = '';
+  const chatId = current;
+  $('conversation').append(el('li', { class: 'user', text }));
+  const turn = newTurn();
+  scrollDown();
+  try {
+    const response = await fetch(`/api/chats/${chatId}/messages`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ text }),
+    });
+    if (!response.ok) {
+      const data = await response.json().catch(() => ({}));
+      throw new Error(data.error || `the server answered ${response.status}`);
+    }
+    const ended = await readEvents(response, (name, data) => handle(turn, name, data));
+    if (!ended) showError(turn, 'the connection dropped before the reply was finished');
+  } catch (error) {
+    showError(turn, `the message could not be sent: ${error.message}`);
+  } finally {
+    busy = false;
+    $('send').disabled = false;
+  }
+  // The first message names the chat.
+  if (chatId === current) {
+    const { chats } = await api('GET', '/api/chats');
+    renderChatList(chats);
+    const chat = chats.find((item) => item.id === chatId);
+    if (chat) $('chat-title').textContent = chat.title;
+  }
+}
+
+// --- the tools popover ---
+
+async function loadTools() {
+  try {
+    const { tools } = await api('GET', `/api/chats/${current}/tools`);
+    $('tool-list').replaceChildren(...tools.map(toolRow));
+  } catch (error) {
+    showWarning(error.message);
+  }
+}
+
+function toolRow(tool) {
+  const id = `tool-${tool.name}`;
+  const toggle = el('input', { type: 'checkbox', role: 'switch', id, 'aria-describedby': `${id}-description` });
+  toggle.checked = tool.enabled;
+  toggle.addEventListener('change', () => setTool(tool.name, toggle));
+  const details = el('div', {},
+    el('label', { for: id, class: 'tool-name', text: tool.title || tool.name }),
+    el('span', { class: 'tool-category', text: tool.category || 'general' }),
+    el('p', { class: 'tool-description', id: `${id}-description`, text: tool.description }));
+  return el('li', {}, toolIcon(tool), details, toggle);
+}
+
+// The icon of tools that have none: a page with lines.
+const DEFAULT_ICON = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E" +
+  "%3Cpath d='M3 1.5h7l3 3v10H3z M5.5 7h5M5.5 10h5' fill='none' stroke='%23345' stroke-width='1.3'/%3E%3C/svg%3E";
+
+// An icon URL is shown as an image; anything else (an emoji) as text. Icons are decoration: the
+// label names the tool.
+function toolIcon(tool) {
+  const icon = tool.icon || DEFAULT_ICON;
+  if (/^(data:image\/|https?:\/\/|\/)/.test(icon)) {
+    return el('img', { class: 'tool-icon', src: icon, alt: '' });
+  }
+  return el('span', { class: 'tool-icon', 'aria-hidden': 'true', text: icon });
+}
+
+async function setTool(name, toggle) {
+  // `pending` tells tests (and styles) that the server has not answered yet.
+  toggle.dataset.pending = 'true';
+  try {
+    const result = await api('PUT', `/api/chats/${current}/tools/${encodeURIComponent(name)}`, { enabled: toggle.checked });
+    toggle.checked = result.enabled;
+    showWarning(result.warning);
+  } catch (error) {
+    toggle.checked = !toggle.checked;
+    showWarning(error.message);
+  } finally {
+    delete toggle.dataset.pending;
+  }
+}
+
+start().catch((error) => showWarning(`the page could not start: ${error.message}`));

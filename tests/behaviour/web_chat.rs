@@ -1,0 +1,594 @@
+//! The `web_chat` example, run as a program and spoken to over HTTP: a turn's events stream in,
+//! switches leave tools out of the next request, and chats and switches survive a restart.
+
+use std::{
+    io::{BufRead as _, BufReader},
+    path::Path,
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+
+/// The longest any one request or stream of a test may take.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The tools the example registers, in registration order.
+const TOOLS: [&str; 6] = [
+    "read_file",
+    "write_file",
+    "city_weather",
+    "roll_dice",
+    "current_time",
+    "word_count",
+];
+
+/// A running `web_chat` example, killed when dropped.
+pub(crate) struct WebChat {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) url: String,
+}
+
+impl WebChat {
+    /// Starts the example on a free loopback port with its data in `data`, offline unless `env`
+    /// configures a provider.
+    pub(crate) fn start(data: &Path, env: &[(&str, &str)]) -> Self {
+        Self::start_with(data, &[], env)
+    }
+
+    /// Like [`start`](Self::start), with more command-line arguments.
+    pub(crate) fn start_with(data: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = example(env);
+        command
+            .args(["--addr", "127.0.0.1:0", "--data"])
+            .arg(data)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = command.spawn().expect("the web_chat example starts");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            if let Some(Ok(line)) = lines.next() {
+                let _ = sender.send(line);
+            }
+            // Keep reading so the server never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let line = match receiver.recv_timeout(DEADLINE) {
+            Ok(line) => line,
+            Err(error) => {
+                let _ = child.kill();
+                panic!("the example printed no first line: {error}");
+            }
+        };
+        let url = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        Self { child, url }
+    }
+}
+
+/// The example's command, offline unless `env` configures a provider.
+fn example(env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_web_chat_example"));
+    // Offline on purpose, whatever the machine running the tests has configured.
+    for variable in [
+        "TOOL_CORE_PROVIDER",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "OLLAMA_HOST",
+    ] {
+        command.env_remove(variable);
+    }
+    command.envs(env.iter().copied());
+    command
+}
+
+impl Drop for WebChat {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One user of the page: an HTTP client that keeps the user cookie the server hands out.
+struct Browser {
+    http: reqwest::Client,
+    url: String,
+    cookie: Option<String>,
+}
+
+impl Browser {
+    fn new(server: &WebChat) -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .timeout(DEADLINE)
+                .build()
+                .expect("a client"),
+            url: server.url.clone(),
+            cookie: None,
+        }
+    }
+
+    /// The same user, against another server (after a restart).
+    fn against(&self, server: &WebChat) -> Self {
+        Self {
+            url: server.url.clone(),
+            cookie: self.cookie.clone(),
+            http: self.http.clone(),
+        }
+    }
+
+    async fn request(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> reqwest::Response {
+        let mut request = self.http.request(method, format!("{}{path}", self.url));
+        if let Some(cookie) = &self.cookie {
+            request = request.header("cookie", cookie);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("the server answers");
+        if let Some(set) = response.headers().get("set-cookie") {
+            let set = set.to_str().expect("an ASCII cookie");
+            let pair = set.split(';').next().unwrap_or_default();
+            self.cookie = Some(pair.to_owned());
+        }
+        response
+    }
+
+    async fn json(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let response = self.request(method, path, body).await;
+        let status = response.status().as_u16();
+        (status, response.json().await.expect("a JSON answer"))
+    }
+
+    async fn get(&mut self, path: &str) -> Value {
+        let (status, body) = self.json(reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    async fn new_chat(&mut self) -> String {
+        let (status, body) = self.json(reqwest::Method::POST, "/api/chats", None).await;
+        assert_eq!(status, 201, "{body}");
+        assert_eq!(body["title"], "New chat");
+        body["id"].as_str().expect("a chat id").to_owned()
+    }
+
+    async fn switch(&mut self, chat: &str, tool: &str, enabled: bool) -> Value {
+        let (status, body) = self
+            .json(
+                reqwest::Method::PUT,
+                &format!("/api/chats/{chat}/tools/{tool}"),
+                Some(json!({ "enabled": enabled })),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Each tool's name and enabled state in a chat.
+    async fn switches(&mut self, chat: &str) -> Vec<(String, bool)> {
+        let body = self.get(&format!("/api/chats/{chat}/tools")).await;
+        body["tools"]
+            .as_array()
+            .expect("a tool list")
+            .iter()
+            .map(|tool| {
+                (
+                    tool["name"].as_str().unwrap_or_default().to_owned(),
+                    tool["enabled"].as_bool().expect("an enabled flag"),
+                )
+            })
+            .collect()
+    }
+
+    /// Sends a message and reads the turn's events to the end of the stream.
+    async fn send(&mut self, chat: &str, text: &str) -> Vec<(String, Value)> {
+        let mut response = self
+            .request(
+                reqwest::Method::POST,
+                &format!("/api/chats/{chat}/messages"),
+                Some(json!({ "text": text })),
+            )
+            .await;
+        assert_eq!(response.status().as_u16(), 200);
+        assert_eq!(
+            response.headers()["content-type"],
+            "text/event-stream",
+            "a stream of server-sent events"
+        );
+        let mut body = Vec::new();
+        let read = async {
+            while let Some(chunk) = response.chunk().await.expect("the stream reads") {
+                body.extend_from_slice(&chunk);
+            }
+        };
+        tokio::time::timeout(DEADLINE, read)
+            .await
+            .expect("the turn ends in time");
+        parse_events(&String::from_utf8(body).expect("UTF-8 events"))
+    }
+}
+
+/// The `event:` name and JSON `data:` of each server-sent event.
+fn parse_events(text: &str) -> Vec<(String, Value)> {
+    text.split("\n\n")
+        .filter_map(|block| {
+            let mut name = None;
+            let mut data = None;
+            for line in block.lines() {
+                if let Some(value) = line.strip_prefix("event:") {
+                    name = Some(value.trim().to_owned());
+                } else if let Some(value) = line.strip_prefix("data:") {
+                    data = Some(serde_json::from_str(value.trim()).expect("JSON data"));
+                }
+            }
+            Some((name?, data?))
+        })
+        .collect()
+}
+
+/// The names of the tools called, in the order the calls started.
+fn called(events: &[(String, Value)]) -> Vec<&str> {
+    events
+        .iter()
+        .filter(|(name, _)| name == "tool_call_started")
+        .map(|(_, data)| data["name"].as_str().unwrap_or_default())
+        .collect()
+}
+
+fn result_of<'a>(events: &'a [(String, Value)], tool: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|(name, data)| name == "tool_result" && data["name"] == tool)
+        .map(|(_, data)| data)
+        .unwrap_or_else(|| panic!("no result of {tool} in {events:?}"))
+}
+
+#[tokio::test]
+async fn a_turn_streams_tool_calls_their_results_and_the_reply() {
+    let data = tempfile::tempdir().unwrap();
+    let server = WebChat::start(data.path(), &[]);
+    let mut user = Browser::new(&server);
+    let state = user.get("/api/state").await;
+    assert_eq!(state["offline"], true);
+    let chat = user.new_chat().await;
+
+    let events = user.send(&chat, "What can you do?").await;
+    // The offline test model calls every offered tool once, in registration order.
+    assert_eq!(called(&events), TOOLS);
+    // Each call's arguments arrive in pieces that add up to the finished call.
+    for (index, tool) in TOOLS.iter().enumerate() {
+        let streamed: String = events
+            .iter()
+            .filter(|(name, data)| name == "tool_call_delta" && data["index"] == index)
+            .map(|(_, data)| data["arguments"].as_str().unwrap_or_default())
+            .collect();
+        let finished = events
+            .iter()
+            .find(|(name, data)| name == "tool_call_finished" && data["name"] == *tool)
+            .map(|(_, data)| data["arguments"].as_str().unwrap_or_default())
+            .unwrap_or_else(|| panic!("{tool} did not finish"));
+        assert_eq!(streamed, finished, "{tool}");
+    }
+    assert_eq!(
+        result_of(&events, "city_weather"),
+        &json!({
+            "id": result_of(&events, "city_weather")["id"],
+            "name": "city_weather",
+            "content": "Error executing city_weather: no weather for `example`; the cities \
+                        known are Paris, Tokyo, Lagos, Lima, Oslo",
+            "is_error": true,
+        })
+    );
+    assert_eq!(result_of(&events, "word_count")["is_error"], false);
+    assert_eq!(
+        result_of(&events, "word_count")["content"],
+        "1 word(s), 1 line(s), 7 character(s)"
+    );
+
+    let (last, done) = events.last().expect("events");
+    assert_eq!(last, "done");
+    assert_eq!(done["steps"], 2);
+    assert_eq!(done["tool_calls"], 6);
+    let text: String = events
+        .iter()
+        .filter(|(name, _)| name == "text")
+        .map(|(_, data)| data["delta"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(text, done["text"].as_str().unwrap());
+    assert!(
+        text.starts_with("(test model) I called 6 tool(s)"),
+        "{text}"
+    );
+
+    // The chat is named after its first message and keeps the conversation.
+    let saved = user.get(&format!("/api/chats/{chat}")).await;
+    assert_eq!(saved["title"], "What can you do?");
+    let messages = saved["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[0],
+        json!({"role": "user", "content": "What can you do?"})
+    );
+    let weather = messages
+        .iter()
+        .find(|message| message["role"] == "tool" && message["name"] == "city_weather")
+        .expect("the weather result is kept");
+    assert_eq!(weather["is_error"], true);
+    assert_eq!(
+        messages.last().unwrap()["content"],
+        done["text"],
+        "the reply is the last message"
+    );
+}
+
+#[tokio::test]
+async fn a_switch_leaves_the_tool_out_and_survives_a_restart() {
+    let data = tempfile::tempdir().unwrap();
+    let server = WebChat::start(data.path(), &[]);
+    let mut user = Browser::new(&server);
+    let first = user.new_chat().await;
+    let all_on: Vec<(String, bool)> = TOOLS.iter().map(|name| (name.to_string(), true)).collect();
+    assert_eq!(user.switches(&first).await, all_on);
+
+    let answer = user.switch(&first, "city_weather", false).await;
+    assert_eq!(
+        answer,
+        json!({"name": "city_weather", "enabled": false, "warning": null})
+    );
+    let events = user.send(&first, "hello").await;
+    let mut without: Vec<&str> = TOOLS.to_vec();
+    without.retain(|name| *name != "city_weather");
+    assert_eq!(called(&events), without);
+
+    // The switch is the user's preference now: a new chat starts with the tool off.
+    let second = user.new_chat().await;
+    let expected_off: Vec<(String, bool)> = TOOLS
+        .iter()
+        .map(|name| (name.to_string(), *name != "city_weather"))
+        .collect();
+    assert_eq!(user.switches(&second).await, expected_off);
+    // Switching it back on in the second chat leaves the first chat's switch alone.
+    user.switch(&second, "city_weather", true).await;
+    assert_eq!(user.switches(&first).await, expected_off);
+    assert_eq!(user.switches(&second).await, all_on);
+
+    // Another user has neither the chats nor the preferences.
+    let mut stranger = Browser::new(&server);
+    let (status, _) = stranger
+        .json(reqwest::Method::GET, &format!("/api/chats/{first}"), None)
+        .await;
+    assert_eq!(status, 404);
+    let theirs = stranger.new_chat().await;
+    assert_eq!(stranger.switches(&theirs).await, all_on);
+
+    drop(server);
+    let server = WebChat::start(data.path(), &[]);
+    let mut user = user.against(&server);
+    let chats = user.get("/api/chats").await;
+    let listed: Vec<(&str, &str)> = chats["chats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|chat| {
+            (
+                chat["id"].as_str().unwrap(),
+                chat["title"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [(second.as_str(), "New chat"), (first.as_str(), "hello")],
+        "newest first"
+    );
+    assert_eq!(user.switches(&first).await, expected_off);
+    assert_eq!(user.switches(&second).await, all_on);
+    let saved = user.get(&format!("/api/chats/{first}")).await;
+    assert_eq!(saved["messages"][0]["content"], "hello");
+    assert_eq!(
+        saved["messages"].as_array().unwrap().last().unwrap()["content"],
+        events.last().unwrap().1["text"]
+    );
+    // The restored chat goes on from its conversation, still without the tool.
+    let events = user.send(&first, "and again").await;
+    assert_eq!(called(&events), without);
+    let saved = user.get(&format!("/api/chats/{first}")).await;
+    assert_eq!(
+        saved["messages"].as_array().unwrap().len(),
+        2 * 8,
+        "two turns of five tool calls each"
+    );
+}
+
+#[tokio::test]
+async fn the_tool_list_has_categories_and_icons() {
+    let data = tempfile::tempdir().unwrap();
+    let server = WebChat::start(data.path(), &[]);
+    let mut user = Browser::new(&server);
+    let chat = user.new_chat().await;
+    let tools = user.get(&format!("/api/chats/{chat}/tools")).await;
+    let shown: Vec<(&str, &str, &str)> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| {
+            (
+                tool["name"].as_str().unwrap(),
+                tool["category"].as_str().unwrap_or("-"),
+                tool["icon"].as_str().map_or("-", |icon| {
+                    if icon.starts_with("data:image/svg+xml,") {
+                        "svg"
+                    } else {
+                        icon
+                    }
+                }),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("read_file", "files", "-"),
+            ("write_file", "files", "-"),
+            ("city_weather", "weather", "svg"),
+            ("roll_dice", "games", "svg"),
+            ("current_time", "clock", "svg"),
+            ("word_count", "text", "svg"),
+        ]
+    );
+    for tool in tools["tools"].as_array().unwrap() {
+        assert!(!tool["description"].as_str().unwrap().is_empty(), "{tool}");
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_are_answered_with_errors() {
+    let data = tempfile::tempdir().unwrap();
+    let server = WebChat::start(data.path(), &[]);
+    let mut user = Browser::new(&server);
+    let chat = user.new_chat().await;
+
+    let (status, body) = user
+        .json(
+            reqwest::Method::PUT,
+            &format!("/api/chats/{chat}/tools/no_such_tool"),
+            Some(json!({ "enabled": false })),
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (404, json!({"error": "no tool named `no_such_tool`"}))
+    );
+    let (status, body) = user
+        .json(
+            reqwest::Method::POST,
+            "/api/chats/0123456789abcdef/messages",
+            Some(json!({ "text": "hi" })),
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (404, json!({"error": "no chat `0123456789abcdef`"}))
+    );
+    let (status, body) = user
+        .json(
+            reqwest::Method::POST,
+            &format!("/api/chats/{chat}/messages"),
+            Some(json!({ "text": "   " })),
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (400, json!({"error": "the message is empty"}))
+    );
+}
+
+#[tokio::test]
+async fn a_provider_error_is_an_error_event() {
+    // A provider that refuses every request, on the loopback interface.
+    let provider = axum::Router::new().fallback(|| async {
+        (
+            axum::http::StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})),
+        )
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let serving = tokio::spawn(async move { axum::serve(listener, provider).await });
+
+    let data = tempfile::tempdir().unwrap();
+    let base = format!("http://{address}/v1");
+    let server = WebChat::start(
+        data.path(),
+        &[("OPENAI_API_KEY", "sk-wrong"), ("OPENAI_BASE_URL", &base)],
+    );
+    let mut user = Browser::new(&server);
+    let state = user.get("/api/state").await;
+    assert_eq!(state["offline"], false);
+    assert_eq!(state["provider"], "openai");
+    let chat = user.new_chat().await;
+    let events = user.send(&chat, "hello").await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    let (name, data) = &events[0];
+    assert_eq!(name, "error");
+    let message = data["message"].as_str().unwrap();
+    assert!(
+        message.contains("401") && message.contains("Incorrect API key provided"),
+        "{message}"
+    );
+    serving.abort();
+}
+
+#[tokio::test]
+async fn tools_from_a_configuration_file_join_the_list() {
+    let data = tempfile::tempdir().unwrap();
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tools.toml");
+    let config = config.display().to_string();
+    let server = WebChat::start_with(data.path(), &["--tools-config", &config], &[]);
+    let mut user = Browser::new(&server);
+    let chat = user.new_chat().await;
+    let names: Vec<String> = user
+        .switches(&chat)
+        .await
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(names[..TOOLS.len()], TOOLS);
+    for configured in ["get_weather", "company_faq", "read_note", "write_note"] {
+        assert!(names.iter().any(|name| name == configured), "{names:?}");
+    }
+}
+
+#[test]
+fn help_lists_every_flag_and_a_misspelt_flag_is_a_usage_error() {
+    let output = example(&[])
+        .arg("--help")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the example runs");
+    assert_eq!(output.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&output.stdout);
+    for expected in [
+        "--addr <ADDR>",
+        "127.0.0.1:3000]",
+        "--data <DIR>",
+        "--tools-config <FILE>",
+        "OPENAI_API_KEY",
+        "OLLAMA_HOST",
+        "TOOL_CORE_PROVIDER",
+    ] {
+        assert!(help.contains(expected), "no {expected:?} in:\n{help}");
+    }
+
+    let output = example(&[])
+        .args(["--adr", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the example runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("a similar argument exists: '--addr'"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,443 @@
+//! The `web_chat` page in a real browser: headless Chromium driven over WebDriver sends a
+//! message, watches the tool cards and the reply stream in, switches a tool off in the tools
+//! popover, reloads, and checks that the switch held and the next request left the tool out.
+//! Every control must have a name a screen reader reads. A screenshot of each step is saved
+//! under `target/web-chat-screenshots/`.
+//!
+//! Needs Debian's `chromium` and `chromium-driver`; when they are missing and the test runs as
+//! root it installs them, and when they cannot be had it says so loudly and passes.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::OnceLock,
+    time::{Duration, Instant},
+};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+use crate::web_chat::WebChat;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// The longest any one wait of the test may take.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A child process started in its own process group, killed with the whole group when dropped
+/// (chromedriver's browsers included).
+struct Group(Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether Chromium and chromedriver are there, installing them once when they are not and
+/// this process may.
+fn browser_available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        let present = || Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
+        if present() {
+            return true;
+        }
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).trim() == "0");
+        if !root {
+            return false;
+        }
+        eprintln!("installing chromium and chromium-driver for the browser test");
+        let installed = Command::new("sh")
+            .args([
+                "-c",
+                "apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+                 apt-get install -y -qq chromium chromium-driver",
+            ])
+            .stdin(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        installed && present()
+    })
+}
+
+/// Where the screenshots go: `target/web-chat-screenshots/`.
+fn screenshot_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).join("web-chat-screenshots")
+}
+
+async fn screenshot(client: &Client, name: &str) {
+    let png = client.screenshot().await.expect("a screenshot");
+    let dir = screenshot_dir();
+    std::fs::create_dir_all(&dir).expect("the screenshot folder");
+    std::fs::write(dir.join(format!("{name}.png")), png).expect("the screenshot is saved");
+}
+
+/// Starts chromedriver on a free loopback port and waits until it answers.
+async fn start_chromedriver() -> (Group, String) {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        listener.local_addr().expect("its address").port()
+    };
+    let mut command = Command::new(CHROMEDRIVER);
+    command
+        .arg(format!("--port={port}"))
+        .arg("--allowed-ips=127.0.0.1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let driver = Group(command.spawn().expect("chromedriver starts"));
+    let url = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .expect("a client");
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Ok(response) = http.get(format!("{url}/status")).send().await
+            && response.status().is_success()
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "chromedriver did not answer");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (driver, url)
+}
+
+/// Runs `script` (a function body) until it returns something other than `null` or `false`.
+async fn wait_for(client: &Client, what: &str, script: &str) -> Value {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let value = client
+            .execute(script, vec![])
+            .await
+            .expect("the script runs");
+        if !value.is_null() && value != Value::Bool(false) {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The tool cards of the `turn`-th reply (from 0): each tool's name and state.
+async fn cards(client: &Client, turn: usize) -> Vec<(String, String)> {
+    let value = client
+        .execute(
+            "const turn = document.querySelectorAll('#conversation li.assistant')[arguments[0]];
+             return [...turn.querySelectorAll('.tool-card')]
+                 .map((card) => [card.dataset.tool, card.dataset.state]);",
+            vec![json!(turn)],
+        )
+        .await
+        .expect("the cards are read");
+    serde_json::from_value(value).expect("pairs of strings")
+}
+
+/// Waits until the switch has the server's answer and returns whether it is on.
+async fn settled_switch(client: &Client, tool: &str) -> bool {
+    let script = format!(
+        "const toggle = document.getElementById('tool-{tool}');
+         return toggle && !toggle.dataset.pending ? {{ checked: toggle.checked }} : null;"
+    );
+    let value = wait_for(client, &format!("the switch of {tool}"), &script).await;
+    value["checked"].as_bool().expect("a checked flag")
+}
+
+async fn open_tools(client: &Client) {
+    client
+        .find(Locator::Css("#tools-button"))
+        .await
+        .expect("the tools button")
+        .click()
+        .await
+        .expect("the tools button clicks");
+    wait_for(
+        client,
+        "the tools popover",
+        "return document.getElementById('tools').matches(':popover-open')
+            && document.querySelectorAll('#tool-list input[role=switch]').length === 6;",
+    )
+    .await;
+}
+
+async fn send(client: &Client, text: &str, turns: usize) {
+    let input = client
+        .find(Locator::Css("#message"))
+        .await
+        .expect("the message box");
+    input.send_keys(text).await.expect("typing works");
+    client
+        .find(Locator::Css("#send"))
+        .await
+        .expect("the send button")
+        .click()
+        .await
+        .expect("send clicks");
+    let script = format!(
+        "return document.querySelectorAll('#conversation li.assistant[data-done=\"true\"]')
+             .length === {turns};"
+    );
+    wait_for(client, &format!("reply {turns}"), &script).await;
+}
+
+/// Every control of the page with the name a screen reader would announce, computed the way
+/// the accessible-name rules do for these elements: `aria-labelledby`, `aria-label`, the
+/// associated `<label>`s, a button's text, then `title`.
+const CONTROLS: &str = "
+    const text = (node) => (node ? node.textContent : '').trim();
+    const nameOf = (el) => {
+        const by = el.getAttribute('aria-labelledby');
+        if (by) return by.split(/\\s+/).map((id) => text(document.getElementById(id))).join(' ').trim();
+        const label = (el.getAttribute('aria-label') || '').trim();
+        if (label) return label;
+        if (el.labels && el.labels.length) return [...el.labels].map(text).join(' ').trim();
+        if (el.tagName === 'BUTTON') return text(el);
+        return (el.getAttribute('title') || '').trim();
+    };
+    return [...document.querySelectorAll('button, input, textarea, select, [role=switch], [role=dialog]')]
+        .map((el) => ({
+            tag: el.tagName.toLowerCase(),
+            id: el.id,
+            type: el.type || null,
+            role: el.getAttribute('role'),
+            name: nameOf(el),
+            focusable: el.tabIndex >= 0,
+        }));";
+
+#[tokio::test]
+async fn the_page_works_in_headless_chromium() {
+    if !browser_available() {
+        eprintln!(
+            "\n!!!!!!!!\n!!! SKIPPED the_page_works_in_headless_chromium: {CHROMIUM} and \
+             {CHROMEDRIVER} are missing and could not be installed (apt-get install chromium \
+             chromium-driver)\n!!!!!!!!\n"
+        );
+        return;
+    }
+    let data = tempfile::tempdir().unwrap();
+    let server = WebChat::start(data.path(), &[]);
+    let (_driver, driver_url) = start_chromedriver().await;
+    let profile = tempfile::tempdir().unwrap();
+    let capabilities = json!({
+        "browserName": "chrome",
+        "goog:chromeOptions": {
+            "binary": CHROMIUM,
+            "args": [
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--window-size=1280,860",
+                format!("--user-data-dir={}", profile.path().display()),
+            ],
+        },
+    });
+    let client = ClientBuilder::rustls()
+        .expect("a WebDriver client")
+        .capabilities(serde_json::from_value(capabilities).expect("capabilities"))
+        .connect(&driver_url)
+        .await
+        .expect("a browser session");
+
+    // A first visit makes a chat, and says the model is the offline one.
+    client.goto(&server.url).await.expect("the page loads");
+    wait_for(
+        &client,
+        "the first chat",
+        "return document.querySelector('#chat-list button[aria-current=page]') !== null;",
+    )
+    .await;
+    let offline = client
+        .find(Locator::Css("#offline"))
+        .await
+        .expect("the offline notice");
+    assert!(offline.is_displayed().await.unwrap());
+    assert!(offline.text().await.unwrap().contains("offline test model"));
+    screenshot(&client, "1-new-chat").await;
+
+    // A message: a card per tool call, filled with the result or the error, then the reply.
+    send(&client, "What can you do?", 1).await;
+    let expected = [
+        ("read_file", "error"),
+        ("write_file", "ok"),
+        ("city_weather", "error"),
+        ("roll_dice", "ok"),
+        ("current_time", "ok"),
+        ("word_count", "ok"),
+    ];
+    let shown = cards(&client, 0).await;
+    assert_eq!(
+        shown,
+        expected.map(|(tool, state)| (tool.to_owned(), state.to_owned()))
+    );
+    let weather = client
+        .find(Locator::Css(
+            "#conversation .tool-card[data-tool=city_weather] .result",
+        ))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        weather.starts_with("✗ Error executing city_weather: no weather for `example`"),
+        "{weather}"
+    );
+    let reply = client
+        .find(Locator::Css("#conversation li.assistant .text"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        reply.starts_with("(test model) I called 6 tool(s)"),
+        "{reply}"
+    );
+    let title = client
+        .find(Locator::Css("#chat-title"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(title, "What can you do?");
+    screenshot(&client, "2-reply").await;
+
+    // The popover lists every tool, all on; the weather tool goes off.
+    open_tools(&client).await;
+    screenshot(&client, "3-tools").await;
+    assert!(settled_switch(&client, "city_weather").await);
+    client
+        .find(Locator::Css("#tool-city_weather"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(!settled_switch(&client, "city_weather").await);
+    // The keyboard works too: space on a focused switch flips it, and flips it back.
+    let dice = client.find(Locator::Css("#tool-roll_dice")).await.unwrap();
+    dice.send_keys(" ").await.unwrap();
+    assert!(!settled_switch(&client, "roll_dice").await);
+    dice.send_keys(" ").await.unwrap();
+    assert!(settled_switch(&client, "roll_dice").await);
+    screenshot(&client, "4-switched-off").await;
+
+    // Every control has a name a screen reader reads; the switches are real switches.
+    let controls: Vec<Value> =
+        serde_json::from_value(client.execute(CONTROLS, vec![]).await.unwrap()).unwrap();
+    assert!(controls.len() >= 6 + 4, "{controls:?}");
+    for control in &controls {
+        assert!(
+            !control["name"].as_str().unwrap_or_default().is_empty(),
+            "a control without an accessible name: {control}"
+        );
+    }
+    let switches: Vec<&Value> = controls
+        .iter()
+        .filter(|control| control["role"] == "switch")
+        .collect();
+    assert_eq!(switches.len(), 6, "{controls:?}");
+    for switch in switches {
+        assert_eq!(switch["tag"], "input", "{switch}");
+        assert_eq!(switch["type"], "checkbox", "{switch}");
+        assert_eq!(switch["focusable"], true, "{switch}");
+    }
+    let weather_switch = controls
+        .iter()
+        .find(|control| control["id"] == "tool-city_weather")
+        .unwrap();
+    assert_eq!(weather_switch["name"], "City weather");
+    let read_switch = controls
+        .iter()
+        .find(|control| control["id"] == "tool-read_file")
+        .unwrap();
+    assert_eq!(read_switch["name"], "Read file");
+
+    // A reload keeps the chat, its conversation and the switch.
+    client.refresh().await.unwrap();
+    wait_for(
+        &client,
+        "the chat after the reload",
+        "return document.querySelectorAll('#conversation .tool-card').length === 6;",
+    )
+    .await;
+    assert_eq!(
+        cards(&client, 0).await,
+        expected.map(|(tool, state)| (tool.to_owned(), state.to_owned())),
+        "the conversation is redrawn from the server"
+    );
+    open_tools(&client).await;
+    assert!(!settled_switch(&client, "city_weather").await);
+    assert!(settled_switch(&client, "read_file").await);
+    screenshot(&client, "5-after-reload").await;
+
+    // The next request does not offer the tool, so the test model does not call it.
+    client
+        .find(Locator::Css("#tools button[popovertargetaction=hide]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    send(&client, "Once more, please.", 2).await;
+    let second: Vec<String> = cards(&client, 1)
+        .await
+        .into_iter()
+        .map(|(tool, _)| tool)
+        .collect();
+    assert_eq!(
+        second,
+        [
+            "read_file",
+            "write_file",
+            "roll_dice",
+            "current_time",
+            "word_count"
+        ]
+    );
+    screenshot(&client, "6-without-the-tool").await;
+
+    // A new chat starts from the preferences (the weather tool off) with an empty conversation.
+    client
+        .find(Locator::Css("#new-chat"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(
+        &client,
+        "the second chat",
+        "return document.querySelectorAll('#chat-list button').length === 2
+            && document.querySelectorAll('#conversation li').length === 0
+            && document.getElementById('chat-title').textContent === 'New chat';",
+    )
+    .await;
+    open_tools(&client).await;
+    assert!(!settled_switch(&client, "city_weather").await);
+    assert!(settled_switch(&client, "roll_dice").await);
+    screenshot(&client, "7-new-chat").await;
+
+    client.close().await.expect("the browser session closes");
+    drop(server);
+}
