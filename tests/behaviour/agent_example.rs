@@ -169,3 +169,139 @@ async fn the_example_uses_the_provider_configured_in_the_environment() {
         .collect();
     assert_eq!(tools, ["read_file", "write_file", "save_session_context"]);
 }
+
+/// The files the example's tools left in `dir`, beside the ones every run writes.
+fn written_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            !["notes.txt", "session.json", "tool-preferences.json"].contains(&name.as_str())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_example_asks_before_writing_and_a_denied_write_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let stdout = run(&["--root", &root, "write something"], "n\n");
+    assert!(
+        stdout
+            .contains(r#"Allow write_file {"content":"example","path":"example"}? [y/N] (denied)"#),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "!! write_file: Error: the user denied this call of write_file: the user said no"
+        ),
+        "{stdout}"
+    );
+    assert!(written_files(dir.path()).is_empty());
+    // No answer at all (end of input) is a no too.
+    let stdout = run(&["--root", &root, "write something"], "");
+    assert!(stdout.contains("(denied)"), "{stdout}");
+    assert!(written_files(dir.path()).is_empty());
+}
+
+#[test]
+fn the_example_writes_once_the_user_approves() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let stdout = run(&["--root", &root, "write something"], "y\n");
+    assert!(
+        stdout.contains("<- write_file: Successfully wrote 7 bytes to example"),
+        "{stdout}"
+    );
+    assert_eq!(written_files(dir.path()), ["example"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("example")).unwrap(),
+        "example"
+    );
+}
+
+#[test]
+fn with_yes_the_example_approves_without_asking_and_the_repl_reads_answers_from_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let stdout = run(&["--root", &root, "--yes", "write something"], "");
+    assert!(!stdout.contains("Allow write_file"), "{stdout}");
+    assert!(
+        stdout.contains("(approved by --yes) write_file"),
+        "{stdout}"
+    );
+    assert_eq!(written_files(dir.path()), ["example"]);
+
+    // In the REPL the next input line answers; the line after it is a command again.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let stdout = run(
+        &["--root", &root, "--stdin"],
+        "write it\nno\n/tools\n/quit\n",
+    );
+    assert!(stdout.contains("(denied)"), "{stdout}");
+    assert!(stdout.contains("[on ] write_file"), "{stdout}");
+    assert!(written_files(dir.path()).is_empty());
+}
+
+#[test]
+fn the_example_uses_an_mcp_servers_tools_like_its_own() {
+    let Some(everything) = crate::mcp_client_everything::everything() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let server = format!("node {}", everything.display());
+    // Two of the reference server's tools reach outside this machine or take ten seconds.
+    let stdout = run(
+        &["--root", &root, "--stdin", "--yes", "--mcp", &server],
+        "/disable gzip-file-as-resource\n/disable trigger-long-running-operation\n\
+         /disable get-env\n/tools\nuse every tool\n/quit\n",
+    );
+    assert!(stdout.contains("MCP server node "), "{stdout}");
+    let listed = |name: &str| {
+        stdout
+            .lines()
+            .find(|line| line.starts_with('[') && line.split_whitespace().any(|word| word == name))
+            .unwrap_or_else(|| panic!("{name} is not listed:\n{stdout}"))
+            .to_owned()
+    };
+    assert!(listed("get-sum").starts_with("[on ]"));
+    assert!(listed("gzip-file-as-resource").starts_with("[off]"));
+    assert!(stdout.contains("-> get-sum({\"a\":1,\"b\":1})"), "{stdout}");
+    assert!(
+        stdout.contains("<- get-sum: The sum of 1 and 1 is 2."),
+        "{stdout}"
+    );
+    assert!(stdout.contains("<- echo: Echo: example"), "{stdout}");
+    assert!(!stdout.contains("-> gzip-file-as-resource"), "{stdout}");
+}
+
+#[test]
+fn an_mcp_server_that_cannot_start_stops_the_example_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let output = spawn(
+        &[
+            "--root",
+            &root,
+            "--mcp",
+            "/nonexistent/mcp-server --flag",
+            "hi",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot use the MCP server"), "{stderr}");
+    let output = spawn(&["--root", &root, "--mcp", "'unclosed", "hi"], "", &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).starts_with("--mcp \"'unclosed\": "),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -29,7 +29,7 @@ const INDEX: &str = "node_modules/@modelcontextprotocol/server-everything/dist/i
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// `dist/index.js` of the installed server, or `None` after saying the test is skipped.
-fn everything() -> Option<&'static Path> {
+pub(crate) fn everything() -> Option<&'static Path> {
     static INDEX_JS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     match INDEX_JS.get_or_init(find_or_install) {
         Ok(path) => Some(path),

@@ -402,6 +402,7 @@ impl Turn<'_> {
                     Some(ApprovalDecision::Deny { reason }) => reason,
                     _ => None,
                 };
+                self.tool_calls += 1;
                 let text = denied_result(&call.name, reason.as_deref());
                 tracing::info!(tool = %call.name, id = %call.id, "the application denied a call");
                 emit_result(self.events, &call, &text, ToolResultKind::Denied);
