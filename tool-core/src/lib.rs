@@ -340,3 +340,8 @@ pub use tool_macros::tool;
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 pub use tool_macros::toolbox;
+
+/// The README's Rust snippets, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeSnippets;
