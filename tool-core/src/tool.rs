@@ -284,6 +284,12 @@ pub struct ToolMetadata {
     /// When `true`, the agent runs this tool's calls in order, never concurrently with other
     /// calls of the same step.
     pub sequential: bool,
+    /// Whether arguments of the wrong JSON type are read as the type the tool's schema asks
+    /// for (`"30"` as the integer 30, a stringified object as the object) before validation;
+    /// see [`schema::coerce_arguments`](crate::schema::coerce_arguments). `None`: as the
+    /// registry's [`RegistryOptions::lenient_arguments`](crate::RegistryOptions::lenient_arguments)
+    /// says (off by default); `Some(false)` keeps the tool strict in a lenient registry.
+    pub lenient_arguments: Option<bool>,
 }
 
 impl Default for ToolMetadata {
@@ -296,6 +302,7 @@ impl Default for ToolMetadata {
             hints: ToolHints::default(),
             timeout: None,
             sequential: false,
+            lenient_arguments: None,
         }
     }
 }
@@ -373,6 +380,14 @@ impl ToolMetadata {
     #[must_use]
     pub fn sequential(mut self, value: bool) -> Self {
         self.sequential = value;
+        self
+    }
+
+    /// Sets whether arguments of the wrong JSON type are read as the type the schema asks for,
+    /// whatever the registry's default (see [`ToolMetadata::lenient_arguments`]).
+    #[must_use]
+    pub fn lenient_arguments(mut self, value: bool) -> Self {
+        self.lenient_arguments = Some(value);
         self
     }
 }

@@ -25,12 +25,13 @@ mod kw {
     syn::custom_keyword!(open_world);
     syn::custom_keyword!(sequential);
     syn::custom_keyword!(timeout);
+    syn::custom_keyword!(lenient);
 }
 
 /// The keys `#[tool(...)]` accepts, for the unknown-key message.
 const KEYS: &str = "`name`, `description`, `rename_struct`, `title`, `category`, `icon`, \
                     `enabled`, `read_only`, `destructive`, `idempotent`, `open_world`, `sequential`, \
-                    `timeout`";
+                    `timeout`, `lenient`";
 
 /// A boolean argument, written `key` (true) or `key = true|false`.
 #[derive(Clone, Copy)]
@@ -55,6 +56,7 @@ pub(crate) struct ToolArgs {
     pub(crate) open_world: Option<Flag>,
     pub(crate) sequential: Option<Flag>,
     pub(crate) timeout: Option<LitStr>,
+    pub(crate) lenient: Option<Flag>,
     /// Whether every argument parsed; checks that depend on the arguments (the name, the
     /// description) are skipped otherwise, so a typo does not cause a cascade of errors.
     pub(crate) complete: bool,
@@ -162,6 +164,10 @@ impl ToolArgs {
         } else if lookahead.peek(kw::timeout) {
             let key = input.parse::<kw::timeout>()?;
             set(&mut self.timeout, key.span, "timeout", string_value(input)?)
+        } else if lookahead.peek(kw::lenient) {
+            let key = input.parse::<kw::lenient>()?;
+            let value = flag(input, key.span)?;
+            set(&mut self.lenient, key.span, "lenient", value)
         } else if input.peek(syn::Ident) {
             let key: syn::Ident = input.parse()?;
             let hint = closest(&key.to_string()).map_or_else(
@@ -333,6 +339,7 @@ mod tests {
         assert_eq!(closest("descripton"), Some("description"));
         assert_eq!(closest("readonly"), Some("read_only"));
         assert_eq!(closest("colour"), None);
+        assert_eq!(closest("lenent"), Some("lenient"));
     }
 
     #[test]

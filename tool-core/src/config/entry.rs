@@ -249,6 +249,8 @@ struct MetadataSpec {
     #[serde(alias = "timeoutMs")]
     timeout_ms: Option<u64>,
     sequential: Option<bool>,
+    #[serde(alias = "lenientArguments")]
+    lenient_arguments: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -284,6 +286,9 @@ fn overlay_metadata(base: ToolMetadata, value: &Value) -> Result<ToolMetadata, E
     }
     if let Some(sequential) = spec.sequential {
         metadata = metadata.sequential(sequential);
+    }
+    if let Some(lenient) = spec.lenient_arguments {
+        metadata = metadata.lenient_arguments(lenient);
     }
     if let Some(hints) = spec.hints {
         if let Some(value) = hints.read_only {
