@@ -77,15 +77,21 @@ impl fmt::Display for Coercion {
 /// assert_eq!(coercions[1].to_string(), r#"at /tags: "rust" read as a one-element array"#);
 /// ```
 pub fn coerce_arguments(parameters: &Value, args: &mut JsonObject) -> Vec<Coercion> {
+    walk(parameters, args).coercions
+}
+
+/// The walk behind [`coerce_arguments`], returned whole so tests can count its work.
+fn walk<'a>(parameters: &'a Value, args: &mut JsonObject) -> Walker<'a> {
     let mut walker = Walker {
         root: parameters,
         path: String::new(),
         coercions: Vec::new(),
+        visits: 0,
     };
     if let Some(shape) = Shape::of(parameters, parameters) {
         walker.object(shape.schema, args, 0);
     }
-    walker.coercions
+    walker
 }
 
 /// [`coerce_arguments`], logging each coercion with `tracing::info!` (fields `tool`, `path`,
@@ -232,6 +238,8 @@ struct Walker<'a> {
     /// The JSON pointer of the value being visited, grown and shrunk in place.
     path: String,
     coercions: Vec<Coercion>,
+    /// How many values were looked at: the walk's work, which tests hold to one per value.
+    visits: usize,
 }
 
 impl<'a> Walker<'a> {
@@ -239,6 +247,7 @@ impl<'a> Walker<'a> {
         if depth > MAX_DEPTH {
             return;
         }
+        self.visits += 1;
         let Some(shape) = Shape::of(self.root, schema) else {
             return;
         };
@@ -760,17 +769,31 @@ mod tests {
 
     #[test]
     fn the_walk_visits_each_value_once() {
-        // Linear work: a thousand wrong items give a thousand coercions, one per item, and the
-        // walk stops at values deeper than the guard instead of overflowing the stack.
         let schema = json!({
             "type": "object",
-            "properties": { "ids": { "type": "array", "items": { "type": "integer" } } }
+            "properties": {
+                "ids": { "type": "array", "items": { "type": "integer" } },
+                "rows": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": { "a": { "type": "integer" }, "b": { "type": "boolean" } }
+                    }
+                }
+            }
         });
-        let ids: Vec<Value> = (0..1000).map(|n| Value::String(n.to_string())).collect();
-        let mut args = json!({ "ids": ids });
-        let coercions = coerce_arguments(&schema, args.as_object_mut().unwrap());
-        assert_eq!(coercions.len(), 1000);
-        assert_eq!(args["ids"][999], 999);
+        for n in [10_usize, 100, 1000] {
+            let ids: Vec<Value> = (0..n).map(|i| Value::String(i.to_string())).collect();
+            let rows: Vec<Value> = (0..n).map(|i| json!({ "a": i, "b": "true" })).collect();
+            let mut args = json!({ "ids": ids, "rows": rows });
+            let walker = walk(&schema, args.as_object_mut().unwrap());
+            // The two arrays, every id, every row and both fields of every row: once each.
+            assert_eq!(walker.visits, 2 + n + 3 * n);
+            assert_eq!(walker.coercions.len(), 2 * n);
+            assert_eq!(args["ids"][n - 1], n - 1);
+        }
+
+        // Values deeper than the guard are not looked at, instead of overflowing the stack.
 
         let deep = json!({ "$defs": { "N": {
             "type": "object",
