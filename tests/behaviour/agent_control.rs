@@ -766,3 +766,49 @@ async fn active_tools_narrow_the_enabled_set_for_one_turn() {
         ]
     );
 }
+
+/// Add days to a count, reading drifted types.
+#[tool(lenient)]
+async fn add_days(days: i64, extra: Vec<i64>) -> i64 {
+    days + extra.iter().sum::<i64>()
+}
+
+#[tokio::test]
+async fn a_lenient_tools_coercions_are_events_before_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, _model) = agent_with(
+        AgentOptions::new(),
+        dir.path(),
+        [
+            ScriptedResponse::tool_call("c1", "add_days", r#"{"days": "30", "extra": 2}"#),
+            ScriptedResponse::text("32"),
+        ],
+    );
+    agent.add_tool(AddDays).unwrap();
+    let events: Vec<AgentEvent> = agent.stream_chat("add").map(Result::unwrap).collect().await;
+    let coerced = events
+        .iter()
+        .position(|event| matches!(event, AgentEvent::ArgumentsCoerced { .. }))
+        .expect("the coercions are reported");
+    match &events[coerced] {
+        AgentEvent::ArgumentsCoerced { id, coercions, .. } => {
+            assert_eq!(id, "c1");
+            let texts: Vec<String> = coercions.iter().map(ToString::to_string).collect();
+            assert_eq!(
+                texts,
+                [
+                    r#"at /days: "30" read as the integer 30"#,
+                    "at /extra: 2 read as a one-element array"
+                ]
+            );
+        }
+        _ => unreachable!(),
+    }
+    let result = events
+        .iter()
+        .position(
+            |event| matches!(event, AgentEvent::ToolResult { content, .. } if content == "32"),
+        )
+        .expect("the call ran with the coerced arguments");
+    assert!(coerced < result);
+}

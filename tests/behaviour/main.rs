@@ -11,6 +11,7 @@ mod agent_test_model;
 mod builtin_tools;
 mod config_tools;
 mod examples_cli;
+mod lenient_arguments;
 mod logs;
 mod loopback;
 mod macro_narrowing;

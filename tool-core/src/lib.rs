@@ -206,6 +206,7 @@ pub use tool::{
 /// | `read_only`, `destructive`, `idempotent`, `open_world` | bare, or `= true`/`= false` | [`ToolHints`] |
 /// | `sequential` | bare, or `= true`/`= false` | [`ToolMetadata::sequential`] |
 /// | `timeout` | `"500ms"`, `"30s"`, `"5m"`, `"1h"` | [`ToolMetadata::timeout`] |
+/// | `lenient` | bare, or `= true`/`= false` | [`ToolMetadata::lenient_arguments`]: `"30"` read as `30`, a stringified object as the object, … (`false` keeps the tool strict in a lenient registry) |
 ///
 /// Parameter attributes: `#[context]` (the injected value), `#[args]` (the whole argument
 /// object), docs, `#[serde(...)]` and `#[schemars(...)]`.

@@ -19,11 +19,12 @@ use tokio::sync::broadcast;
 use crate::{
     call::CallContext,
     execute::{ExecuteError, GuardedCall, describe_schema_errors},
-    schema::{FormatOptions, OptionalNulls, Provider, SchemaError, format_tool},
+    schema::{Coercion, FormatOptions, OptionalNulls, Provider, SchemaError, format_tool},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolHints, ToolMetadata},
 };
 
-/// Settings of a [`ToolRegistry`]. `Default` validates arguments and sets no timeout.
+/// Settings of a [`ToolRegistry`]. `Default` validates arguments, keeps them strict and sets no
+/// timeout.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct RegistryOptions {
@@ -31,6 +32,9 @@ pub struct RegistryOptions {
     pub validate_arguments: bool,
     /// The timeout of tools that set none in their metadata (default: none).
     pub default_timeout: Option<Duration>,
+    /// Read arguments of the wrong JSON type as the type the schema asks for, for every tool
+    /// whose [`ToolMetadata::lenient_arguments`] is `None` (default `false`).
+    pub lenient_arguments: bool,
 }
 
 impl Default for RegistryOptions {
@@ -38,6 +42,7 @@ impl Default for RegistryOptions {
         Self {
             validate_arguments: true,
             default_timeout: None,
+            lenient_arguments: false,
         }
     }
 }
@@ -59,6 +64,14 @@ impl RegistryOptions {
     #[must_use]
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = Some(timeout);
+        self
+    }
+
+    /// Turns lenient arguments on or off for the tools that do not choose themselves (see
+    /// [`schema::coerce_arguments`](crate::schema::coerce_arguments)).
+    #[must_use]
+    pub fn lenient_arguments(mut self, lenient: bool) -> Self {
+        self.lenient_arguments = lenient;
         self
     }
 }
@@ -669,6 +682,18 @@ impl RegistrySnapshot {
         self.slot(name).map(|(entry, _)| entry.metadata())
     }
 
+    /// Reads arguments of the wrong JSON type as the type the tool's schema asks for, when the
+    /// tool is lenient (its metadata or the registry's options say so), and returns what was
+    /// changed; does nothing and returns nothing for a strict or unknown tool. Running the tool
+    /// does the same, so calling this first only makes the coercions visible (a second pass
+    /// finds nothing to change).
+    pub fn coerce_arguments(&self, name: &str, args: &mut JsonObject) -> Vec<Coercion> {
+        match self.slot(name) {
+            Some((entry, _)) => entry.coerce(args, &self.options),
+            None => Vec::new(),
+        }
+    }
+
     /// Every tool of the snapshot with its enabled state, in registration order.
     pub fn list_tools(&self) -> Vec<ToolInfo> {
         self.tools
@@ -900,6 +925,7 @@ static DEFAULT_METADATA: ToolMetadata = ToolMetadata {
     sequential: false,
     needs_approval: false,
     max_retries: None,
+    lenient_arguments: None,
 };
 
 /// What a [`ToolEntry`] works out from its schema when first asked.
@@ -986,15 +1012,16 @@ impl ToolEntry {
         })
     }
 
-    /// Prepares the arguments (optional `null`s dropped, validated when asked) and starts the
-    /// tool; the returned call is awaited by the caller, so a registry call is one small state
-    /// machine around the tool's own future.
+    /// Prepares the arguments (coerced when lenient, optional `null`s dropped, validated when
+    /// asked) and starts the tool; the returned call is awaited by the caller, so a registry
+    /// call is one small state machine around the tool's own future.
     fn call(
         &self,
         mut args: JsonObject,
         context: Option<CallContext>,
         options: &RegistryOptions,
     ) -> Result<GuardedCall<'_>, ExecuteError> {
+        self.coerce(&mut args, options);
         // Under OpenAI strict mode a model sends `null` for an optional field it leaves out.
         self.derived()
             .optional_nulls
@@ -1007,6 +1034,16 @@ impl ToolEntry {
         };
         let timeout = self.metadata().timeout.or(options.default_timeout);
         Ok(GuardedCall::new(self, args, context, timeout))
+    }
+
+    /// Lenient arguments, when the tool or the registry asks for them; a strict tool costs one
+    /// branch.
+    fn coerce(&self, args: &mut JsonObject, options: &RegistryOptions) -> Vec<Coercion> {
+        let lenient = self.metadata().lenient_arguments;
+        if !lenient.unwrap_or(options.lenient_arguments) {
+            return Vec::new();
+        }
+        crate::schema::coerce_logged(self.name(), &self.schema.function.parameters, args)
     }
 
     fn validate(&self, args: JsonObject) -> Result<JsonObject, ExecuteError> {

@@ -344,6 +344,12 @@ pub struct ToolMetadata {
     /// [`max_tool_retries`](crate::AgentOptions::max_tool_retries)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<u32>,
+    /// Whether arguments of the wrong JSON type are read as the type the tool's schema asks
+    /// for (`"30"` as the integer 30, a stringified object as the object) before validation;
+    /// see [`schema::coerce_arguments`](crate::schema::coerce_arguments). `None`: as the
+    /// registry's [`RegistryOptions::lenient_arguments`](crate::RegistryOptions::lenient_arguments)
+    /// says (off by default); `Some(false)` keeps the tool strict in a lenient registry.
+    pub lenient_arguments: Option<bool>,
 }
 
 impl Default for ToolMetadata {
@@ -358,6 +364,7 @@ impl Default for ToolMetadata {
             sequential: false,
             needs_approval: false,
             max_retries: None,
+            lenient_arguments: None,
         }
     }
 }
@@ -450,6 +457,14 @@ impl ToolMetadata {
     #[must_use]
     pub fn max_retries(mut self, retries: u32) -> Self {
         self.max_retries = Some(retries);
+        self
+    }
+
+    /// Sets whether arguments of the wrong JSON type are read as the type the schema asks for,
+    /// whatever the registry's default (see [`ToolMetadata::lenient_arguments`]).
+    #[must_use]
+    pub fn lenient_arguments(mut self, value: bool) -> Self {
+        self.lenient_arguments = Some(value);
         self
     }
 }

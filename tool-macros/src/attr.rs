@@ -27,12 +27,13 @@ mod kw {
     syn::custom_keyword!(timeout);
     syn::custom_keyword!(needs_approval);
     syn::custom_keyword!(max_retries);
+    syn::custom_keyword!(lenient);
 }
 
 /// The keys `#[tool(...)]` accepts, for the unknown-key message.
 const KEYS: &str = "`name`, `description`, `rename_struct`, `title`, `category`, `icon`, \
                     `enabled`, `read_only`, `destructive`, `idempotent`, `open_world`, `sequential`, \
-                    `timeout`, `needs_approval`, `max_retries`";
+                    `timeout`, `needs_approval`, `max_retries`, `lenient`";
 
 /// A boolean argument, written `key` (true) or `key = true|false`.
 #[derive(Clone, Copy)]
@@ -59,6 +60,7 @@ pub(crate) struct ToolArgs {
     pub(crate) timeout: Option<LitStr>,
     pub(crate) needs_approval: Option<Flag>,
     pub(crate) max_retries: Option<syn::LitInt>,
+    pub(crate) lenient: Option<Flag>,
     /// Whether every argument parsed; checks that depend on the arguments (the name, the
     /// description) are skipped otherwise, so a typo does not cause a cascade of errors.
     pub(crate) complete: bool,
@@ -181,6 +183,10 @@ impl ToolArgs {
                 )
             })?;
             set(&mut self.max_retries, key.span, "max_retries", value)
+        } else if lookahead.peek(kw::lenient) {
+            let key = input.parse::<kw::lenient>()?;
+            let value = flag(input, key.span)?;
+            set(&mut self.lenient, key.span, "lenient", value)
         } else if input.peek(syn::Ident) {
             let key: syn::Ident = input.parse()?;
             let hint = closest(&key.to_string()).map_or_else(
@@ -352,6 +358,7 @@ mod tests {
         assert_eq!(closest("descripton"), Some("description"));
         assert_eq!(closest("readonly"), Some("read_only"));
         assert_eq!(closest("colour"), None);
+        assert_eq!(closest("lenent"), Some("lenient"));
     }
 
     #[test]

@@ -16,7 +16,7 @@ fn pretty(tokens: TokenStream) -> String {
 #[test]
 fn plain_parameters_with_metadata() {
     let output = expand::tool(
-        quote!(category = "math", read_only, timeout = "30s"),
+        quote!(category = "math", read_only, timeout = "30s", lenient),
         quote! {
             /// Add two integers.
             pub async fn add(

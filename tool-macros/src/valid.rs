@@ -469,6 +469,8 @@ fn metadata(args: &ToolArgs, errors: &mut Errors) -> Vec<TokenStream> {
     flag("destructive", &args.destructive);
     flag("idempotent", &args.idempotent);
     flag("open_world", &args.open_world);
+    // Both values are kept: `lenient = false` keeps a tool strict in a lenient registry.
+    flag("lenient_arguments", &args.lenient);
     if let Some(sequential) = &args.sequential {
         if sequential.value {
             calls.push(quote::quote!(.sequential(true)));

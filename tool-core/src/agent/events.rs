@@ -58,6 +58,16 @@ pub enum AgentEvent {
     /// [`AgentResponse::pending_approvals`]. Answer with
     /// [`Agent::continue_with`](super::Agent::continue_with).
     ApprovalRequested(ApprovalRequest),
+    /// The call's tool reads lenient arguments, and some of the model's values were read as
+    /// the type its schema asks for; sent before the call's result.
+    ArgumentsCoerced {
+        /// The call's id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// What was read as what.
+        coercions: Vec<crate::schema::Coercion>,
+    },
     /// A running tool reported its progress
     /// ([`CallContext::report_progress`](crate::CallContext::report_progress)).
     ToolProgress(Progress),

@@ -23,6 +23,7 @@ use crate::{
         ToolChoice, Usage,
     },
     registry::RegistrySnapshot,
+    schema::Coercion,
     tool::JsonObject,
 };
 
@@ -460,9 +461,19 @@ impl Turn<'_> {
                     ));
                     next += 1;
                 }
-                let Some((call, outcome)) = pending.next().await else {
+                let Some((call, outcome, coercions)) = pending.next().await else {
                     break;
                 };
+                if !coercions.is_empty() {
+                    emit(
+                        self.events,
+                        AgentEvent::ArgumentsCoerced {
+                            id: call.id.clone(),
+                            name: call.name.clone(),
+                            coercions,
+                        },
+                    );
+                }
                 let (content, kind) = match outcome {
                     Ok(text) => (text, ToolResultKind::Success),
                     Err((text, kind)) => (text, kind),
@@ -675,8 +686,13 @@ async fn run_call<'c>(
     call: &'c ToolCall,
     context: CallContext,
     tool_timeout: Option<Duration>,
-) -> (&'c ToolCall, Result<String, (String, ToolResultKind)>) {
+) -> (
+    &'c ToolCall,
+    Result<String, (String, ToolResultKind)>,
+    Vec<Coercion>,
+) {
     let span = tracing::info_span!("tool.call", tool = %call.name, id = %call.id);
+    let mut coercions = Vec::new();
     let outcome = async {
         if snapshot.metadata(&call.name).is_none() {
             let available = snapshot.enabled_names();
@@ -700,13 +716,16 @@ async fn run_call<'c>(
                 ToolResultKind::Error,
             ));
         }
-        let args = parse_arguments(&call.arguments).map_err(|message| {
+        let mut args = parse_arguments(&call.arguments).map_err(|message| {
             let error = ExecuteError::InvalidArguments {
                 name: call.name.clone(),
                 message,
             };
             (error.to_model_string(), ToolResultKind::InvalidArguments)
         })?;
+        // A lenient tool's drifted types, read here so the application sees them; the
+        // registry's own pass then finds nothing left to change.
+        coercions = snapshot.coerce_arguments(&call.name, &mut args);
         snapshot
             .try_execute_call(&call.name, args, context, tool_timeout)
             .await
@@ -722,7 +741,7 @@ async fn run_call<'c>(
     }
     .instrument(span)
     .await;
-    (call, outcome)
+    (call, outcome, coercions)
 }
 
 fn with_available(error: ExecuteError, available: &[&str]) -> String {

@@ -253,6 +253,8 @@ struct MetadataSpec {
     needs_approval: Option<bool>,
     #[serde(alias = "maxRetries")]
     max_retries: Option<u32>,
+    #[serde(alias = "lenientArguments")]
+    lenient_arguments: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -294,6 +296,9 @@ fn overlay_metadata(base: ToolMetadata, value: &Value) -> Result<ToolMetadata, E
     }
     if let Some(retries) = spec.max_retries {
         metadata = metadata.max_retries(retries);
+    }
+    if let Some(lenient) = spec.lenient_arguments {
+        metadata = metadata.lenient_arguments(lenient);
     }
     if let Some(hints) = spec.hints {
         if let Some(value) = hints.read_only {

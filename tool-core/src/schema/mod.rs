@@ -46,10 +46,13 @@ use serde_json::{Map, Value, json};
 use crate::tool::ChatTool;
 
 pub use arguments::{OptionalNulls, drop_optional_nulls};
+pub(crate) use lenient::coerce_logged;
+pub use lenient::{Coercion, coerce_arguments};
 
 mod arguments;
 mod common;
 mod gemini;
+mod lenient;
 mod openai;
 
 /// The wire shape tools are converted to. Parse it from `openai`, `ollama`, `gemini` or
