@@ -10,8 +10,8 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Icon,
         Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-        PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-        ToolAnnotations,
+        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, RequestParamsMeta,
+        ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
     },
     service::{NotificationContext, Peer, RequestContext},
 };
@@ -21,6 +21,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::McpOptions;
 use crate::{
+    call::{CallContext, Progress},
     execute::ExecuteError,
     registry::{RegistryEvent, ToolRegistry},
     tool::{ChatTool, JsonObject, ToolMetadata},
@@ -158,15 +159,52 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let call = call_context(&request, &context);
         let args = request.arguments.unwrap_or_default();
         let outcome = tokio::select! {
-            outcome = self.registry.try_execute(&request.name, args) => outcome,
+            outcome = self.registry.try_execute_with(&request.name, args, call) => outcome,
             () = context.ct.cancelled() => {
                 return Err(ErrorData::internal_error("the request was cancelled", None));
             }
         };
         call_result(outcome).map(CallToolResponse::from)
     }
+}
+
+/// The tool's view of an MCP call: the request id as the call id, the client's cancellation,
+/// and, when the client asked for progress (a `progressToken` in `_meta`), a progress channel
+/// whose reports become `notifications/progress` (`progress` the fraction done, `total` 1), in
+/// the order the tool made them.
+fn call_context(
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> CallContext {
+    let mut call = CallContext::new(context.id.to_string(), request.name.to_string())
+        .with_cancellation(context.ct.clone());
+    let token = request
+        .progress_token()
+        .or_else(|| context.meta.get_progress_token());
+    if let Some(token) = token {
+        let (reports, mut pending) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+        let peer = context.peer.clone();
+        // Ends when the call's context (and so the sender) is dropped.
+        tokio::spawn(async move {
+            while let Some(report) = pending.recv().await {
+                let mut notification =
+                    ProgressNotificationParam::new(token.clone(), report.fraction).with_total(1.0);
+                if let Some(message) = report.message {
+                    notification = notification.with_message(message);
+                }
+                if peer.notify_progress(notification).await.is_err() {
+                    return;
+                }
+            }
+        });
+        call = call.with_progress(move |report| {
+            let _ = reports.send(report);
+        });
+    }
+    call
 }
 
 /// Maps a registry outcome to MCP: unknown and disabled tools are protocol errors (the MCP spec
