@@ -26,3 +26,6 @@ mod provider_openai;
 mod registry;
 mod session_preferences;
 mod session_toggles;
+mod store_conversations;
+mod store_preferences;
+mod store_support;
