@@ -53,6 +53,7 @@ const CREATE_MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tool_core_migr
 
 /// The key of the PostgreSQL advisory lock that serializes migrations across processes
 /// (`tool-cor` in ASCII).
+#[cfg(feature = "postgres")]
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_2d63_6f72;
 
 /// Settings of an [`SqlStore`].
