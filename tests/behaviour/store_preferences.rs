@@ -40,9 +40,10 @@ async fn preference_suite(backend: Backend) {
     let Some(stores) = Stores::new(backend).await else {
         return;
     };
+    // First, so that both processes open the fresh database (and create its tables) at once.
+    concurrent_writers_in_two_processes_lose_nothing(&stores).await;
     survives_a_restart(&stores).await;
     users_are_isolated(&stores).await;
-    concurrent_writers_in_two_processes_lose_nothing(&stores).await;
     a_store_that_goes_away_fails_with_the_reason(&stores).await;
 }
 
