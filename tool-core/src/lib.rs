@@ -68,6 +68,7 @@ pub mod model;
 pub mod registry;
 pub mod schema;
 pub mod session;
+pub mod store;
 pub mod tool;
 
 #[doc(hidden)]
