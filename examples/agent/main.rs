@@ -31,8 +31,8 @@ use std::{
 use futures::StreamExt as _;
 use tokio::io::{AsyncBufReadExt as _, BufReader, Lines, Stdin};
 use tool_core::{
-    Agent, AgentEvent, AgentOptions, ChatSession, FilePreferenceStore, HandlerTable, ToolContext,
-    ToolContextOptions, ToolRegistry,
+    Agent, AgentEvent, AgentOptions, ChatSession, FilePreferenceStore, HandlerTable,
+    PreferenceStore, ToolContext, ToolContextOptions, ToolRegistry,
     agent::{ApprovalDecision, ApprovalPolicy, ApprovalRequest},
     config, create_default_tool_registry,
     mcp::{McpClient, McpRegistration, McpServerConfig},
@@ -44,6 +44,9 @@ const SYSTEM_PROMPT: &str = "You are a helpful assistant. You can read and write
                              working directory, and save the session when asked.";
 
 const DEMO_PROMPT: &str = "Show me what your tools can do.";
+
+/// The scope this program's preferences have in a database store.
+const STORE_SCOPE: &str = "agent-example";
 
 const HELP: &str = "\
 commands:
@@ -84,6 +87,10 @@ struct Args {
     /// Where /enable and /disable are remembered [default: DIR/tool-preferences.json].
     #[arg(long, value_name = "FILE")]
     prefs: Option<PathBuf>,
+    /// Remember /enable and /disable in a database instead of the preferences file:
+    /// sqlite://PATH (created when missing) or postgres://USER@HOST/DB.
+    #[arg(long, value_name = "URL", env = "TOOL_CORE_STORE")]
+    store: Option<String>,
     /// Read prompts and commands from stdin, even when it is not a terminal.
     #[arg(long = "stdin")]
     from_stdin: bool,
@@ -178,7 +185,18 @@ async fn main() -> ExitCode {
         .prefs
         .clone()
         .unwrap_or_else(|| args.root.join("tool-preferences.json"));
-    let store = Arc::new(FilePreferenceStore::new(&prefs));
+    let store: Arc<dyn PreferenceStore> = match &args.store {
+        None => Arc::new(FilePreferenceStore::new(&prefs)),
+        Some(location) => {
+            match tool_core::store::open_preference_store(location, STORE_SCOPE).await {
+                Ok(store) => store,
+                Err(error) => {
+                    eprintln!("cannot open the preference store: {error}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    };
     let session = match ChatSession::open(registry.clone(), store).await {
         Ok(session) => session,
         Err(error) => {

@@ -42,6 +42,7 @@ pub(crate) fn spawn(args: &[&str], input: &str, env: &[(&str, &str)]) -> std::pr
         "GEMINI_API_KEY",
         "OLLAMA_HOST",
         "TOOL_CORE_AGENT_ROOT",
+        "TOOL_CORE_STORE",
     ] {
         command.env_remove(variable);
     }
@@ -303,5 +304,43 @@ fn an_mcp_server_that_cannot_start_stops_the_example_with_the_reason() {
         String::from_utf8_lossy(&output.stderr).starts_with("--mcp \"'unclosed\": "),
         "{}",
         String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn the_example_remembers_switches_in_an_sqlite_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let database = dir.path().join("data").join("prefs.db");
+    let url = format!("sqlite://{}", database.display());
+    run(
+        &["--root", &root, "--stdin", "--store", &url],
+        "/disable write_file\n/quit\n",
+    );
+    assert!(database.is_file());
+    assert!(!dir.path().join("tool-preferences.json").exists());
+    let stdout = run(
+        &["--root", &root, "--stdin", "--store", &url],
+        "/tools\n/quit\n",
+    );
+    assert!(
+        tool_line(&stdout, "write_file").contains("[off] write_file"),
+        "{stdout}"
+    );
+    assert!(
+        tool_line(&stdout, "read_file").contains("[on ] read_file"),
+        "{stdout}"
+    );
+
+    let output = spawn(
+        &["--root", &root, "--store", "mysql://nowhere/db", "hi"],
+        "",
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("cannot open the preference store: "),
+        "{stderr}"
     );
 }
