@@ -647,6 +647,8 @@ async fn invalid_arguments_count_against_the_agents_budget_and_a_success_resets_
     agent.add_tool(Echo).unwrap();
     let reply = agent.chat("echo").await.unwrap();
     assert_eq!(reply.text, "done");
+    // Two calls had to be made again; the turn still ended well.
+    assert_eq!((reply.tool_calls, reply.retried_calls), (3, 2));
 
     let (agent, _model) = agent_with(
         AgentOptions::new().max_tool_retries(1),

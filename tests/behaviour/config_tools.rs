@@ -923,3 +923,22 @@ fn sample_configs_in_toml_and_json_define_the_same_tools() {
     );
     assert!(from_toml.len() >= 4);
 }
+
+#[test]
+fn metadata_asks_for_approval_and_sets_a_retry_budget() {
+    let mut guarded = mock("guarded", json!("x"));
+    guarded["metadata"] = json!({ "needs_approval": true, "max_retries": 4 });
+    let mut camel = mock("camel", json!("x"));
+    camel["metadata"] = json!({ "needsApproval": true, "maxRetries": 0 });
+    let entries = json!([mock("plain", json!("x")), guarded, camel]);
+    let (registry, report) = load(entries, &HandlerTable::new());
+    assert_eq!(report.registered, ["plain", "guarded", "camel"]);
+    let snapshot = registry.snapshot();
+    let facts = |name: &str| {
+        let metadata = snapshot.metadata(name).unwrap();
+        (metadata.needs_approval, metadata.max_retries)
+    };
+    assert_eq!(facts("plain"), (false, None));
+    assert_eq!(facts("guarded"), (true, Some(4)));
+    assert_eq!(facts("camel"), (true, Some(0)));
+}

@@ -383,6 +383,10 @@ pub struct AgentResponse {
     pub usage: Option<Usage>,
     /// Why the model stopped.
     pub finish_reason: FinishReason,
+    /// How many of the turn's calls the model has to make again: invalid arguments, or a
+    /// retry the tool asked for ([`ToolError::retry`](crate::ToolError::retry)), as opposed to
+    /// hard failures.
+    pub retried_calls: usize,
     /// The calls that wait for the application's approval: the turn stopped before running
     /// them. Answer every one with [`Agent::continue_with`]. Empty when the model answered.
     pub pending_approvals: Vec<ApprovalRequest>,

@@ -84,6 +84,7 @@ struct Turn<'a> {
     /// Consecutive invalid-argument or retry-requested failures per tool.
     failures: HashMap<String, (u32, String)>,
     tool_calls: usize,
+    retried_calls: usize,
 }
 
 async fn run_turn(
@@ -117,6 +118,7 @@ async fn run_turn(
         cancellation,
         failures: HashMap::new(),
         tool_calls: 0,
+        retried_calls: 0,
     };
     // A forced tool choice applies to the turn's first model call; a turn that goes on after
     // approval decisions has made it already.
@@ -193,10 +195,11 @@ async fn run_turn(
             content: answer.content.clone(),
             tool_calls: calls.clone(),
         });
-        let response = |tool_calls, pending_approvals| AgentResponse {
+        let response = |(tool_calls, retried_calls), pending_approvals| AgentResponse {
             text: answer.content.clone(),
             steps: step,
             tool_calls,
+            retried_calls,
             usage,
             finish_reason: answer.finish_reason.clone(),
             pending_approvals,
@@ -211,7 +214,7 @@ async fn run_turn(
                     tool_calls: 0,
                 },
             );
-            return Ok(response(turn.tool_calls, Vec::new()));
+            return Ok(response((turn.tool_calls, turn.retried_calls), Vec::new()));
         }
         if step == shared.max_steps {
             // Nothing could read the results of these calls, so they are not run; each still
@@ -294,7 +297,7 @@ async fn run_turn(
                 calls = requests.len(),
                 "the turn waits for the application's approval"
             );
-            return Ok(response(turn.tool_calls, requests));
+            return Ok(response((turn.tool_calls, turn.retried_calls), requests));
         }
         let outcomes = turn.run_calls(&snapshot, &calls, step).await;
         context.extend_messages(outcomes.into_iter().map(|(message, _)| message));
@@ -525,6 +528,7 @@ impl Turn<'_> {
                 .or_insert((0, String::new()));
             entry.0 += 1;
             content.clone_into(&mut entry.1);
+            self.retried_calls += 1;
         } else if kind == ToolResultKind::Success {
             self.failures.remove(&call.name);
         }
