@@ -182,6 +182,8 @@ async function answerApprovals(turn) {
   busy = true;
   $('send').disabled = true;
   turn.li.dataset.done = 'false';
+  // The line saying calls wait is answered now.
+  for (const line of turn.li.querySelectorAll('.status.waiting')) line.remove();
   try {
     const response = await fetch(`/api/chats/${chatId}/approvals`, {
       method: 'POST',
@@ -233,6 +235,14 @@ function redraw(messages, pending = []) {
   for (const li of $('conversation').querySelectorAll('li.assistant')) li.dataset.done = 'true';
   for (const request of pending) askApproval(turn || newTurn(), request);
   scrollDown();
+  showQuestion();
+}
+
+// Brings the first unanswered approval question into view: a turn that stops for approval
+// usually has results below it that would push it out of sight.
+function showQuestion() {
+  const question = $('conversation').querySelector('.approval:not([data-decision])');
+  if (question) question.scrollIntoView({ block: 'center' });
 }
 
 // Keeps the newest part of the conversation in view.
@@ -273,8 +283,10 @@ function handle(turn, name, data) {
       const waiting = data.pending_approvals.length;
       const status = `${data.steps} step(s), ${data.tool_calls} tool call(s)` +
         (waiting ? `; ${waiting} call(s) wait for your approval` : '');
-      turn.li.append(el('p', { class: 'status', text: status }));
-      break;
+      turn.li.append(el('p', { class: waiting ? 'status waiting' : 'status', text: status }));
+      scrollDown();
+      showQuestion();
+      return;
     }
     case 'error':
       showError(turn, data.message);
