@@ -853,3 +853,67 @@ async fn save_session_context_saves_the_conversation_of_the_chat_that_called_it(
         assert_eq!(users, [text], "{path:?} holds its own chat only");
     }
 }
+
+#[tokio::test]
+async fn a_configured_tool_that_needs_approval_waits_too() {
+    let data = tempfile::tempdir().unwrap();
+    let config = data.path().join("tools.toml");
+    std::fs::write(
+        &config,
+        r#"
+[[tools]]
+name = "launch_rocket"
+description = "Launch the rocket."
+type = "function"
+handler = "launch_rocket"
+implementation = { type = "mock", mock_response = "launched" }
+metadata = { needs_approval = true }
+
+[tools.parameters]
+type = "object"
+properties = {}
+"#,
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let server = WebChat::start_with(data.path(), &["--tools-config", &config], &[]);
+    let mut user = Browser::new(&server);
+    let chat = user.new_chat().await;
+
+    let events = user.send(&chat, "go").await;
+    let waiting: Vec<&str> = events
+        .iter()
+        .filter(|(name, _)| name == "approval_requested")
+        .map(|(_, data)| data["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(waiting, ["write_file", "launch_rocket"]);
+    let saved = user.get(&format!("/api/chats/{chat}")).await;
+    let ids: Vec<&str> = saved["pending_approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|request| request["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+
+    // Both are answered at once: one denied, one approved.
+    let events = user
+        .answer(
+            &chat,
+            json!([
+                { "id": ids[1], "decision": "deny" },
+                { "id": ids[0], "decision": "approve" },
+            ]),
+        )
+        .await;
+    assert_eq!(
+        result_of(&events, "launch_rocket")["content"],
+        "Error: the user denied this call of launch_rocket"
+    );
+    assert_eq!(result_of(&events, "launch_rocket")["kind"], "denied");
+    assert_eq!(result_of(&events, "write_file")["kind"], "success");
+    assert_eq!(
+        scratch_file(data.path(), "example").as_deref(),
+        Some("example")
+    );
+}
