@@ -412,6 +412,12 @@ async fn the_page_works_in_headless_chromium() {
         ("write_file".to_owned(), "denied".to_owned())
     );
     assert!(!data.path().join("scratch/example").exists());
+    // The pressed button is disabled and gone; keyboard focus is back in the message box.
+    let focused = client
+        .execute("return document.activeElement.id;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(focused, "message");
     screenshot(&client, "2c-denied").await;
     let expected = [
         ("read_file", "error"),

@@ -168,6 +168,10 @@ function askApproval(turn, request) {
     turn.waiting.set(request.id, answer);
     box.dataset.decision = decision;
     card.querySelector('.result').textContent = decision === 'approve' ? '… approved' : '… denied';
+    // The buttons just pressed are disabled, so focus moves on for keyboard users: to the next
+    // question, or back to the message box once all are answered.
+    const next = turn.li.querySelector('.approval:not([data-decision]) button.approve');
+    if (next) next.focus();
     if ([...turn.waiting.values()].every(Boolean)) answerApprovals(turn);
   };
   approve.addEventListener('click', () => decide('approve'));
@@ -202,6 +206,7 @@ async function answerApprovals(turn) {
     turn.li.dataset.done = 'true';
     busy = false;
     $('send').disabled = false;
+    $('message').focus();
   }
 }
 
