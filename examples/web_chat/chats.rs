@@ -3,6 +3,8 @@
 //! ```text
 //! DATA/users/USER/preferences.json     the user's tool switches (FilePreferenceStore)
 //! DATA/users/USER/chats/CHAT.json      one chat: title, its own switches, its conversation
+//!                                      (tool calls waiting for approval included)
+//! DATA/users/USER/sessions/CHAT.json   where the chat's model saves it with `save_session_context`
 //! DATA/scratch/                        the only folder the file tools see
 //! ```
 //!
@@ -20,7 +22,8 @@ use std::{
 use serde::{Deserialize, Serialize};
 use tool_core::{
     Agent, AgentOptions, ChatModel, ChatSession, FilePreferenceStore, ToolContext,
-    ToolContextOptions, ToolRegistry, builtin::write_atomic, context::SavedSessionContext,
+    ToolContextOptions, ToolRegistry, agent::ApprovalPolicy, builtin::write_atomic,
+    context::SavedSessionContext,
 };
 
 /// The `format` field of a chat file.
@@ -255,16 +258,22 @@ impl Chat {
         file: PathBuf,
     ) -> Self {
         // Each chat's conversation lives in its own context; the file tools of the shared
-        // registry only take their root folder from theirs.
+        // registry only take their root folder from theirs, and the shared
+        // `save_session_context` writes the conversation of the chat that calls it to that
+        // chat's own session file.
         let context = ToolContext::with_options(
             ToolContextOptions::new()
                 .system_prompt(SYSTEM_PROMPT)
-                .root_dir(&shared.scratch),
+                .root_dir(&shared.scratch)
+                .session_context_file_path(session_file(&file, &id)),
         );
         let options = AgentOptions::new()
             .context(context)
             .registry(shared.registry.clone())
             .toggles(session.toggles().clone())
+            // Writing a file changes the user's disk, so the user says yes first; tools whose
+            // metadata asks for approval (from `--tools-config`, say) wait too.
+            .approval(ApprovalPolicy::new().when(|call, _| call.name == "write_file"))
             // The test model calls `read_file` and `write_file` on the same path; one at a time
             // keeps what the page shows the same from run to run.
             .sequential_tools(shared.offline);
@@ -326,6 +335,17 @@ impl Chat {
         let json = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
         write_atomic(self.file.clone(), json).await
     }
+}
+
+/// Where the chat whose file is `chat_file` (`DATA/users/USER/chats/CHAT.json`) has its session
+/// saved by `save_session_context`: `DATA/users/USER/sessions/CHAT.json`, outside the chats
+/// folder, whose every file is read back as a chat.
+fn session_file(chat_file: &Path, id: &str) -> PathBuf {
+    let user_dir = chat_file
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| Path::new("."));
+    user_dir.join("sessions").join(format!("{id}.json"))
 }
 
 /// Whether `id` is an id this server hands out (and so a safe file name).

@@ -13,9 +13,14 @@
 //!
 //! The tools: `read_file` and `write_file`, confined to `DATA/scratch`, the example's own
 //! `city_weather`, `roll_dice`, `current_time` and `word_count`, and any tools defined in
-//! `--tools-config FILE` (see `examples/tools.toml`). The built-in `save_session_context` is left
-//! out: it writes the conversation of the one context it was registered with, while every chat
-//! here has its own; chats are saved by the server instead.
+//! `--tools-config FILE` (see `examples/tools.toml`), and the built-in `save_session_context`,
+//! which saves the conversation of the chat whose model calls it to that chat's own session file
+//! (`DATA/users/USER/sessions/CHAT.json`). Chats are also saved by the server after every turn.
+//!
+//! `write_file`, and any tool whose metadata says it needs approval, waits for the user: the
+//! turn stops, the page shows the call with Approve and Deny buttons in its card, and the
+//! answer continues the turn. Calls waiting for approval are saved with the chat, so a reload or
+//! a restart shows the question again.
 //!
 //! Everything is kept under `--data DIR` (by default `tool-core-web-chat` in the system's
 //! temporary directory): per user (a cookie) the tool preferences, and every chat with its own
@@ -31,7 +36,7 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
 
 use tool_core::{
     HandlerTable, ToolContext, ToolContextOptions, ToolRegistry,
-    builtin::{ReadFile, WriteFile},
+    builtin::{ReadFile, SaveSessionContext, WriteFile},
     config,
     model::{ChatModel, TestModel},
 };
@@ -107,7 +112,10 @@ async fn main() -> ExitCode {
     let files = ToolContext::with_options(ToolContextOptions::new().root_dir(&scratch));
     let mut rejected = Vec::new();
     rejected.extend(registry.register(ReadFile::new(files.clone())).err());
-    rejected.extend(registry.register(WriteFile::new(files)).err());
+    rejected.extend(registry.register(WriteFile::new(files.clone())).err());
+    // Every chat's agent hands the tool its own conversation (and session file), so the context
+    // given here is only used by callers that bring none, which this server has not.
+    rejected.extend(registry.register(SaveSessionContext::new(files)).err());
     rejected.extend(registry.register_all(tools::all()));
     for error in rejected {
         eprintln!("tool not registered: {error}");

@@ -5,10 +5,11 @@
 //! | `GET /` | the page (`app.js` and `app.css` beside it) |
 //! | `GET /api/state` | the model, and whether it is the offline test model |
 //! | `GET /api/chats`, `POST /api/chats` | the user's chats (newest first); a new chat |
-//! | `GET /api/chats/{chat}` | one chat's title and messages |
+//! | `GET /api/chats/{chat}` | one chat's title, messages, the calls waiting for approval and the results of the other calls of their step |
 //! | `GET /api/chats/{chat}/tools` | every tool, with its state in this chat |
 //! | `PUT /api/chats/{chat}/tools/{tool}` | `{"enabled": bool}`: switches a tool in this chat |
 //! | `POST /api/chats/{chat}/messages` | `{"text": "..."}`: runs a turn, answered with its events |
+//! | `POST /api/chats/{chat}/approvals` | `{"decisions": [{"id": "CALL", "decision": "approve"}, {"id": "CALL", "decision": "deny", "reason": "..."}]}`: answers every call waiting for approval and continues the turn, answered with its events |
 //!
 //! The user is the `webchat_user` cookie, set on the first request that comes without one.
 
@@ -28,7 +29,11 @@ use axum::{
 use futures::StreamExt as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tool_core::{AgentEvent, Message, session::SessionError};
+use tool_core::{
+    AgentError, AgentEvent, Message,
+    agent::{ApprovalDecision, ApprovalRequest, ToolResultKind},
+    session::SessionError,
+};
 
 use crate::chats::{Chat, User, Users, is_id, new_id};
 
@@ -51,6 +56,7 @@ pub(crate) fn router(users: Arc<Users>) -> Router {
         .route("/api/chats/{chat}/tools", get(list_tools))
         .route("/api/chats/{chat}/tools/{tool}", put(set_tool))
         .route("/api/chats/{chat}/messages", post(send_message))
+        .route("/api/chats/{chat}/approvals", post(answer_approvals))
         .layer(middleware::from_fn(identify))
         .with_state(users)
 }
@@ -151,7 +157,30 @@ async fn get_chat(
         return no_such_chat(&chat_id);
     };
     let messages: Vec<Value> = chat.agent.messages().iter().map(message_view).collect();
-    Json(json!({ "id": chat.id, "title": chat.title(), "messages": messages })).into_response()
+    let pending: Vec<Value> = chat
+        .agent
+        .pending_approvals()
+        .iter()
+        .map(approval_view)
+        .collect();
+    // While calls wait for approval, the results of the other calls of their step are held
+    // beside the conversation (they join it, in call order, once every call is answered).
+    let ran: Vec<Value> = chat
+        .agent
+        .context()
+        .pending_calls()
+        .iter()
+        .filter_map(|pending| pending.result.as_ref())
+        .map(message_view)
+        .collect();
+    Json(json!({
+        "id": chat.id,
+        "title": chat.title(),
+        "messages": messages,
+        "pending_approvals": pending,
+        "pending_results": ran,
+    }))
+    .into_response()
 }
 
 async fn list_tools(
@@ -220,23 +249,100 @@ async fn send_message(
     if text.is_empty() {
         return failure(StatusCode::BAD_REQUEST, "the message is empty".to_owned());
     }
+    // The agent would refuse the turn too, but as an event of a stream already answered 200;
+    // the page is better told plainly.
+    if !chat.agent.pending_approvals().is_empty() {
+        return failure(
+            StatusCode::CONFLICT,
+            "tool calls wait for your approval; answer them first".to_owned(),
+        );
+    }
     chat.name_after(&text);
+    let events = chat.agent.stream_chat(text);
+    stream_turn(chat, events)
+}
+
+/// The body of `POST /api/chats/{chat}/approvals`.
+#[derive(Deserialize)]
+struct Answers {
+    decisions: Vec<Answer>,
+}
+
+/// One call's answer: `{"id": "CALL", "decision": "approve"}` or
+/// `{"id": "CALL", "decision": "deny", "reason": "..."}`.
+#[derive(Deserialize)]
+struct Answer {
+    id: String,
+    #[serde(flatten)]
+    decision: ApprovalDecision,
+}
+
+async fn answer_approvals(
+    State(users): State<Arc<Users>>,
+    Extension(UserId(id)): Extension<UserId>,
+    Path(chat_id): Path<String>,
+    Json(answers): Json<Answers>,
+) -> Response {
+    let Some(chat) = find_chat(&users.user(&id), &chat_id) else {
+        return no_such_chat(&chat_id);
+    };
+    let pending = chat.agent.pending_approvals();
+    if pending.is_empty() {
+        return failure(
+            StatusCode::CONFLICT,
+            "no tool call waits for approval in this chat".to_owned(),
+        );
+    }
+    // Checked here so a mismatch is a plain 400, not an error event after a 200.
+    let mut waiting: Vec<&str> = pending
+        .iter()
+        .map(|request| request.call.id.as_str())
+        .collect();
+    let mut answered: Vec<&str> = answers
+        .decisions
+        .iter()
+        .map(|answer| answer.id.as_str())
+        .collect();
+    waiting.sort_unstable();
+    answered.sort_unstable();
+    if waiting != answered {
+        return failure(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "answer every call waiting for approval exactly once: {}",
+                waiting.join(", ")
+            ),
+        );
+    }
+    let decisions = answers
+        .decisions
+        .into_iter()
+        .map(|answer| (answer.id, answer.decision));
+    let events = chat.agent.stream_continue_with(decisions);
+    stream_turn(chat, events)
+}
+
+/// Answers with a turn's events as server-sent events. The turn runs on its own task, so a page
+/// that reloads mid-turn does not cancel it: the turn ends, is saved, and the reloaded page
+/// shows it.
+fn stream_turn(
+    chat: Arc<Chat>,
+    events: futures::stream::BoxStream<'static, Result<AgentEvent, AgentError>>,
+) -> Response {
     let (sender, receiver) = futures::channel::mpsc::unbounded();
-    // The turn runs on its own task, so a page that reloads mid-turn does not cancel it: the
-    // turn ends, is saved, and the reloaded page shows it.
-    tokio::spawn(run_turn(chat, text, sender));
+    tokio::spawn(run_turn(chat, events, sender));
     Sse::new(receiver.map(Ok::<_, Infallible>))
         .keep_alive(KeepAlive::default())
         .into_response()
 }
 
-/// Runs one turn, forwarding its events to the page while it listens, then saves the chat.
+/// Runs one turn, forwarding its events to the page while it listens, then saves the chat
+/// (with the calls left waiting for approval, if any).
 async fn run_turn(
     chat: Arc<Chat>,
-    text: String,
+    mut events: futures::stream::BoxStream<'static, Result<AgentEvent, AgentError>>,
     sender: futures::channel::mpsc::UnboundedSender<Event>,
 ) {
-    let mut events = chat.agent.stream_chat(text);
     while let Some(event) = events.next().await {
         let sse = match event {
             Ok(event) => event_view(event),
@@ -279,11 +385,20 @@ fn event_view(event: AgentEvent) -> Option<Event> {
             name,
             content,
             is_error,
-            ..
+            kind,
         } => sse(
             "tool_result",
-            &json!({ "id": id, "name": name, "content": content, "is_error": is_error }),
+            &json!({
+                "id": id,
+                "name": name,
+                "content": content,
+                "is_error": is_error,
+                "kind": kind_name(kind),
+            }),
         ),
+        AgentEvent::ApprovalRequested(request) => {
+            sse("approval_requested", &approval_view(&request))
+        }
         AgentEvent::StepFinished {
             step,
             finish_reason,
@@ -301,14 +416,41 @@ fn event_view(event: AgentEvent) -> Option<Event> {
                 "tool_calls": reply.tool_calls,
                 "usage": reply.usage,
                 "finish_reason": reply.finish_reason,
+                "pending_approvals": reply
+                    .pending_approvals
+                    .iter()
+                    .map(approval_view)
+                    .collect::<Vec<_>>(),
             }),
         ),
-        // Events the agent may add later land here. Approval prompts for calls that need the
-        // user's consent belong in this match once the agent asks for them: an event carrying
-        // the call, answered by a new `POST /api/chats/{chat}/approvals/{call}` route.
+        // Progress reports, and events the agent may add later, are not shown.
         _ => return None,
     };
     Some(event)
+}
+
+/// A call waiting for approval as the page shows it: the call's id, tool and arguments as the
+/// model wrote them.
+fn approval_view(request: &ApprovalRequest) -> Value {
+    json!({
+        "id": request.call.id,
+        "name": request.call.name,
+        "arguments": request.call.arguments,
+    })
+}
+
+/// How a tool call went, as the page styles its card.
+fn kind_name(kind: ToolResultKind) -> &'static str {
+    match kind {
+        ToolResultKind::Success => "success",
+        ToolResultKind::Error => "error",
+        ToolResultKind::InvalidArguments => "invalid_arguments",
+        ToolResultKind::RetryRequested => "retry_requested",
+        ToolResultKind::Denied => "denied",
+        ToolResultKind::NotRun => "not_run",
+        // Kinds the agent may add later are failures of some sort.
+        _ => "error",
+    }
 }
 
 fn sse(name: &str, data: &Value) -> Event {

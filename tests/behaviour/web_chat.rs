@@ -1,5 +1,6 @@
 //! The `web_chat` example, run as a program and spoken to over HTTP: a turn's events stream in,
-//! switches leave tools out of the next request, and chats and switches survive a restart.
+//! switches leave tools out of the next request, `write_file` waits for the user's approval, and
+//! chats, switches and calls waiting for approval survive a restart.
 
 use std::{
     io::{BufRead as _, BufReader},
@@ -14,9 +15,10 @@ use serde_json::{Value, json};
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// The tools the example registers, in registration order.
-const TOOLS: [&str; 6] = [
+const TOOLS: [&str; 7] = [
     "read_file",
     "write_file",
+    "save_session_context",
     "city_weather",
     "roll_dice",
     "current_time",
@@ -203,14 +205,26 @@ impl Browser {
 
     /// Sends a message and reads the turn's events to the end of the stream.
     async fn send(&mut self, chat: &str, text: &str) -> Vec<(String, Value)> {
-        let mut response = self
-            .request(
-                reqwest::Method::POST,
-                &format!("/api/chats/{chat}/messages"),
-                Some(json!({ "text": text })),
-            )
-            .await;
-        assert_eq!(response.status().as_u16(), 200);
+        self.events(
+            &format!("/api/chats/{chat}/messages"),
+            json!({ "text": text }),
+        )
+        .await
+    }
+
+    /// Answers the calls waiting for approval and reads the rest of the turn's events.
+    async fn answer(&mut self, chat: &str, decisions: Value) -> Vec<(String, Value)> {
+        self.events(
+            &format!("/api/chats/{chat}/approvals"),
+            json!({ "decisions": decisions }),
+        )
+        .await
+    }
+
+    /// Posts `body` and reads the answer's server-sent events to the end of the stream.
+    async fn events(&mut self, path: &str, body: Value) -> Vec<(String, Value)> {
+        let mut response = self.request(reqwest::Method::POST, path, Some(body)).await;
+        assert_eq!(response.status().as_u16(), 200, "POST {path}");
         assert_eq!(
             response.headers()["content-type"],
             "text/event-stream",
@@ -298,18 +312,38 @@ async fn a_turn_streams_tool_calls_their_results_and_the_reply() {
             "content": "Error executing city_weather: no weather for `example`; the cities \
                         known are Paris, Tokyo, Lagos, Lima, Oslo",
             "is_error": true,
+            "kind": "error",
         })
     );
     assert_eq!(result_of(&events, "word_count")["is_error"], false);
+    assert_eq!(result_of(&events, "word_count")["kind"], "success");
     assert_eq!(
         result_of(&events, "word_count")["content"],
         "1 word(s), 1 line(s), 7 character(s)"
     );
 
+    // `write_file` waits for the user: the turn stops with the call pending.
+    let write = pending_write(&events);
+    assert!(
+        !events
+            .iter()
+            .any(|(name, data)| name == "tool_result" && data["name"] == "write_file"),
+        "write_file did not run"
+    );
     let (last, done) = events.last().expect("events");
     assert_eq!(last, "done");
-    assert_eq!(done["steps"], 2);
+    assert_eq!(done["pending_approvals"], json!([write]));
+    assert_eq!(done["steps"], 1);
     assert_eq!(done["tool_calls"], 6);
+    assert_eq!(done["text"], "");
+
+    let events = user
+        .answer(&chat, json!([{ "id": write["id"], "decision": "approve" }]))
+        .await;
+    assert_eq!(result_of(&events, "write_file")["kind"], "success");
+    let (last, done) = events.last().expect("events");
+    assert_eq!(last, "done");
+    assert_eq!(done["pending_approvals"], json!([]));
     let text: String = events
         .iter()
         .filter(|(name, _)| name == "text")
@@ -317,13 +351,14 @@ async fn a_turn_streams_tool_calls_their_results_and_the_reply() {
         .collect();
     assert_eq!(text, done["text"].as_str().unwrap());
     assert!(
-        text.starts_with("(test model) I called 6 tool(s)"),
+        text.starts_with("(test model) I called 7 tool(s)"),
         "{text}"
     );
 
     // The chat is named after its first message and keeps the conversation.
     let saved = user.get(&format!("/api/chats/{chat}")).await;
     assert_eq!(saved["title"], "What can you do?");
+    assert_eq!(saved["pending_approvals"], json!([]));
     let messages = saved["messages"].as_array().unwrap();
     assert_eq!(
         messages[0],
@@ -339,6 +374,23 @@ async fn a_turn_streams_tool_calls_their_results_and_the_reply() {
         done["text"],
         "the reply is the last message"
     );
+}
+
+/// The `approval_requested` event of the turn's `write_file` call: its id, name and arguments.
+fn pending_write(events: &[(String, Value)]) -> Value {
+    let requests: Vec<&Value> = events
+        .iter()
+        .filter(|(name, _)| name == "approval_requested")
+        .map(|(_, data)| data)
+        .collect();
+    assert_eq!(requests.len(), 1, "{events:?}");
+    let request = requests[0].clone();
+    assert_eq!(request["name"], "write_file");
+    assert_eq!(
+        request["arguments"],
+        r#"{"content":"example","path":"example"}"#
+    );
+    request
 }
 
 #[tokio::test]
@@ -359,6 +411,13 @@ async fn a_switch_leaves_the_tool_out_and_survives_a_restart() {
     let mut without: Vec<&str> = TOOLS.to_vec();
     without.retain(|name| *name != "city_weather");
     assert_eq!(called(&events), without);
+    let write = pending_write(&events);
+    let events = user
+        .answer(
+            &first,
+            json!([{ "id": write["id"], "decision": "approve" }]),
+        )
+        .await;
 
     // The switch is the user's preference now: a new chat starts with the tool off.
     let second = user.new_chat().await;
@@ -412,11 +471,17 @@ async fn a_switch_leaves_the_tool_out_and_survives_a_restart() {
     // The restored chat goes on from its conversation, still without the tool.
     let events = user.send(&first, "and again").await;
     assert_eq!(called(&events), without);
+    let write = pending_write(&events);
+    user.answer(
+        &first,
+        json!([{ "id": write["id"], "decision": "approve" }]),
+    )
+    .await;
     let saved = user.get(&format!("/api/chats/{first}")).await;
     assert_eq!(
         saved["messages"].as_array().unwrap().len(),
-        2 * 8,
-        "two turns of five tool calls each"
+        2 * 9,
+        "two turns of six tool calls each"
     );
 }
 
@@ -450,6 +515,7 @@ async fn the_tool_list_has_categories_and_icons() {
         [
             ("read_file", "files", "-"),
             ("write_file", "files", "-"),
+            ("save_session_context", "session", "-"),
             ("city_weather", "weather", "svg"),
             ("roll_dice", "games", "svg"),
             ("current_time", "clock", "svg"),
@@ -590,5 +656,264 @@ fn help_lists_every_flag_and_a_misspelt_flag_is_a_usage_error() {
     assert!(
         stderr.contains("a similar argument exists: '--addr'"),
         "{stderr}"
+    );
+}
+
+/// The text of a file the tools wrote, if it exists.
+fn scratch_file(data: &Path, name: &str) -> Option<String> {
+    std::fs::read_to_string(data.join("scratch").join(name)).ok()
+}
+
+#[tokio::test]
+async fn an_approved_write_runs_and_a_denied_one_does_not() {
+    let data = tempfile::tempdir().unwrap();
+    let server = WebChat::start(data.path(), &[]);
+    let mut user = Browser::new(&server);
+    let chat = user.new_chat().await;
+
+    let events = user.send(&chat, "write it").await;
+    let write = pending_write(&events);
+    // Nothing is written while the call waits, and the chat says what waits.
+    assert_eq!(scratch_file(data.path(), "example"), None);
+    let saved = user.get(&format!("/api/chats/{chat}")).await;
+    assert_eq!(saved["pending_approvals"], json!([write]));
+    // A new message must wait for the answer.
+    let (status, body) = user
+        .json(
+            reqwest::Method::POST,
+            &format!("/api/chats/{chat}/messages"),
+            Some(json!({ "text": "never mind" })),
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (
+            409,
+            json!({"error": "tool calls wait for your approval; answer them first"})
+        )
+    );
+    // Answers must name exactly the waiting calls.
+    let (status, body) = user
+        .json(
+            reqwest::Method::POST,
+            &format!("/api/chats/{chat}/approvals"),
+            Some(json!({ "decisions": [{ "id": "call_unknown", "decision": "approve" }] })),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body["error"],
+        format!(
+            "answer every call waiting for approval exactly once: {}",
+            write["id"].as_str().unwrap()
+        )
+    );
+
+    let events = user
+        .answer(
+            &chat,
+            json!([{ "id": write["id"], "decision": "deny", "reason": "not in my scratch folder" }]),
+        )
+        .await;
+    assert_eq!(
+        result_of(&events, "write_file"),
+        &json!({
+            "id": write["id"],
+            "name": "write_file",
+            "content": "Error: the user denied this call of write_file: not in my scratch folder",
+            "is_error": true,
+            "kind": "denied",
+        })
+    );
+    assert_eq!(scratch_file(data.path(), "example"), None);
+    let (last, done) = events.last().expect("events");
+    assert_eq!(last, "done");
+    assert_eq!(done["pending_approvals"], json!([]));
+    // The denial is kept in the conversation as a failed result.
+    let saved = user.get(&format!("/api/chats/{chat}")).await;
+    let denied = saved["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "tool" && message["name"] == "write_file")
+        .expect("the denial is kept");
+    assert_eq!(denied["is_error"], true);
+    assert_eq!(
+        denied["content"],
+        "Error: the user denied this call of write_file: not in my scratch folder"
+    );
+    // Nothing waits any more.
+    let (status, _) = user
+        .json(
+            reqwest::Method::POST,
+            &format!("/api/chats/{chat}/approvals"),
+            Some(json!({ "decisions": [] })),
+        )
+        .await;
+    assert_eq!(status, 409);
+
+    // The next turn asks again, and this time the user approves.
+    let events = user.send(&chat, "write it after all").await;
+    let write = pending_write(&events);
+    let events = user
+        .answer(&chat, json!([{ "id": write["id"], "decision": "approve" }]))
+        .await;
+    assert_eq!(result_of(&events, "write_file")["is_error"], false);
+    assert_eq!(result_of(&events, "write_file")["kind"], "success");
+    assert_eq!(
+        scratch_file(data.path(), "example").as_deref(),
+        Some("example")
+    );
+}
+
+#[tokio::test]
+async fn a_call_waiting_for_approval_survives_a_restart() {
+    let data = tempfile::tempdir().unwrap();
+    let server = WebChat::start(data.path(), &[]);
+    let mut user = Browser::new(&server);
+    let chat = user.new_chat().await;
+    let events = user.send(&chat, "write it").await;
+    let write = pending_write(&events);
+    drop(server);
+
+    let server = WebChat::start(data.path(), &[]);
+    let mut user = user.against(&server);
+    let saved = user.get(&format!("/api/chats/{chat}")).await;
+    assert_eq!(saved["pending_approvals"], json!([write]));
+    // The other calls of the step ran; their results wait beside the conversation.
+    let ran: Vec<&str> = saved["pending_results"]
+        .as_array()
+        .expect("the results held")
+        .iter()
+        .map(|result| result["name"].as_str().unwrap_or_default())
+        .collect();
+    let mut others = TOOLS.to_vec();
+    others.retain(|name| *name != "write_file");
+    assert_eq!(ran, others);
+    let events = user
+        .answer(&chat, json!([{ "id": write["id"], "decision": "approve" }]))
+        .await;
+    assert_eq!(result_of(&events, "write_file")["kind"], "success");
+    assert_eq!(
+        scratch_file(data.path(), "example").as_deref(),
+        Some("example")
+    );
+    let (last, done) = events.last().expect("events");
+    assert_eq!(last, "done");
+    assert!(
+        done["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("(test model) I called 7 tool(s)"),
+        "{done}"
+    );
+}
+
+#[tokio::test]
+async fn save_session_context_saves_the_conversation_of_the_chat_that_called_it() {
+    let data = tempfile::tempdir().unwrap();
+    let server = WebChat::start(data.path(), &[]);
+    let mut user = Browser::new(&server);
+    let first = user.new_chat().await;
+    let second = user.new_chat().await;
+    let mut saved_to = Vec::new();
+    for (chat, text) in [(&first, "first chat here"), (&second, "second chat here")] {
+        let events = user.send(chat, text).await;
+        let result = result_of(&events, "save_session_context");
+        assert_eq!(result["kind"], "success", "{result}");
+        saved_to.push(result["content"].as_str().unwrap().to_owned());
+    }
+    for ((chat, text), result) in [(&first, "first chat here"), (&second, "second chat here")]
+        .into_iter()
+        .zip(&saved_to)
+    {
+        let path = result
+            .strip_prefix("Session context saved to ")
+            .unwrap_or_else(|| panic!("{result}"));
+        let path = Path::new(path);
+        assert_eq!(
+            path.file_name().and_then(|name| name.to_str()),
+            Some(format!("{chat}.json").as_str())
+        );
+        assert!(path.starts_with(data.path().join("users")), "{path:?}");
+        assert_eq!(
+            path.parent().and_then(Path::file_name),
+            Some(std::ffi::OsStr::new("sessions"))
+        );
+        let file: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("the session file"))
+                .expect("JSON");
+        let users: Vec<&str> = file["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .filter(|message| message["role"] == "user")
+            .map(|message| message["content"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(users, [text], "{path:?} holds its own chat only");
+    }
+}
+
+#[tokio::test]
+async fn a_configured_tool_that_needs_approval_waits_too() {
+    let data = tempfile::tempdir().unwrap();
+    let config = data.path().join("tools.toml");
+    std::fs::write(
+        &config,
+        r#"
+[[tools]]
+name = "launch_rocket"
+description = "Launch the rocket."
+type = "function"
+handler = "launch_rocket"
+implementation = { type = "mock", mock_response = "launched" }
+metadata = { needs_approval = true }
+
+[tools.parameters]
+type = "object"
+properties = {}
+"#,
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let server = WebChat::start_with(data.path(), &["--tools-config", &config], &[]);
+    let mut user = Browser::new(&server);
+    let chat = user.new_chat().await;
+
+    let events = user.send(&chat, "go").await;
+    let waiting: Vec<&str> = events
+        .iter()
+        .filter(|(name, _)| name == "approval_requested")
+        .map(|(_, data)| data["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(waiting, ["write_file", "launch_rocket"]);
+    let saved = user.get(&format!("/api/chats/{chat}")).await;
+    let ids: Vec<&str> = saved["pending_approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|request| request["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+
+    // Both are answered at once: one denied, one approved.
+    let events = user
+        .answer(
+            &chat,
+            json!([
+                { "id": ids[1], "decision": "deny" },
+                { "id": ids[0], "decision": "approve" },
+            ]),
+        )
+        .await;
+    assert_eq!(
+        result_of(&events, "launch_rocket")["content"],
+        "Error: the user denied this call of launch_rocket"
+    );
+    assert_eq!(result_of(&events, "launch_rocket")["kind"], "denied");
+    assert_eq!(result_of(&events, "write_file")["kind"], "success");
+    assert_eq!(
+        scratch_file(data.path(), "example").as_deref(),
+        Some("example")
     );
 }

@@ -1,6 +1,8 @@
 //! The `web_chat` page in a real browser: headless Chromium driven over WebDriver sends a
-//! message, watches the tool cards and the reply stream in, switches a tool off in the tools
-//! popover, reloads, and checks that the switch held and the next request left the tool out.
+//! message, watches the tool cards stream in, is asked to approve `write_file` inside its card
+//! (again after a reload), denies it, then approves it in a later turn, and checks each outcome
+//! on the page and on disk; it switches a tool off in the tools popover, reloads, and checks
+//! that the switch held and the next request left the tool out.
 //! Every control must have a name a screen reader reads. A screenshot of each step is saved
 //! under `target/web-chat-screenshots/`.
 //!
@@ -169,7 +171,7 @@ async fn open_tools(client: &Client) {
         client,
         "the tools popover",
         "return document.getElementById('tools').matches(':popover-open')
-            && document.querySelectorAll('#tool-list input[role=switch]').length === 6;",
+            && document.querySelectorAll('#tool-list input[role=switch]').length === 7;",
     )
     .await;
 }
@@ -217,6 +219,70 @@ const CONTROLS: &str = "
             name: nameOf(el),
             focusable: el.tabIndex >= 0,
         }));";
+
+/// Reads every control with [`CONTROLS`] and checks that each has a name.
+async fn named_controls(client: &Client) -> Vec<Value> {
+    let controls: Vec<Value> =
+        serde_json::from_value(client.execute(CONTROLS, vec![]).await.unwrap()).unwrap();
+    for control in &controls {
+        assert!(
+            !control["name"].as_str().unwrap_or_default().is_empty(),
+            "a control without an accessible name: {control}"
+        );
+    }
+    controls
+}
+
+/// Waits until the approval prompt of the `turn`-th reply's `write_file` card is shown.
+async fn approval_prompt(client: &Client, turn: usize) {
+    let script = format!(
+        "const turn = document.querySelectorAll('#conversation li.assistant')[{turn}];
+         const card = turn && turn.querySelector('.tool-card[data-tool=write_file]');
+         return !!card && card.dataset.state === 'waiting'
+             && !!card.querySelector('.approval button.approve:not([disabled])');"
+    );
+    wait_for(client, "the approval prompt", &script).await;
+}
+
+/// Clicks Approve or Deny (`which`) in the prompt of the `turn`-th reply, after typing `reason`
+/// when there is one, and waits until the turn goes on to its reply.
+async fn decide(client: &Client, turn: usize, which: &str, reason: Option<&str>) -> String {
+    let turns = client
+        .find_all(Locator::Css("#conversation li.assistant"))
+        .await
+        .expect("the replies");
+    let prompt = turns[turn]
+        .find(Locator::Css(".tool-card[data-tool=write_file] .approval"))
+        .await
+        .expect("the approval prompt");
+    if let Some(reason) = reason {
+        prompt
+            .find(Locator::Css("input.reason"))
+            .await
+            .expect("the reason field")
+            .send_keys(reason)
+            .await
+            .expect("typing works");
+    }
+    prompt
+        .find(Locator::Css(&format!("button.{which}")))
+        .await
+        .expect("the button")
+        .click()
+        .await
+        .expect("the button clicks");
+    let script = format!(
+        "const turn = document.querySelectorAll('#conversation li.assistant')[{turn}];
+         const card = turn.querySelector('.tool-card[data-tool=write_file]');
+         return turn.dataset.done === 'true' && !card.querySelector('.approval')
+             && turn.querySelector('.text') ? card.querySelector('.result').textContent : null;"
+    );
+    wait_for(client, "the turn to go on", &script)
+        .await
+        .as_str()
+        .expect("the result text")
+        .to_owned()
+}
 
 #[tokio::test]
 async fn the_page_works_in_headless_chromium() {
@@ -273,21 +339,96 @@ async fn the_page_works_in_headless_chromium() {
     assert!(offline.text().await.unwrap().contains("offline test model"));
     screenshot(&client, "1-new-chat").await;
 
-    // A message: a card per tool call, filled with the result or the error, then the reply.
+    // A message: a card per tool call, filled with the result or the error; `write_file` waits
+    // for approval, with the question inside its card.
     send(&client, "What can you do?", 1).await;
+    let waiting = [
+        ("read_file", "error"),
+        ("write_file", "waiting"),
+        ("save_session_context", "ok"),
+        ("city_weather", "error"),
+        ("roll_dice", "ok"),
+        ("current_time", "ok"),
+        ("word_count", "ok"),
+    ]
+    .map(|(tool, state)| (tool.to_owned(), state.to_owned()));
+    approval_prompt(&client, 0).await;
+    assert_eq!(cards(&client, 0).await, waiting);
+    let question = client
+        .find(Locator::Css(
+            "#conversation .tool-card[data-tool=write_file] .approval",
+        ))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        question.contains("Allow write_file to run with these arguments?")
+            && question.contains(r#"{"content":"example","path":"example"}"#),
+        "{question}"
+    );
+    screenshot(&client, "2-approval-prompt").await;
+    // The prompt's controls have names that say which call they answer.
+    let controls = named_controls(&client).await;
+    let names: Vec<&str> = controls
+        .iter()
+        .map(|control| control["name"].as_str().unwrap_or_default())
+        .collect();
+    for name in [
+        "Approve write_file",
+        "Deny write_file",
+        "Reason for a denial (optional, told to the model)",
+    ] {
+        assert!(
+            names.contains(&name),
+            "no control named {name:?} in {names:?}"
+        );
+    }
+    let group = client
+        .execute(
+            "const group = document.querySelector('.approval[role=group]');
+             return group && document.getElementById(group.getAttribute('aria-labelledby')).textContent;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(group, "Allow write_file to run with these arguments?");
+
+    // The question survives a reload: the call waits on the server.
+    client.refresh().await.unwrap();
+    approval_prompt(&client, 0).await;
+    assert_eq!(cards(&client, 0).await, waiting);
+    screenshot(&client, "2b-approval-prompt-after-reload").await;
+
+    // Deny, with a reason: the file is not written, the card says so, and the model answers.
+    let result = decide(&client, 0, "deny", Some("not now")).await;
+    assert_eq!(
+        result,
+        "✗ Error: the user denied this call of write_file: not now"
+    );
+    assert_eq!(
+        cards(&client, 0).await[1],
+        ("write_file".to_owned(), "denied".to_owned())
+    );
+    assert!(!data.path().join("scratch/example").exists());
+    // The pressed button is disabled and gone; keyboard focus is back in the message box.
+    let focused = client
+        .execute("return document.activeElement.id;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(focused, "message");
+    screenshot(&client, "2c-denied").await;
     let expected = [
         ("read_file", "error"),
-        ("write_file", "ok"),
+        // Redrawn from the saved conversation, a denial is a failed call like any other.
+        ("write_file", "error"),
+        ("save_session_context", "ok"),
         ("city_weather", "error"),
         ("roll_dice", "ok"),
         ("current_time", "ok"),
         ("word_count", "ok"),
     ];
-    let shown = cards(&client, 0).await;
-    assert_eq!(
-        shown,
-        expected.map(|(tool, state)| (tool.to_owned(), state.to_owned()))
-    );
     let weather = client
         .find(Locator::Css(
             "#conversation .tool-card[data-tool=city_weather] .result",
@@ -309,7 +450,7 @@ async fn the_page_works_in_headless_chromium() {
         .await
         .unwrap();
     assert!(
-        reply.starts_with("(test model) I called 6 tool(s)"),
+        reply.starts_with("(test model) I called 7 tool(s)"),
         "{reply}"
     );
     let title = client
@@ -343,20 +484,13 @@ async fn the_page_works_in_headless_chromium() {
     screenshot(&client, "4-switched-off").await;
 
     // Every control has a name a screen reader reads; the switches are real switches.
-    let controls: Vec<Value> =
-        serde_json::from_value(client.execute(CONTROLS, vec![]).await.unwrap()).unwrap();
-    assert!(controls.len() >= 6 + 4, "{controls:?}");
-    for control in &controls {
-        assert!(
-            !control["name"].as_str().unwrap_or_default().is_empty(),
-            "a control without an accessible name: {control}"
-        );
-    }
+    let controls = named_controls(&client).await;
+    assert!(controls.len() >= 7 + 4, "{controls:?}");
     let switches: Vec<&Value> = controls
         .iter()
         .filter(|control| control["role"] == "switch")
         .collect();
-    assert_eq!(switches.len(), 6, "{controls:?}");
+    assert_eq!(switches.len(), 7, "{controls:?}");
     for switch in switches {
         assert_eq!(switch["tag"], "input", "{switch}");
         assert_eq!(switch["type"], "checkbox", "{switch}");
@@ -378,7 +512,7 @@ async fn the_page_works_in_headless_chromium() {
     wait_for(
         &client,
         "the chat after the reload",
-        "return document.querySelectorAll('#conversation .tool-card').length === 6;",
+        "return document.querySelectorAll('#conversation .tool-card').length === 7;",
     )
     .await;
     assert_eq!(
@@ -410,10 +544,23 @@ async fn the_page_works_in_headless_chromium() {
         [
             "read_file",
             "write_file",
+            "save_session_context",
             "roll_dice",
             "current_time",
             "word_count"
         ]
+    );
+    // This time the write is approved: it runs, and the file is there.
+    approval_prompt(&client, 1).await;
+    let result = decide(&client, 1, "approve", None).await;
+    assert!(result.starts_with("→ "), "{result}");
+    assert_eq!(
+        cards(&client, 1).await[1],
+        ("write_file".to_owned(), "ok".to_owned())
+    );
+    assert_eq!(
+        std::fs::read_to_string(data.path().join("scratch/example")).unwrap(),
+        "example"
     );
     screenshot(&client, "6-without-the-tool").await;
 

@@ -1,6 +1,9 @@
 // The chat page: a sidebar of chats, the conversation with replies and tool calls streaming in,
 // and a tools popover with a switch per tool. It talks to the server's small JSON API; a turn's
-// events arrive as server-sent events in the answer to the POST that sends the message.
+// events arrive as server-sent events in the answer to the POST that sends the message. A tool
+// call that needs the user's approval gets Approve and Deny buttons in its card; once every
+// waiting call of the turn is answered, the answers are posted and the turn goes on, its events
+// streaming in the same way.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -77,7 +80,9 @@ async function openChat(id, chats) {
   renderChatList(chats || (await api('GET', '/api/chats')).chats);
   const chat = await api('GET', `/api/chats/${id}`);
   $('chat-title').textContent = chat.title;
-  redraw(chat.messages);
+  // The results of calls that ran beside those waiting for approval come apart from the
+  // conversation, which they join once the waiting calls are answered.
+  redraw([...chat.messages, ...chat.pending_results], chat.pending_approvals);
   if ($('tools').matches(':popover-open')) await loadTools();
   $('message').focus();
 }
@@ -121,17 +126,97 @@ function addCard(turn, id, name) {
   return card;
 }
 
-function finishCard(card, content, isError) {
-  card.dataset.state = isError ? 'error' : 'ok';
+// `kind` is how the call went, when the event says (`denied`, `error`, ...).
+function finishCard(card, content, isError, kind) {
+  card.dataset.state = kind === 'denied' ? 'denied' : isError ? 'error' : 'ok';
   card.querySelector('.result').textContent = `${isError ? '✗' : '→'} ${content}`;
+  card.querySelector('.approval')?.remove();
+}
+
+// --- approvals ---
+
+// Asks the user about a call waiting for approval, inside its card: the call's name and
+// arguments, Approve and Deny, and an optional reason the model is told on a denial. The turn's
+// `waiting` map collects the answers; the last one posts them all.
+function askApproval(turn, request) {
+  const card = turn.cards.get(request.id) || addCard(turn, request.id, request.name);
+  card.querySelector('.arguments').textContent = request.arguments;
+  card.dataset.state = 'waiting';
+  card.querySelector('.result').textContent = '… waiting for your approval';
+  card.querySelector('.approval')?.remove();
+  turn.waiting = turn.waiting || new Map();
+  turn.waiting.set(request.id, null);
+
+  const key = `approval-${request.id.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+  const reason = el('input', { type: 'text', id: `${key}-reason`, class: 'reason', autocomplete: 'off' });
+  const approve = el('button', { type: 'button', class: 'approve', 'aria-label': `Approve ${request.name}`, text: 'Approve' });
+  const deny = el('button', { type: 'button', class: 'deny', 'aria-label': `Deny ${request.name}`, text: 'Deny' });
+  const box = el('div', { class: 'approval', role: 'group', 'aria-labelledby': `${key}-question` },
+    el('p', { id: `${key}-question`, class: 'question', text: `Allow ${request.name} to run with these arguments?` }),
+    el('pre', { class: 'approval-arguments', text: request.arguments }),
+    el('label', { for: `${key}-reason`, text: 'Reason for a denial (optional, told to the model)' }),
+    reason,
+    el('div', { class: 'approval-buttons' }, approve, deny));
+  card.append(box);
+
+  const decide = (decision) => {
+    approve.disabled = true;
+    deny.disabled = true;
+    reason.disabled = true;
+    const text = reason.value.trim();
+    const answer = decision === 'deny' && text ? { id: request.id, decision, reason: text } : { id: request.id, decision };
+    turn.waiting.set(request.id, answer);
+    box.dataset.decision = decision;
+    card.querySelector('.result').textContent = decision === 'approve' ? '… approved' : '… denied';
+    // The buttons just pressed are disabled, so focus moves on for keyboard users: to the next
+    // question, or back to the message box once all are answered.
+    const next = turn.li.querySelector('.approval:not([data-decision]) button.approve');
+    if (next) next.focus();
+    if ([...turn.waiting.values()].every(Boolean)) answerApprovals(turn);
+  };
+  approve.addEventListener('click', () => decide('approve'));
+  deny.addEventListener('click', () => decide('deny'));
+}
+
+// Posts the answers of every waiting call of `turn`, and streams the rest of the turn into it.
+async function answerApprovals(turn) {
+  const decisions = [...turn.waiting.values()];
+  turn.waiting = null;
+  const chatId = current;
+  busy = true;
+  $('send').disabled = true;
+  turn.li.dataset.done = 'false';
+  // The line saying calls wait is answered now.
+  for (const line of turn.li.querySelectorAll('.status.waiting')) line.remove();
+  try {
+    const response = await fetch(`/api/chats/${chatId}/approvals`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ decisions }),
+    });
+    if (!response.ok) {
+      const data = await response.json().catch(() => ({}));
+      throw new Error(data.error || `the server answered ${response.status}`);
+    }
+    const ended = await readEvents(response, (name, data) => handle(turn, name, data));
+    if (!ended) showError(turn, 'the connection dropped before the reply was finished');
+  } catch (error) {
+    showError(turn, `the answer could not be sent: ${error.message}`);
+  } finally {
+    turn.li.dataset.done = 'true';
+    busy = false;
+    $('send').disabled = false;
+    $('message').focus();
+  }
 }
 
 function showError(turn, message) {
   turn.li.append(el('p', { class: 'error', role: 'alert', text: message }));
 }
 
-// Redraws a saved conversation: user messages, assistant text, tool calls and their results.
-function redraw(messages) {
+// Redraws a saved conversation: user messages, assistant text, tool calls and their results,
+// and the questions about calls still waiting for approval.
+function redraw(messages, pending = []) {
   $('conversation').replaceChildren();
   let turn = null;
   for (const message of messages) {
@@ -151,9 +236,18 @@ function redraw(messages) {
       finishCard(card, message.content, message.is_error);
     }
   }
-  // Saved turns are finished ones.
+  // Saved turns are finished ones, or wait for the answers asked again here.
   for (const li of $('conversation').querySelectorAll('li.assistant')) li.dataset.done = 'true';
+  for (const request of pending) askApproval(turn || newTurn(), request);
   scrollDown();
+  showQuestion();
+}
+
+// Brings the first unanswered approval question into view: a turn that stops for approval
+// usually has results below it that would push it out of sight.
+function showQuestion() {
+  const question = $('conversation').querySelector('.approval:not([data-decision])');
+  if (question) question.scrollIntoView({ block: 'center' });
 }
 
 // Keeps the newest part of the conversation in view.
@@ -181,20 +275,27 @@ function handle(turn, name, data) {
       break;
     }
     case 'tool_result':
-      finishCard(turn.cards.get(data.id) || addCard(turn, data.id, data.name), data.content, data.is_error);
+      finishCard(turn.cards.get(data.id) || addCard(turn, data.id, data.name), data.content, data.is_error, data.kind);
+      break;
+    case 'approval_requested':
+      askApproval(turn, data);
       break;
     case 'step_finished':
       turn.byIndex.clear();
       break;
-    case 'done':
+    case 'done': {
       turn.li.dataset.done = 'true';
-      turn.li.append(el('p', { class: 'status', text: `${data.steps} step(s), ${data.tool_calls} tool call(s)` }));
-      break;
+      const waiting = data.pending_approvals.length;
+      const status = `${data.steps} step(s), ${data.tool_calls} tool call(s)` +
+        (waiting ? `; ${waiting} call(s) wait for your approval` : '');
+      turn.li.append(el('p', { class: waiting ? 'status waiting' : 'status', text: status }));
+      scrollDown();
+      showQuestion();
+      return;
+    }
     case 'error':
       showError(turn, data.message);
       break;
-    // Approval prompts for tool calls that need the user's consent will be handled here, once
-    // the agent asks for them: show the call with Allow and Deny buttons, and answer the server.
     default:
       break;
   }
