@@ -1,7 +1,9 @@
 //! Users and their chats, and how they are kept under the data folder.
 //!
 //! ```text
-//! DATA/users/USER/preferences.json     the user's tool switches (FilePreferenceStore)
+//! DATA/preferences.db                  every user's tool switches (SQLite, by default; or the
+//!                                      database `--store` names, or with `--store files`
+//!                                      DATA/users/USER/preferences.json per user)
 //! DATA/users/USER/chats/CHAT.json      one chat: title, its own switches, its conversation
 //!                                      (tool calls waiting for approval included)
 //! DATA/users/USER/sessions/CHAT.json   where the chat's model saves it with `save_session_context`
@@ -21,9 +23,9 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 use tool_core::{
-    Agent, AgentOptions, ChatModel, ChatSession, FilePreferenceStore, ToolContext,
+    Agent, AgentOptions, ChatModel, ChatSession, FilePreferenceStore, PreferenceStore, ToolContext,
     ToolContextOptions, ToolRegistry, agent::ApprovalPolicy, builtin::write_atomic,
-    context::SavedSessionContext,
+    context::SavedSessionContext, store::SqlStore,
 };
 
 /// The `format` field of a chat file.
@@ -42,6 +44,27 @@ pub(crate) struct Shared {
     pub(crate) offline: bool,
     pub(crate) data: PathBuf,
     pub(crate) scratch: PathBuf,
+    /// Where users' tool switches are kept.
+    pub(crate) preferences: Preferences,
+}
+
+/// Where users' tool switches are kept: one database for all (each user a scope of its own),
+/// or a JSON file per user.
+pub(crate) enum Preferences {
+    /// A database shared by every user.
+    Database(SqlStore),
+    /// `DATA/users/USER/preferences.json`.
+    Files,
+}
+
+impl Preferences {
+    /// The preference store of the user whose folder is `dir`.
+    fn for_user(&self, id: &str, dir: &Path) -> Arc<dyn PreferenceStore> {
+        match self {
+            Self::Database(store) => Arc::new(store.preferences_for(id)),
+            Self::Files => Arc::new(FilePreferenceStore::new(dir.join("preferences.json"))),
+        }
+    }
 }
 
 /// Every user the server knows, by id.
@@ -52,7 +75,7 @@ pub(crate) struct Users {
 
 /// One user: their preference store and their chats, oldest first.
 pub(crate) struct User {
-    store: Arc<FilePreferenceStore>,
+    store: Arc<dyn PreferenceStore>,
     chats: Mutex<Vec<Arc<Chat>>>,
     dir: PathBuf,
 }
@@ -133,7 +156,7 @@ impl Users {
             .or_insert_with(|| {
                 let dir = self.shared.data.join("users").join(id);
                 Arc::new(User {
-                    store: Arc::new(FilePreferenceStore::new(dir.join("preferences.json"))),
+                    store: self.shared.preferences.for_user(id, &dir),
                     chats: Mutex::new(Vec::new()),
                     dir,
                 })

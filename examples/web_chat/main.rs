@@ -39,9 +39,10 @@ use tool_core::{
     builtin::{ReadFile, SaveSessionContext, WriteFile},
     config,
     model::{ChatModel, TestModel},
+    store::SqlStore,
 };
 
-use crate::chats::{Shared, Users};
+use crate::chats::{Preferences, Shared, Users};
 
 /// Environment variables, shown under `--help`.
 const ENVIRONMENT: &str = "\
@@ -67,6 +68,10 @@ struct Args {
     /// Add the tools defined in a JSON or TOML file (see examples/tools.toml).
     #[arg(long, value_name = "FILE")]
     tools_config: Option<PathBuf>,
+    /// Where users' tool switches are kept: sqlite://PATH, postgres://USER@HOST/DB, or `files`
+    /// for one JSON file per user [default: sqlite://DATA/preferences.db].
+    #[arg(long, value_name = "URL", env = "TOOL_CORE_STORE")]
+    store: Option<String>,
 }
 
 fn default_data() -> PathBuf {
@@ -128,7 +133,24 @@ async fn main() -> ExitCode {
         None => None,
     };
 
+    let preferences = match args.store.as_deref() {
+        Some("files") => Preferences::Files,
+        location => {
+            let url = location.map_or_else(
+                || format!("sqlite://{}", args.data.join("preferences.db").display()),
+                str::to_owned,
+            );
+            match SqlStore::open(&url).await {
+                Ok(store) => Preferences::Database(store),
+                Err(error) => {
+                    eprintln!("cannot open the preference store: {error}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    };
     let shared = Arc::new(Shared {
+        preferences,
         model: model.clone(),
         registry,
         offline,

@@ -440,6 +440,10 @@ async fn a_switch_leaves_the_tool_out_and_survives_a_restart() {
     let theirs = stranger.new_chat().await;
     assert_eq!(stranger.switches(&theirs).await, all_on);
 
+    // The switches are kept in the SQLite database, not in files.
+    assert!(data.path().join("preferences.db").is_file());
+    assert!(preference_files(data.path()).is_empty());
+
     drop(server);
     let server = WebChat::start(data.path(), &[]);
     let mut user = user.against(&server);
@@ -916,4 +920,31 @@ properties = {}
         scratch_file(data.path(), "example").as_deref(),
         Some("example")
     );
+}
+
+/// The per-user preference files under `data`.
+fn preference_files(data: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(users) = std::fs::read_dir(data.join("users")) else {
+        return Vec::new();
+    };
+    users
+        .flatten()
+        .map(|user| user.path().join("preferences.json"))
+        .filter(|path| path.is_file())
+        .collect()
+}
+
+#[tokio::test]
+async fn with_store_files_each_user_has_a_preferences_file() {
+    let data = tempfile::tempdir().unwrap();
+    let server = WebChat::start_with(data.path(), &["--store", "files"], &[]);
+    let mut user = Browser::new(&server);
+    let chat = user.new_chat().await;
+    user.switch(&chat, "roll_dice", false).await;
+    let files = preference_files(data.path());
+    assert_eq!(files.len(), 1);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_eq!(saved["tools"]["roll_dice"]["enabled"], false, "{saved}");
+    assert!(!data.path().join("preferences.db").exists());
 }
