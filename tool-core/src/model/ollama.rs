@@ -14,7 +14,7 @@
 //! accepts a `tool_choice` but has been reported to ignore it as well
 //! (<https://github.com/ollama/ollama/issues/17921>), so prompting is the way to ask for a call.
 
-use std::sync::Arc;
+use std::{borrow::Cow, sync::Arc};
 
 use bytes::Bytes;
 use futures::Stream;
@@ -215,6 +215,7 @@ impl ChatModel for OllamaClient {
                 call.id.as_deref(),
                 &call.function.name,
                 call.function.arguments.as_ref(),
+                0,
                 &mut sink,
             );
         }
@@ -372,18 +373,30 @@ fn add_call(
     id: Option<&str>,
     name: &str,
     arguments: Option<&Value>,
+    size_hint: usize,
     out: &mut Vec<ModelEvent>,
 ) {
     let slot = answer.calls.push();
     answer.calls.set_id(slot, id.unwrap_or_default());
     answer.calls.set_name(slot, name, out);
     let arguments = match arguments {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(value) => value.to_string(),
+        Some(Value::String(text)) => Cow::Borrowed(text.as_str()),
+        Some(Value::Null) | None => Cow::Borrowed(""),
+        Some(value) => Cow::Owned(compact_json(value, size_hint)),
     };
-    answer.calls.append(slot, &arguments, out);
+    answer.calls.append_cow(slot, arguments, out);
     answer.calls.end(slot, out);
+}
+
+/// The same compact text as `Value`'s `Display`, written straight into a buffer of about the
+/// right size (the formatter, and a buffer grown by doubling, made a large call several times
+/// slower to re-serialise than to parse). `size_hint` is the size of the text it came from.
+fn compact_json(value: &Value, size_hint: usize) -> String {
+    let mut text = Vec::with_capacity(size_hint);
+    match serde_json::to_writer(&mut text, value).map(|()| String::from_utf8(text)) {
+        Ok(Ok(text)) => text,
+        _ => value.to_string(),
+    }
 }
 
 fn finish_reason(reason: Option<&str>) -> FinishReason {
@@ -473,6 +486,7 @@ impl Decoder for OllamaDecoder {
             Frame::Event { data, .. } => (Bytes::from(data), false),
             Frame::Raw(text) => return Err(stream_error(PROVIDER, &text)),
         };
+        let size = line.len();
         let line: Line<'_> = serde_json::from_slice(&line)
             .map_err(|error| unreadable(PROVIDER, unterminated, "a line", &error))?;
         if let Some(error) = line.error {
@@ -484,12 +498,17 @@ impl Decoder for OllamaDecoder {
             if let Some(content) = message.content {
                 self.answer.text(&content, out);
             }
-            for call in message.tool_calls.unwrap_or_default() {
+            let calls = message.tool_calls.unwrap_or_default();
+            // The line's size shared between its calls: a bound on each one's text that is
+            // right for the one large call, and never allocates more than the line in all.
+            let size_hint = size / calls.len().max(1);
+            for call in calls {
                 add_call(
                     &mut self.answer,
                     call.id.as_deref(),
                     &call.function.name,
                     call.function.arguments.as_ref(),
+                    size_hint,
                     out,
                 );
             }
