@@ -221,36 +221,58 @@ impl Pieces {
         self.len == 0
     }
 
-    /// The pieces followed by `tail`, with room for `spare` more bytes; empties the pieces.
-    fn join(&mut self, tail: &[u8], spare: usize) -> Vec<u8> {
-        let mut line = Vec::with_capacity(self.len + tail.len() + spare);
-        for piece in self.pieces.drain(..) {
-            line.extend_from_slice(&piece);
+    /// The first `n` bytes (or fewer) of the pieces followed by `tail`.
+    fn head(&self, tail: &[u8], n: usize) -> Vec<u8> {
+        let mut head = Vec::with_capacity(n);
+        for piece in self.pieces.iter().map(|piece| &piece[..]).chain([tail]) {
+            let take = piece.len().min(n - head.len());
+            head.extend_from_slice(&piece[..take]);
+            if head.len() == n {
+                break;
+            }
         }
-        line.extend_from_slice(tail);
+        head
+    }
+
+    /// The pieces followed by `tail`, less their first `skip` bytes, with room for `spare`
+    /// more bytes; empties the pieces.
+    fn join(&mut self, tail: &[u8], mut skip: usize, spare: usize) -> Vec<u8> {
+        let len = (self.len + tail.len()).saturating_sub(skip);
+        let mut line = Vec::with_capacity(len + spare);
+        for piece in self.pieces.drain(..) {
+            let drop = skip.min(piece.len());
+            skip -= drop;
+            line.extend_from_slice(&piece[drop..]);
+        }
+        line.extend_from_slice(&tail[skip.min(tail.len())..]);
         self.len = 0;
         line
     }
 }
 
-/// The position of the first CR or LF in `bytes`. Whole 32-byte blocks are tested without an
-/// early exit, which the compiler turns into a few vector instructions per block; a byte-wise
-/// search for two values is not vectorized and was the framer's main cost on a large event.
+/// The position of the first CR or LF in `bytes`.
 fn line_end(bytes: &[u8]) -> Option<usize> {
+    find(bytes, |b| b == b'\n' || b == b'\r')
+}
+
+/// The position of the first byte of `bytes` that `wanted` accepts. Whole 32-byte blocks are
+/// tested without an early exit, which the compiler turns into a few vector instructions per
+/// block; a byte-wise search is not vectorized and was the framers' main cost on a large event.
+#[inline]
+pub(crate) fn find(bytes: &[u8], wanted: impl Fn(u8) -> bool) -> Option<usize> {
     const BLOCK: usize = 32;
-    let is_end = |b: u8| b == b'\n' || b == b'\r';
     let mut blocks = bytes.chunks_exact(BLOCK);
     let mut start = 0;
     for block in &mut blocks {
-        if block.iter().fold(false, |found, &b| found | is_end(b)) {
-            return block.iter().position(|&b| is_end(b)).map(|at| start + at);
+        if block.iter().fold(false, |found, &b| found | wanted(b)) {
+            return block.iter().position(|&b| wanted(b)).map(|at| start + at);
         }
         start += BLOCK;
     }
     blocks
         .remainder()
         .iter()
-        .position(|&b| is_end(b))
+        .position(|&b| wanted(b))
         .map(|at| start + at)
 }
 
@@ -323,23 +345,25 @@ impl SseParser {
         }
     }
 
-    /// Reads a line that was split between chunks, now whole in its own buffer. The first
-    /// `data` line of an event (typically a large one: small events fit in one chunk) becomes
-    /// the event's data in place, without a copy; any other line is read as usual and the
-    /// buffer is kept for the next split line.
-    fn carry_line(&mut self, mut line: Vec<u8>, out: &mut VecDeque<Frame>) {
-        if self.seen_line && self.data.is_empty() && line.starts_with(b"data:") {
-            let start = if line.get(5) == Some(&b' ') { 6 } else { 5 };
-            self.work.add(2 * line.len());
-            line.drain(..start);
-            line.push(b'\n');
-            self.data = match String::from_utf8(line) {
+    /// Reads a line that was split between chunks: its start is in `carry`, its end is
+    /// `tail`. The first `data` line of an event (typically a large one: small events fit in
+    /// one chunk) is joined straight into the event's data, without its field name and with
+    /// no further copy; any other line is joined and read as usual.
+    fn carry_line(&mut self, tail: &[u8], out: &mut VecDeque<Frame>) {
+        let head = self.carry.head(tail, 6);
+        if self.seen_line && self.data.is_empty() && head.starts_with(b"data:") {
+            let skip = if head.get(5) == Some(&b' ') { 6 } else { 5 };
+            let mut data = self.carry.join(tail, skip, 1);
+            self.work.add(2 * data.len());
+            data.push(b'\n');
+            self.data = match String::from_utf8(data) {
                 Ok(data) => data,
                 // Invalid UTF-8 is replaced, as the spec's decoder does.
                 Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
             };
             return;
         }
+        let line = self.carry.join(tail, 0, 0);
         self.line(&line, out);
     }
 
@@ -399,8 +423,7 @@ impl Parser for SseParser {
             if self.mid_line {
                 self.work.add(end);
                 // One spare byte for the `\n` a data line gets.
-                let line = self.carry.join(&rest[..end], 1);
-                self.carry_line(line, out);
+                self.carry_line(&rest[..end], out);
                 self.mid_line = false;
             } else {
                 self.line(&rest[..end], out);
@@ -411,9 +434,8 @@ impl Parser for SseParser {
 
     fn finish(&mut self, out: &mut VecDeque<Frame>) {
         if self.mid_line {
-            let line = self.carry.join(&[], 1);
             self.mid_line = false;
-            self.carry_line(line, out);
+            self.carry_line(&[], out);
         }
         self.dispatch(true, out);
         let raw = self.raw.take().unwrap_or_default();
@@ -453,7 +475,7 @@ impl NdjsonParser {
 
 impl Parser for NdjsonParser {
     fn push(&mut self, mut chunk: Bytes, out: &mut VecDeque<Frame>) {
-        while let Some(newline) = chunk.iter().position(|&b| b == b'\n') {
+        while let Some(newline) = find(&chunk, |b| b == b'\n') {
             self.work.add(newline + 1);
             let mut line = chunk.split_to(newline + 1);
             line.truncate(newline);
@@ -461,7 +483,7 @@ impl Parser for NdjsonParser {
                 self.line(line, out);
             } else {
                 self.work.add(line.len());
-                let joined = Bytes::from(self.carry.join(&line, 0));
+                let joined = Bytes::from(self.carry.join(&line, 0, 0));
                 self.line(joined, out);
             }
         }
@@ -472,7 +494,7 @@ impl Parser for NdjsonParser {
     }
 
     fn finish(&mut self, out: &mut VecDeque<Frame>) {
-        let rest = self.carry.join(&[], 0);
+        let rest = self.carry.join(&[], 0, 0);
         if !rest.iter().all(u8::is_ascii_whitespace) {
             out.push_back(Frame::Line {
                 line: Bytes::from(rest),

@@ -661,7 +661,7 @@ mod canonical {
         loop {
             let Some(next) = json
                 .get(*at..)
-                .and_then(|rest| rest.iter().position(|&b| b == b'"' || b == b'\\'))
+                .and_then(|rest| super::framing::find(rest, |b| b == b'"' || b == b'\\'))
             else {
                 return false;
             };
