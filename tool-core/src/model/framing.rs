@@ -3,7 +3,7 @@
 //!
 //! Both parsers look at every byte a bounded number of times whatever the chunk size: complete
 //! lines are read in place from the chunk, and only a line split between chunks is copied,
-//! once, into a carry buffer (never re-scanned). A general-purpose SSE crate that re-parsed its
+//! once, when its end arrives (its pieces are kept aside until then, never re-scanned). A general-purpose SSE crate that re-parsed its
 //! pending buffer for every chunk of an unfinished line made one large event (a tool call with
 //! a 5 MB argument, delivered in 16 KB network chunks) cost quadratic time.
 //!
@@ -205,15 +205,30 @@ impl Work {
 /// The start of a line split between chunks: the chunks' pieces, kept as they came (no copy)
 /// and joined once into an exactly sized buffer when the line ends. Appending to a growing
 /// buffer instead copied a large line about twice more, into ever larger fresh allocations.
+/// Small pieces are gathered into one buffer first, so that a body delivered in tiny chunks
+/// does not cost a `Bytes` handle per few bytes.
 #[derive(Debug, Default)]
 struct Pieces {
     pieces: Vec<Bytes>,
+    /// Small pieces that came after the last one in `pieces`.
+    small: Vec<u8>,
     len: usize,
 }
 
 impl Pieces {
+    /// Pieces shorter than this are copied into `small`.
+    const SMALL: usize = 1024;
+
     fn push(&mut self, piece: Bytes) {
         self.len += piece.len();
+        if piece.len() < Self::SMALL {
+            self.small.extend_from_slice(&piece);
+            return;
+        }
+        if !self.small.is_empty() {
+            self.pieces
+                .push(Bytes::from(std::mem::take(&mut self.small)));
+        }
         self.pieces.push(piece);
     }
 
@@ -224,7 +239,8 @@ impl Pieces {
     /// The first `n` bytes (or fewer) of the pieces followed by `tail`.
     fn head(&self, tail: &[u8], n: usize) -> Vec<u8> {
         let mut head = Vec::with_capacity(n);
-        for piece in self.pieces.iter().map(|piece| &piece[..]).chain([tail]) {
+        let pieces = self.pieces.iter().map(|piece| &piece[..]);
+        for piece in pieces.chain([&self.small[..], tail]) {
             let take = piece.len().min(n - head.len());
             head.extend_from_slice(&piece[..take]);
             if head.len() == n {
@@ -239,12 +255,18 @@ impl Pieces {
     fn join(&mut self, tail: &[u8], mut skip: usize, spare: usize) -> Vec<u8> {
         let len = (self.len + tail.len()).saturating_sub(skip);
         let mut line = Vec::with_capacity(len + spare);
-        for piece in self.pieces.drain(..) {
+        let small = std::mem::take(&mut self.small);
+        for piece in self
+            .pieces
+            .iter()
+            .map(|piece| &piece[..])
+            .chain([&small[..], tail])
+        {
             let drop = skip.min(piece.len());
             skip -= drop;
             line.extend_from_slice(&piece[drop..]);
         }
-        line.extend_from_slice(&tail[skip.min(tail.len())..]);
+        self.pieces.clear();
         self.len = 0;
         line
     }
@@ -645,6 +667,52 @@ mod tests {
         }
         let one_by_one = frames_of(sse, bytes.iter().map(|&b| vec![b]).collect());
         assert_eq!(one_by_one, whole);
+    }
+
+    #[test]
+    fn a_line_split_into_small_and_large_pieces_is_joined_in_order() {
+        let value: String = (0..6000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let body = format!("event: e\ndata: {value}\ndata: {value}\n\n");
+        let bytes = body.as_bytes();
+        let mut chunks = Vec::new();
+        let mut at = 0;
+        for size in [1, 2, 1500, 3, 7, 2048, 1023, 1024, 5, 4000]
+            .into_iter()
+            .cycle()
+        {
+            if at == bytes.len() {
+                break;
+            }
+            let end = (at + size).min(bytes.len());
+            chunks.push(bytes[at..end].to_vec());
+            at = end;
+        }
+        let expected = format!("{value}\n{value}");
+        for framer in [sse, ndjson] {
+            let frames = frames_of(framer, chunks.clone());
+            match &frames[..] {
+                [Frame::Event { name, data, .. }] => {
+                    assert_eq!((name.as_str(), data.as_str()), ("e", expected.as_str()));
+                }
+                lines => {
+                    let lines: Vec<Vec<u8>> = lines
+                        .iter()
+                        .map(|frame| match frame {
+                            Frame::Line { line, .. } => line.to_vec(),
+                            other => panic!("unexpected {other:?}"),
+                        })
+                        .collect();
+                    let expected: Vec<Vec<u8>> = body
+                        .split('\n')
+                        .filter(|line| !line.is_empty())
+                        .map(|line| line.as_bytes().to_vec())
+                        .collect();
+                    assert_eq!(lines, expected);
+                }
+            }
+        }
     }
 
     #[test]
