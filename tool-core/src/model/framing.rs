@@ -372,9 +372,16 @@ impl SseParser {
     /// one chunk) is joined straight into the event's data, without its field name and with
     /// no further copy; any other line is joined and read as usual.
     fn carry_line(&mut self, tail: &[u8], out: &mut VecDeque<Frame>) {
-        let head = self.carry.head(tail, 6);
-        if self.seen_line && self.data.is_empty() && head.starts_with(b"data:") {
-            let skip = if head.get(5) == Some(&b' ') { 6 } else { 5 };
+        let head = self.carry.head(tail, 9);
+        let bom = if !self.seen_line && head.starts_with(b"\xEF\xBB\xBF") {
+            3
+        } else {
+            0
+        };
+        let head = &head[bom..];
+        if self.data.is_empty() && head.starts_with(b"data:") {
+            self.seen_line = true;
+            let skip = bom + if head.get(5) == Some(&b' ') { 6 } else { 5 };
             let mut data = self.carry.join(tail, skip, 1);
             self.work.add(2 * data.len());
             data.push(b'\n');
@@ -667,6 +674,28 @@ mod tests {
         }
         let one_by_one = frames_of(sse, bytes.iter().map(|&b| vec![b]).collect());
         assert_eq!(one_by_one, whole);
+    }
+
+    #[test]
+    fn a_first_data_line_split_anywhere_loses_its_bom_and_field_name() {
+        for body in [
+            "\u{feff}data: abc\n\n",
+            "data:abc\r\n\r\n",
+            "\u{feff}data:  a\n\n",
+        ] {
+            let whole = sse_frames(&[body]);
+            let value = body.trim_start_matches('\u{feff}').trim_end();
+            let value = value.strip_prefix("data:").unwrap_or_default();
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            assert_eq!(events(&whole), vec![("message", value, false)], "{body:?}");
+            let bytes = body.as_bytes();
+            for split in 0..=bytes.len() {
+                let frames = frames_of(sse, vec![bytes[..split].to_vec(), bytes[split..].to_vec()]);
+                assert_eq!(frames, whole, "{body:?} split at {split}");
+            }
+            let one_by_one = frames_of(sse, bytes.iter().map(|&b| vec![b]).collect());
+            assert_eq!(one_by_one, whole, "{body:?}");
+        }
     }
 
     #[test]
