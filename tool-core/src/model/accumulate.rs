@@ -13,7 +13,7 @@
     allow(dead_code)
 )]
 
-use std::collections::HashMap;
+use std::{borrow::Cow, collections::HashMap};
 
 use serde_json::Value;
 
@@ -157,14 +157,25 @@ impl ToolCallAccumulator {
 
     /// Appends a fragment of the arguments.
     pub(crate) fn append(&mut self, slot: usize, fragment: &str, out: &mut Vec<ModelEvent>) {
+        self.append_cow(slot, Cow::Borrowed(fragment), out);
+    }
+
+    /// Appends a fragment of the arguments; an owned one becomes the `ToolCallDelta` without
+    /// a second copy (a whole call in one event can be megabytes).
+    pub(crate) fn append_cow(
+        &mut self,
+        slot: usize,
+        fragment: Cow<'_, str>,
+        out: &mut Vec<ModelEvent>,
+    ) {
         if fragment.is_empty() {
             return;
         }
-        self.calls[slot].arguments.push_str(fragment);
+        self.calls[slot].arguments.push_str(&fragment);
         if self.calls[slot].started {
             out.push(ModelEvent::ToolCallDelta {
                 index: slot,
-                arguments: fragment.to_owned(),
+                arguments: fragment.into_owned(),
             });
         } else if !self.calls[slot].name.is_empty() {
             // The id never came with the name; do not hold the arguments back any longer.

@@ -616,7 +616,7 @@ impl AnthropicDecoder {
                     (self.tool_blocks.get(&index), delta.partial_json)
                 {
                     self.start_inputs.remove(&slot);
-                    self.answer.calls.append(slot, &fragment, out);
+                    self.answer.calls.append_cow(slot, fragment.0, out);
                 }
             }
             _ => {}

@@ -643,7 +643,7 @@ impl OpenAiDecoder {
             calls.set_name(slot, &name, out);
         }
         if let Some(arguments) = function.arguments {
-            calls.append(slot, &arguments, out);
+            calls.append_cow(slot, arguments.0, out);
         }
     }
 
