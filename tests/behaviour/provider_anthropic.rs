@@ -31,7 +31,7 @@ pub(crate) fn client_with(server: &Server, http: HttpOptions) -> AnthropicClient
     AnthropicClient::new(config).unwrap()
 }
 
-fn client(server: &Server) -> AnthropicClient {
+pub(crate) fn client(server: &Server) -> AnthropicClient {
     client_with(server, fast_retries())
 }
 

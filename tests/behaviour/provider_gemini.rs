@@ -32,7 +32,7 @@ pub(crate) fn client_with(server: &Server, http: HttpOptions) -> GeminiClient {
     GeminiClient::new(config).unwrap()
 }
 
-fn client(server: &Server) -> GeminiClient {
+pub(crate) fn client(server: &Server) -> GeminiClient {
     client_with(server, fast_retries())
 }
 

@@ -29,7 +29,7 @@ pub(crate) fn client_with(server: &Server, http: HttpOptions) -> OllamaClient {
     OllamaClient::new(config).unwrap()
 }
 
-fn client(server: &Server) -> OllamaClient {
+pub(crate) fn client(server: &Server) -> OllamaClient {
     client_with(server, fast_retries())
 }
 

@@ -22,7 +22,7 @@ macro_rules! transcript {
     };
 }
 
-fn client(server: &Server) -> OpenAiClient {
+pub(crate) fn client(server: &Server) -> OpenAiClient {
     client_with(server, fast_retries())
 }
 

@@ -8,54 +8,20 @@ use serde_json::json;
 use tool_core::{
     Agent, AgentError, AgentOptions,
     context::SavedSessionContext,
-    model::{
-        AnthropicClient, AnthropicConfig, ChatModel, ChatRequest, GeminiClient, GeminiConfig,
-        Message, OllamaClient, OllamaConfig, OpenAiClient, OpenAiConfig, ScriptedResponse,
-        ToolCall,
-    },
+    model::{ChatModel, ChatRequest, Message, ScriptedResponse, ToolCall},
 };
 
 use crate::{
     agent_support::{Boom, Echo, Fail, Slow, scripted_agent, scripted_agent_with},
-    loopback::{Reply, Server, fast_retries, question_about, stream_once},
+    loopback::{Reply, Server, question_about, stream_once},
+};
+
+use crate::{
+    provider_anthropic::client as anthropic, provider_gemini::client as gemini,
+    provider_ollama::client as ollama, provider_openai::client as openai,
 };
 
 const FAILURE: &str = "Error executing read_file: missing.txt does not exist";
-
-fn anthropic(server: &Server) -> AnthropicClient {
-    let config = AnthropicConfig::default()
-        .with_api_key("sk-ant-test")
-        .with_base_url(server.url())
-        .with_model("claude-test")
-        .with_http(fast_retries());
-    AnthropicClient::new(config).unwrap()
-}
-
-fn openai(server: &Server) -> OpenAiClient {
-    let config = OpenAiConfig::default()
-        .with_api_key("sk-test")
-        .with_base_url(format!("{}/v1", server.url()))
-        .with_model("gpt-4o-mini")
-        .with_http(fast_retries());
-    OpenAiClient::new(config).unwrap()
-}
-
-fn gemini(server: &Server) -> GeminiClient {
-    let config = GeminiConfig::default()
-        .with_api_key("gm-test")
-        .with_base_url(format!("{}/v1beta", server.url()))
-        .with_model("gemini-test")
-        .with_http(fast_retries());
-    GeminiClient::new(config).unwrap()
-}
-
-fn ollama(server: &Server) -> OllamaClient {
-    let config = OllamaConfig::default()
-        .with_host(server.url())
-        .with_model("llama3.2")
-        .with_http(fast_retries());
-    OllamaClient::new(config).unwrap()
-}
 
 /// A conversation whose last step made two calls: the first succeeded, the second failed.
 fn one_ok_one_failed() -> ChatRequest {

@@ -3,52 +3,20 @@
 
 use tool_core::{
     Agent, AgentEvent, AgentOptions,
-    model::{
-        AnthropicClient, AnthropicConfig, ChatModel, ChatRequest, GeminiClient, GeminiConfig,
-        Message, OllamaClient, OllamaConfig, OpenAiClient, OpenAiConfig, Usage,
-    },
+    model::{ChatModel, ChatRequest, Message, Usage},
 };
 
 use std::time::Duration;
 
 use futures::StreamExt as _;
 
-use crate::loopback::{Reply, Server, fast_retries, question_about, stream_once};
-
-fn anthropic(server: &Server) -> AnthropicClient {
-    let config = AnthropicConfig::default()
-        .with_api_key("sk-ant-test")
-        .with_base_url(server.url())
-        .with_model("claude-test")
-        .with_http(fast_retries());
-    AnthropicClient::new(config).unwrap()
-}
-
-fn openai(server: &Server) -> OpenAiClient {
-    let config = OpenAiConfig::default()
-        .with_api_key("sk-test")
-        .with_base_url(format!("{}/v1", server.url()))
-        .with_model("o4-mini")
-        .with_http(fast_retries());
-    OpenAiClient::new(config).unwrap()
-}
-
-fn gemini(server: &Server) -> GeminiClient {
-    let config = GeminiConfig::default()
-        .with_api_key("gm-test")
-        .with_base_url(format!("{}/v1beta", server.url()))
-        .with_model("gemini-test")
-        .with_http(fast_retries());
-    GeminiClient::new(config).unwrap()
-}
-
-fn ollama(server: &Server) -> OllamaClient {
-    let config = OllamaConfig::default()
-        .with_host(server.url())
-        .with_model("llama3.2")
-        .with_http(fast_retries());
-    OllamaClient::new(config).unwrap()
-}
+use crate::{
+    loopback::{Reply, Server, question_about, stream_once},
+    provider_anthropic::client as anthropic,
+    provider_gemini::client as gemini,
+    provider_ollama::client as ollama,
+    provider_openai::client as openai,
+};
 
 fn question() -> ChatRequest {
     ChatRequest::new(question_about("Paris"))
