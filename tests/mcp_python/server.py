@@ -150,6 +150,9 @@ def serve_http(token: str) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
+    # Listen before saying so: a client that connects while uvicorn is still starting waits in
+    # the backlog instead of being refused.
+    sock.listen(128)
     print(f"listening on http://127.0.0.1:{port}/mcp", flush=True)
     config = uvicorn.Config(guarded, log_level="warning")
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
