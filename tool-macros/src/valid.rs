@@ -286,7 +286,8 @@ fn form<'a>(func: &'a ToolFn, errors: &mut Errors) -> Option<Form<'a>> {
                 ok = false;
                 errors.spanned(
                     mutability,
-                    "a parameter filled from the call is shared, so it cannot be `&mut`; take                      `&CallContext`",
+                    "a parameter filled from the call is shared, so it cannot be `&mut`; take \
+                     `&CallContext`",
                 );
             }
         }
