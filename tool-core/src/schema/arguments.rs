@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::common::{MAX_DEPTH, resolve};
+use super::common::{AllOf, MAX_DEPTH, plain_schema, resolve};
 use crate::tool::JsonObject;
 
 /// Removes the `null`s a model sent for optional properties that do not admit `null`, at any
@@ -215,32 +215,8 @@ impl<'a> Builder<'a> {
 
 /// The schema behind `$ref`s and a nullable single-branch union (`Option<T>`), if it is one
 /// plain schema.
-fn plain<'a>(root: &'a Value, mut schema: &'a Value) -> Option<&'a Map<String, Value>> {
-    for _ in 0..MAX_DEPTH {
-        let map = schema.as_object()?;
-        if let Some(Value::String(reference)) = map.get("$ref") {
-            schema = resolve(root, reference).ok()?;
-            continue;
-        }
-        let union = map
-            .get("anyOf")
-            .or_else(|| map.get("oneOf"))
-            .and_then(Value::as_array);
-        if let Some(branches) = union {
-            let mut non_null = branches
-                .iter()
-                .filter(|branch| !super::common::is_null_schema(branch));
-            match (non_null.next(), non_null.next()) {
-                (Some(single), None) => {
-                    schema = single;
-                    continue;
-                }
-                _ => return None,
-            }
-        }
-        return Some(map);
-    }
-    None
+fn plain<'a>(root: &'a Value, schema: &'a Value) -> Option<&'a Map<String, Value>> {
+    plain_schema(root, schema, AllOf::Stop).map(|(map, _)| map)
 }
 
 /// Whether `null` may be valid for a schema (erring towards yes: then the `null` is kept and

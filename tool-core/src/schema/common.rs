@@ -18,6 +18,61 @@ pub(super) fn resolve<'a>(root: &'a Value, reference: &str) -> Result<&'a Value,
         .ok_or_else(|| format!("`$ref` `{reference}` points to nothing in the schema"))
 }
 
+/// How [`plain_schema`] treats a lone `allOf` branch.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum AllOf {
+    /// Follow it when the schema has no `type` or `properties` of its own (how schemars 0.8
+    /// describes a `$ref`: `{"description": .., "allOf": [{"$ref": ..}]}`).
+    FollowLone,
+    /// Stop there.
+    Stop,
+}
+
+/// The one plain schema behind `$ref`s and nullable single-branch unions (`Option<T>`:
+/// `anyOf`/`oneOf` of a schema and `null`), and whether such a union admitted `null`. `None`
+/// for a union of several non-null schemas, a reference to nothing, a schema that is not an
+/// object, or a chain of more than [`MAX_DEPTH`] steps (a loop of references).
+pub(super) fn plain_schema<'a>(
+    root: &'a Value,
+    mut schema: &'a Value,
+    all_of: AllOf,
+) -> Option<(&'a Map<String, Value>, bool)> {
+    let mut nullable = false;
+    for _ in 0..MAX_DEPTH {
+        let map = schema.as_object()?;
+        if let Some(Value::String(reference)) = map.get("$ref") {
+            schema = resolve(root, reference).ok()?;
+            continue;
+        }
+        let union = map
+            .get("anyOf")
+            .or_else(|| map.get("oneOf"))
+            .and_then(Value::as_array);
+        if let Some(branches) = union {
+            let mut non_null = branches.iter().filter(|branch| !is_null_schema(branch));
+            let (Some(single), None) = (non_null.next(), non_null.next()) else {
+                return None;
+            };
+            nullable |= branches.len() > 1;
+            schema = single;
+            continue;
+        }
+        if all_of == AllOf::FollowLone
+            && !map.contains_key("type")
+            && !map.contains_key("properties")
+        {
+            if let Some(Value::Array(branches)) = map.get("allOf") {
+                if let [single] = branches.as_slice() {
+                    schema = single;
+                    continue;
+                }
+            }
+        }
+        return Some((map, nullable));
+    }
+    None
+}
+
 /// Appends notes to a schema's description: `"{description} ({note}; {note})"`, or the notes
 /// alone when there is no description. Used for constraints a provider cannot express as
 /// keywords, so the model still reads them.

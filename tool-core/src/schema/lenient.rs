@@ -13,7 +13,7 @@ use std::fmt::{self, Write as _};
 use serde::Serialize;
 use serde_json::{Map, Number, Value};
 
-use super::common::{MAX_DEPTH, is_null_schema, resolve};
+use super::common::{AllOf, MAX_DEPTH, plain_schema};
 use crate::tool::JsonObject;
 
 /// One value read as another type than the model sent, with where and how.
@@ -177,59 +177,28 @@ struct Shape<'a> {
 impl<'a> Shape<'a> {
     /// The shape of `schema`, or `None` when it is not one plain schema (a union of several
     /// non-null schemas, a reference to nothing, a boolean schema).
-    fn of(root: &'a Value, mut schema: &'a Value) -> Option<Self> {
-        let mut types = Types::default();
-        // Bounded: a chain of references that loops ends here instead of spinning.
-        for _ in 0..MAX_DEPTH {
-            let map = schema.as_object()?;
-            if let Some(Value::String(reference)) = map.get("$ref") {
-                schema = resolve(root, reference).ok()?;
-                continue;
-            }
-            let union = map
-                .get("anyOf")
-                .or_else(|| map.get("oneOf"))
-                .and_then(Value::as_array);
-            if let Some(branches) = union {
-                let mut non_null = branches.iter().filter(|branch| !is_null_schema(branch));
-                let (Some(single), None) = (non_null.next(), non_null.next()) else {
-                    return None;
-                };
-                if branches.len() > 1 {
-                    types = types.with(Types::NULL);
-                }
-                schema = single;
-                continue;
-            }
-            // schemars 0.8 wraps a described `$ref` as `allOf: [{ "$ref": .. }]`.
-            if let Some(Value::Array(branches)) = map.get("allOf") {
-                if let [single] = branches.as_slice() {
-                    if !map.contains_key("type") && !map.contains_key("properties") {
-                        schema = single;
-                        continue;
-                    }
-                }
-            }
-            let named = match map.get("type") {
-                Some(Value::String(name)) => Types::named(name),
-                Some(Value::Array(names)) => names
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .fold(Types::default(), |types, name| {
-                        types.with(Types::named(name))
-                    }),
-                _ => Types::default(),
-            };
-            // A schema with no `type` admits every type; only a union's `null` is known then,
-            // which says nothing about what else was meant.
-            let types = if named.is_empty() {
-                named
-            } else {
-                types.with(named)
-            };
-            return Some(Self { schema: map, types });
-        }
-        None
+    fn of(root: &'a Value, schema: &'a Value) -> Option<Self> {
+        let (map, nullable) = plain_schema(root, schema, AllOf::FollowLone)?;
+        let named = match map.get("type") {
+            Some(Value::String(name)) => Types::named(name),
+            Some(Value::Array(names)) => names
+                .iter()
+                .filter_map(Value::as_str)
+                .fold(Types::default(), |types, name| {
+                    types.with(Types::named(name))
+                }),
+            _ => Types::default(),
+        };
+        // A schema with no `type` admits every type; only a union's `null` is known then,
+        // which says nothing about what else was meant.
+        let types = if named.is_empty() {
+            named
+        } else if nullable {
+            named.with(Types::NULL)
+        } else {
+            named
+        };
+        Some(Self { schema: map, types })
     }
 }
 
