@@ -205,15 +205,7 @@ async fn calls_not_run_at_the_step_limit_are_flagged() {
 #[tokio::test]
 async fn a_failed_call_is_sent_flagged_saved_flagged_and_resumed_flagged() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![
-        Reply::json(include_bytes!(
-            "../transcripts/anthropic/message_cached_tool_use.json"
-        )),
-        Reply::json(include_bytes!(
-            "../transcripts/anthropic/message_cache_write.json"
-        )),
-    ])
-    .await;
+    let server = Server::start(crate::provider_usage::whole_cached_turn()).await;
     let path = dir.path().join("session.json");
     let options = || {
         AgentOptions::new()

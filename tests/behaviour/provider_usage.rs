@@ -234,6 +234,19 @@ fn usage_serialized_before_the_breakdown_existed_still_loads() {
     assert_eq!(text, r#"{"input_tokens":7,"output_tokens":2}"#);
 }
 
+/// The non-streamed answers of a two-step Anthropic turn that reads and writes the cache: a
+/// tool call, then the final answer.
+pub(crate) fn whole_cached_turn() -> Vec<Reply> {
+    vec![
+        Reply::json(include_bytes!(
+            "../transcripts/anthropic/message_cached_tool_use.json"
+        )),
+        Reply::json(include_bytes!(
+            "../transcripts/anthropic/message_cache_write.json"
+        )),
+    ]
+}
+
 fn cached_turn() -> Vec<Reply> {
     vec![
         Reply::sse(include_bytes!(
@@ -256,15 +269,7 @@ fn cached_turn_usage() -> Usage {
 #[tokio::test]
 async fn agent_chat_sums_every_count_over_the_steps_of_a_turn() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![
-        Reply::json(include_bytes!(
-            "../transcripts/anthropic/message_cached_tool_use.json"
-        )),
-        Reply::json(include_bytes!(
-            "../transcripts/anthropic/message_cache_write.json"
-        )),
-    ])
-    .await;
+    let server = Server::start(whole_cached_turn()).await;
     let agent = Agent::new(anthropic(&server), AgentOptions::new().root_dir(dir.path()));
 
     let response = tokio::time::timeout(
