@@ -225,7 +225,7 @@ impl RequestTools {
                 },
             )
             .collect();
-        serde_json::value::to_raw_value(&crate::registry::wrap(provider, tools))
+        serde_json::value::to_raw_value(&crate::schema::list::wrap(provider, tools))
             .map(Arc::from)
             .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()))
     }

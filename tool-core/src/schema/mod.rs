@@ -24,7 +24,7 @@
 //!
 //! **OpenAI strict.** Objects get `additionalProperties: false` and list every property in
 //! `required`; optional properties become nullable, and
-//! [`drop_optional_nulls`] (which the registry applies before validating) turns the `null` a
+//! the registry, before validating, turns the `null` a
 //! model then sends back into "left out". `$defs` and `$ref` stay, `oneOf` becomes `anyOf`,
 //! `default` and the constraints strict mode rejects become description notes. Maps,
 //! free-form objects, values of any type, tuples, `allOf` of several schemas and schemas over
@@ -45,7 +45,7 @@ use serde_json::{Map, Value, json};
 
 use crate::tool::ChatTool;
 
-pub use arguments::{OptionalNulls, drop_optional_nulls};
+pub(crate) use arguments::OptionalNulls;
 pub(crate) use lenient::coerce_logged;
 pub use lenient::{Coercion, coerce_arguments};
 
@@ -53,6 +53,7 @@ mod arguments;
 mod common;
 mod gemini;
 mod lenient;
+pub(crate) mod list;
 mod openai;
 
 /// The wire shape tools are converted to. Parse it from `openai`, `ollama`, `gemini` or

@@ -1,0 +1,167 @@
+//! [`GuardedCall`]: one tool call as a plain future, under a panic guard and a timeout, turned
+//! into the registry's outcome.
+
+use std::{
+    any::Any,
+    future::Future,
+    panic::AssertUnwindSafe,
+    pin::Pin,
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use super::ExecuteError;
+use crate::{
+    call::CallContext,
+    tool::{ExecutableTool, JsonObject, ToolError},
+};
+
+/// A tool call, polled as a plain future (no extra state machine around the tool's own).
+///
+/// The tool is called on the first poll, under the same panic guard as every poll, so a tool
+/// that panics while making its future, while running or while being dropped becomes
+/// [`ExecuteError::Panicked`], and a call that completes at once crosses the guard once. A
+/// timeout's timer is made only when the tool is still running after its first poll.
+pub(crate) struct GuardedCall<'a> {
+    tool: &'a dyn ExecutableTool,
+    name: &'a str,
+    /// The arguments, until the first poll calls the tool with them.
+    args: Option<JsonObject>,
+    /// The call's context, when the caller gave one: the tool is then called through
+    /// `execute_with`.
+    context: Option<CallContext>,
+    /// The tool's future while it runs.
+    call: Option<ToolFuture<'a>>,
+    timeout: Option<Duration>,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'a>>;
+
+/// A step of a call: the tool's result, or the timeout that elapsed first.
+type Step = Result<Result<String, ToolError>, Duration>;
+
+impl<'a> GuardedCall<'a> {
+    /// A call of `tool` (named `name`) with `args`, made when the call is first polled.
+    pub(crate) fn new(
+        tool: &'a dyn ExecutableTool,
+        name: &'a str,
+        args: JsonObject,
+        context: Option<CallContext>,
+        timeout: Option<Duration>,
+    ) -> Self {
+        Self {
+            tool,
+            name,
+            args: Some(args),
+            context,
+            call: None,
+            timeout,
+            timer: None,
+        }
+    }
+
+    /// Calls the tool if it has not been called, then polls it, dropping its future as soon as
+    /// it is ready or timed out. Runs inside the panic guard.
+    fn step(&mut self, cx: &mut Context<'_>) -> Poll<Step> {
+        if let Some(args) = self.args.take() {
+            let tool = self.tool;
+            self.call = Some(match self.context.take() {
+                None => tool.execute(args),
+                Some(context) => tool.execute_with(args, context),
+            });
+        }
+        let Some(call) = &mut self.call else {
+            return Poll::Ready(Ok(Err(ToolError::new(
+                "the call was polled again after it finished",
+            ))));
+        };
+        if let Poll::Ready(result) = call.as_mut().poll(cx) {
+            self.stop();
+            return Poll::Ready(Ok(result));
+        }
+        let Some(after) = self.timeout else {
+            return Poll::Pending;
+        };
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(after)));
+        if timer.as_mut().poll(cx).is_ready() {
+            self.stop();
+            return Poll::Ready(Err(after));
+        }
+        Poll::Pending
+    }
+
+    /// Drops the tool's future and the timer.
+    fn stop(&mut self) {
+        self.call = None;
+        self.timer = None;
+    }
+}
+
+impl Future for GuardedCall<'_> {
+    type Output = Result<String, ExecuteError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Every field is `Unpin` (the futures are boxed).
+        let this = self.get_mut();
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| this.step(cx)));
+        let name = this.name;
+        match polled {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(Ok(result))) => Poll::Ready(outcome(name, result)),
+            Ok(Poll::Ready(Err(after))) => Poll::Ready(Err(ExecuteError::TimedOut {
+                name: name.to_owned(),
+                after,
+            })),
+            Err(payload) => {
+                // A future that panicked is not polled again; drop it under a guard too.
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| this.stop()));
+                Poll::Ready(Err(ExecuteError::Panicked {
+                    name: name.to_owned(),
+                    message: panic_message(payload.as_ref()),
+                }))
+            }
+        }
+    }
+}
+
+/// The registry's outcome for what a tool returned.
+fn outcome(name: &str, result: Result<String, ToolError>) -> Result<String, ExecuteError> {
+    match result {
+        Ok(text) => Ok(text),
+        Err(error) if error.is_retry() => Err(ExecuteError::RetryRequested {
+            name: name.to_owned(),
+            message: error.message().to_owned(),
+        }),
+        Err(error) if error.is_invalid_arguments() => Err(ExecuteError::InvalidArguments {
+            name: name.to_owned(),
+            message: strip_invalid_prefix(name, error.message()).to_owned(),
+        }),
+        Err(error) => Err(ExecuteError::Failed {
+            name: name.to_owned(),
+            error,
+        }),
+    }
+}
+
+/// Narrowing errors already say `invalid arguments for {name}: `; keep the model string from
+/// saying it twice.
+fn strip_invalid_prefix<'a>(name: &str, message: &'a str) -> &'a str {
+    message
+        .strip_prefix("invalid arguments for ")
+        .and_then(|rest| rest.strip_prefix(name))
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(message)
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&'static str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
+}

@@ -1,0 +1,252 @@
+//! The exact texts the model reads when its arguments are wrong: JSON Schema errors and serde
+//! errors described the same way (where, what was expected, what came).
+
+use serde_json::Value;
+
+/// What is wrong with `value` for `validator`: at most five problems, joined by `; ` (empty when
+/// the value is valid).
+pub(crate) fn describe_schema_errors(validator: &jsonschema::Validator, value: &Value) -> String {
+    validator
+        .iter_errors(value)
+        .take(5)
+        .map(|error| describe_schema_error(&error))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// "unknown argument 'a' is not allowed", or for several names "unknown arguments 'a', 'b' and
+/// 'c' are not allowed".
+fn unknown_names(noun: &str, names: &[String]) -> String {
+    match names {
+        [] => format!("unknown {noun}s are not allowed"),
+        [name] => format!("unknown {noun} '{name}' is not allowed"),
+        [first @ .., last] => {
+            let first: Vec<String> = first.iter().map(|name| format!("'{name}'")).collect();
+            format!(
+                "unknown {noun}s {} and '{last}' are not allowed",
+                first.join(", ")
+            )
+        }
+    }
+}
+
+/// Turns a `jsonschema` error into `at /path: expected …, got …` (or the validator's own message
+/// for rarer keywords).
+fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::ValidationErrorKind as Kind;
+
+    let path = error.instance_path().as_str();
+    let instance: &Value = error.instance();
+    let what = match error.kind() {
+        Kind::Required { property } => {
+            let property = property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_owned);
+            return if path.is_empty() {
+                format!("missing required argument '{property}'")
+            } else {
+                format!("at {path}: missing required field '{property}'")
+            };
+        }
+        Kind::AdditionalProperties { unexpected } => {
+            let noun = if path.is_empty() { "argument" } else { "field" };
+            unknown_names(noun, unexpected)
+        }
+        Kind::Type { kind } => {
+            format!(
+                "expected {}, got {}",
+                type_phrase(&format!("{kind:?}")),
+                show(instance)
+            )
+        }
+        Kind::Enum { options } => format!("expected one of {options}, got {}", show(instance)),
+        Kind::Constant { expected_value } => {
+            format!("expected {expected_value}, got {}", show(instance))
+        }
+        Kind::Minimum { limit } => format!("expected a number >= {limit}, got {}", show(instance)),
+        Kind::Maximum { limit } => format!("expected a number <= {limit}, got {}", show(instance)),
+        Kind::ExclusiveMinimum { limit } => {
+            format!("expected a number > {limit}, got {}", show(instance))
+        }
+        Kind::ExclusiveMaximum { limit } => {
+            format!("expected a number < {limit}, got {}", show(instance))
+        }
+        _ => error.to_string(),
+    };
+    if path.is_empty() {
+        what
+    } else {
+        format!("at {path}: {what}")
+    }
+}
+
+fn type_phrase(kind: &str) -> String {
+    // `TypeKind` prints as `Single(String)` or `Multiple(..)`; keep the type names only.
+    let lower = kind.to_ascii_lowercase();
+    let names: Vec<&str> = [
+        "string", "integer", "number", "boolean", "object", "array", "null",
+    ]
+    .into_iter()
+    .filter(|name| lower.contains(name))
+    .collect();
+    match names.as_slice() {
+        [] => kind.to_owned(),
+        [one] => with_article(one),
+        many => many
+            .iter()
+            .map(|name| with_article(name))
+            .collect::<Vec<_>>()
+            .join(" or "),
+    }
+}
+
+fn with_article(name: &str) -> String {
+    match name {
+        "integer" | "object" | "array" => format!("an {name}"),
+        "null" => "null".to_owned(),
+        _ => format!("a {name}"),
+    }
+}
+
+/// A short rendering of a JSON value for error messages.
+pub(crate) fn show(value: &Value) -> String {
+    const LIMIT: usize = 80;
+    let text = value.to_string();
+    if text.len() <= LIMIT {
+        return text;
+    }
+    let mut end = LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// Describes a serde error from turning arguments into a typed struct, in the same words as the
+/// schema errors: `at /city: expected a string, got 42`, `missing required argument 'city'`.
+pub(crate) fn describe_serde_error(
+    path: &serde_path_to_error::Path,
+    error: &serde_json::Error,
+) -> String {
+    describe_serde_message(&json_pointer(path), error)
+}
+
+/// [`describe_serde_error`] for an error whose place is known only as a JSON pointer (empty for
+/// the root).
+pub(crate) fn describe_serde_message(pointer: &str, error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let what = if let Some(field) = between(&message, "missing field `", "`") {
+        return if pointer.is_empty() {
+            format!("missing required argument '{field}'")
+        } else {
+            format!("at {pointer}: missing required field '{field}'")
+        };
+    } else if let Some(rest) = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+    {
+        match rest.rsplit_once(", expected ") {
+            Some((unexpected, expected)) => {
+                format!("expected {expected}, got {}", unexpected_value(unexpected))
+            }
+            None => message.clone(),
+        }
+    } else if let Some(field) = between(&message, "unknown field `", "`") {
+        // The path ends at the unknown field itself; say where it was found, as the schema
+        // validator does.
+        let parent = pointer.rsplit_once('/').map_or("", |(parent, _)| parent);
+        let field = [field.to_owned()];
+        return if parent.is_empty() {
+            unknown_names("argument", &field)
+        } else {
+            format!("at {parent}: {}", unknown_names("field", &field))
+        };
+    } else if let Some(variant) = between(&message, "unknown variant `", "`") {
+        let expected = message
+            .split_once(", expected ")
+            .map_or(String::new(), |(_, expected)| {
+                format!(", expected {expected}")
+            });
+        format!("unknown value \"{variant}\"{expected}")
+    } else {
+        message.clone()
+    };
+    if pointer.is_empty() {
+        what
+    } else {
+        format!("at {pointer}: {what}")
+    }
+}
+
+fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let rest = text.split_once(start)?.1;
+    Some(rest.split_once(end)?.0)
+}
+
+/// serde says ``integer `42` ``, ``string "x"``, ``boolean `true` ``, `map`, `sequence`; the
+/// model understands JSON words better.
+fn unexpected_value(unexpected: &str) -> String {
+    if let Some(inner) = between(unexpected, "`", "`") {
+        return inner.to_owned();
+    }
+    if let Some(inner) = unexpected.strip_prefix("string ") {
+        return inner.to_owned();
+    }
+    match unexpected {
+        "map" => "an object".to_owned(),
+        "sequence" => "an array".to_owned(),
+        "unit value" | "null" => "null".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+fn json_pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+
+    let mut pointer = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => {
+                pointer.push('/');
+                pointer.push_str(&index.to_string());
+            }
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                pointer.push('/');
+                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            }
+            Segment::Unknown => pointer.push_str("/?"),
+        }
+    }
+    pointer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_errors_read_like_schema_errors() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Args {
+            city: String,
+            days: u8,
+        }
+        let describe = |value: Value| {
+            let error = serde_path_to_error::deserialize::<_, Args>(value).unwrap_err();
+            describe_serde_error(error.path(), error.inner())
+        };
+        assert_eq!(
+            describe(serde_json::json!({"city": 42, "days": 1})),
+            "at /city: expected a string, got 42"
+        );
+        assert_eq!(
+            describe(serde_json::json!({"days": 1})),
+            "missing required argument 'city'"
+        );
+        assert_eq!(
+            describe(serde_json::json!({"city": "x", "days": -1})),
+            "at /days: expected u8, got -1"
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! A registered tool ([`ToolEntry`]) and what is worked out from it once: its definition and
+//! metadata when it is registered, its argument checks and provider formats when first needed.
+//! [`ToolInfo`] is what listings show of it.
+
+use std::{
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
+
+use serde::Serialize;
+
+use super::{RegistryError, RegistryOptions, checks};
+use crate::{
+    call::CallContext,
+    execute::{ArgumentChecks, ExecuteError, GuardedCall},
+    schema::{
+        Coercion, FormatOptions, Provider,
+        list::{FormatCache, FormatResult},
+    },
+    tool::{ChatTool, ExecutableTool, JsonObject, ToolHints, ToolMetadata},
+};
+
+/// What a settings screen shows about a tool: its definition, metadata and enabled state.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ToolInfo {
+    /// The tool's name.
+    pub name: String,
+    /// The tool's description.
+    pub description: String,
+    /// A human-readable title, when the tool has one.
+    pub title: Option<String>,
+    /// The tool's category.
+    pub category: Option<String>,
+    /// The tool's icon URL.
+    pub icon: Option<String>,
+    /// Whether the tool is enabled when registered.
+    pub default_enabled: bool,
+    /// Whether the tool is enabled now.
+    pub enabled: bool,
+    /// Behaviour hints.
+    pub hints: ToolHints,
+}
+
+/// A registered tool with everything worked out from it once: definition and metadata when it
+/// is registered; argument checks and provider formats when first needed.
+pub(super) struct ToolEntry {
+    tool: Arc<dyn ExecutableTool>,
+    definition: ChatTool,
+    /// `None` for the default metadata, the common case: most tools set none, and an entry
+    /// that is small to allocate makes registering a thousand tools cheap.
+    metadata: Option<Box<ToolMetadata>>,
+    /// Allocated on first use, so registering a tool stays one small allocation.
+    derived: OnceLock<Box<Derived>>,
+}
+
+/// [`ToolMetadata::default`], as a value entries can point to.
+static DEFAULT_METADATA: ToolMetadata = ToolMetadata {
+    title: None,
+    icon: None,
+    category: None,
+    default_enabled: true,
+    hints: ToolHints {
+        read_only: None,
+        destructive: None,
+        idempotent: None,
+        open_world: None,
+    },
+    timeout: None,
+    sequential: false,
+    needs_approval: false,
+    max_retries: None,
+    lenient_arguments: None,
+};
+
+/// What a [`ToolEntry`] works out from its definition when first asked.
+#[derive(Default)]
+struct Derived {
+    arguments: ArgumentChecks,
+    formats: FormatCache,
+}
+
+impl ToolEntry {
+    /// Checks the tool's definition (see [`checks`]) and keeps what calls need.
+    pub(super) fn new(tool: Arc<dyn ExecutableTool>) -> Result<Self, RegistryError> {
+        let definition = tool.get_schema();
+        checks::check_definition(tool.name(), &definition)?;
+        let metadata = tool.metadata();
+        Ok(Self {
+            metadata: (metadata != DEFAULT_METADATA).then(|| Box::new(metadata)),
+            definition,
+            tool,
+            derived: OnceLock::new(),
+        })
+    }
+
+    /// The tool's name, shared with its definition.
+    pub(super) fn name(&self) -> &Arc<str> {
+        &self.definition.function.name
+    }
+
+    /// The tool's definition, as `get_schema()` gave it when it was registered.
+    pub(super) fn definition(&self) -> &ChatTool {
+        &self.definition
+    }
+
+    pub(super) fn metadata(&self) -> &ToolMetadata {
+        self.metadata.as_deref().unwrap_or(&DEFAULT_METADATA)
+    }
+
+    pub(super) fn tool(&self) -> &dyn ExecutableTool {
+        &*self.tool
+    }
+
+    /// The tool, shared.
+    pub(super) fn tool_arc(&self) -> &Arc<dyn ExecutableTool> {
+        &self.tool
+    }
+
+    fn derived(&self) -> &Derived {
+        self.derived.get_or_init(Box::default)
+    }
+
+    pub(super) fn info(&self, enabled: bool) -> ToolInfo {
+        let metadata = self.metadata();
+        ToolInfo {
+            name: self.name().to_string(),
+            description: self.definition.function.description.to_string(),
+            title: metadata.title.clone(),
+            category: metadata.category.clone(),
+            icon: metadata.icon.clone(),
+            default_enabled: metadata.default_enabled,
+            enabled,
+            hints: metadata.hints,
+        }
+    }
+
+    /// The tool in `provider`'s format, converted once.
+    pub(super) fn format(&self, provider: Provider, options: &FormatOptions) -> &FormatResult {
+        self.derived()
+            .formats
+            .get(&self.definition, provider, options)
+    }
+
+    /// Prepares the arguments (see [`ArgumentChecks::prepare`]) and starts the tool; the
+    /// returned call is awaited by the caller, so a registry call is one small state machine
+    /// around the tool's own future.
+    pub(super) fn call(
+        &self,
+        args: JsonObject,
+        context: Option<CallContext>,
+        options: &RegistryOptions,
+        default_timeout: Option<Duration>,
+    ) -> Result<GuardedCall<'_>, ExecuteError> {
+        let args = self.derived().arguments.prepare(
+            self.name(),
+            &self.definition.function.parameters,
+            args,
+            self.is_lenient(options),
+            options.validate_arguments,
+        )?;
+        let timeout = self
+            .metadata()
+            .timeout
+            .or(default_timeout)
+            .or(options.default_timeout);
+        Ok(GuardedCall::new(
+            self.tool(),
+            self.name(),
+            args,
+            context,
+            timeout,
+        ))
+    }
+
+    /// Lenient arguments, when the tool or the registry asks for them, with what was changed.
+    pub(super) fn coerce(&self, args: &mut JsonObject, options: &RegistryOptions) -> Vec<Coercion> {
+        if !self.is_lenient(options) {
+            return Vec::new();
+        }
+        ArgumentChecks::coerce(self.name(), &self.definition.function.parameters, args)
+    }
+
+    /// Whether the tool reads arguments leniently: its own choice, else the registry's.
+    fn is_lenient(&self, options: &RegistryOptions) -> bool {
+        self.metadata()
+            .lenient_arguments
+            .unwrap_or(options.lenient_arguments)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shared_default_metadata_is_the_default() {
+        assert_eq!(DEFAULT_METADATA, ToolMetadata::default());
+    }
+}

@@ -1,0 +1,251 @@
+//! [`RegistrySnapshot`]: a registry frozen at one version, so the tools an agent turn sends are
+//! the tools it runs.
+
+use std::{
+    collections::HashMap,
+    fmt,
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
+
+use serde_json::{Value, value::RawValue};
+
+use super::{RegistryOptions, ToolInfo, entry::ToolEntry};
+use crate::{
+    call::CallContext,
+    execute::{ExecuteError, GuardedCall},
+    schema::{
+        Coercion, FormatOptions, Provider, SchemaError,
+        list::{self, ListCache},
+    },
+    tool::{ChatTool, JsonObject, ToolMetadata},
+};
+
+/// An immutable view of a registry at one version: which tools exist, which are enabled, and
+/// their provider JSON, computed once and shared.
+pub struct RegistrySnapshot {
+    version: u64,
+    tools: Vec<(Arc<ToolEntry>, bool)>,
+    index: OnceLock<HashMap<Arc<str>, usize, foldhash::fast::RandomState>>,
+    lists: ListCache,
+    options: RegistryOptions,
+}
+
+impl fmt::Debug for RegistrySnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistrySnapshot")
+            .field("version", &self.version)
+            .field("enabled", &self.enabled_names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegistrySnapshot {
+    pub(super) fn new(
+        version: u64,
+        tools: impl Iterator<Item = (Arc<ToolEntry>, bool)>,
+        options: RegistryOptions,
+    ) -> Self {
+        Self {
+            version,
+            tools: tools.collect(),
+            index: OnceLock::new(),
+            lists: ListCache::default(),
+            options,
+        }
+    }
+
+    /// The registry version this snapshot was taken at.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The schemas of the enabled tools, in registration order.
+    pub fn schemas(&self) -> Vec<ChatTool> {
+        self.enabled()
+            .map(|entry| entry.definition().clone())
+            .collect()
+    }
+
+    /// The names of the enabled tools, in registration order.
+    pub fn enabled_names(&self) -> Vec<&str> {
+        self.enabled().map(|entry| &**entry.name()).collect()
+    }
+
+    /// Whether no tool is enabled.
+    pub fn is_empty(&self) -> bool {
+        self.enabled().next().is_none()
+    }
+
+    /// Whether the tool exists and is enabled in this snapshot.
+    pub fn is_enabled(&self, name: &str) -> bool {
+        self.slot(name).is_some_and(|(_, enabled)| *enabled)
+    }
+
+    /// The metadata of a tool of this snapshot (enabled or not).
+    pub fn metadata(&self, name: &str) -> Option<&ToolMetadata> {
+        self.slot(name).map(|(entry, _)| entry.metadata())
+    }
+
+    /// Reads arguments of the wrong JSON type as the type the tool's schema asks for, when the
+    /// tool is lenient (its metadata or the registry's options say so), and returns what was
+    /// changed; does nothing and returns nothing for a strict or unknown tool. Running the tool
+    /// does the same, so calling this first only makes the coercions visible (a second pass
+    /// finds nothing to change).
+    pub fn coerce_arguments(&self, name: &str, args: &mut JsonObject) -> Vec<Coercion> {
+        match self.slot(name) {
+            Some((entry, _)) => entry.coerce(args, &self.options),
+            None => Vec::new(),
+        }
+    }
+
+    /// Every tool of the snapshot with its enabled state, in registration order.
+    pub fn list_tools(&self) -> Vec<ToolInfo> {
+        self.tools
+            .iter()
+            .map(|(entry, enabled)| entry.info(*enabled))
+            .collect()
+    }
+
+    /// The enabled tools in a provider's format as JSON text ready to send, computed once per
+    /// snapshot and provider (cloning the result is an `Arc` clone). Tools the provider cannot
+    /// accept are left out with an error logged.
+    pub fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
+        let options = FormatOptions::default();
+        self.lists.get(provider, || {
+            self.enabled()
+                .filter_map(|entry| entry.format(provider, &options).as_ref().ok())
+                .map(|(_, text)| &**text)
+                .collect()
+        })
+    }
+
+    /// See [`ToolRegistry::tools_for_provider`].
+    pub fn tools_for_provider(
+        &self,
+        provider: Provider,
+        allowed: Option<&[&str]>,
+        options: &FormatOptions,
+    ) -> Value {
+        let tools = self
+            .selected(allowed)
+            .filter_map(|entry| match entry.format(provider, options) {
+                Ok((value, _)) => Some(Value::clone(value)),
+                Err(error) => {
+                    tracing::error!(tool = %entry.name(), %provider, %error, "tool left out of the request");
+                    None
+                }
+            })
+            .collect();
+        list::wrap(provider, tools)
+    }
+
+    /// See [`ToolRegistry::try_tools_for_provider`].
+    pub fn try_tools_for_provider(
+        &self,
+        provider: Provider,
+        allowed: Option<&[&str]>,
+        options: &FormatOptions,
+    ) -> Result<Value, SchemaError> {
+        let tools = self
+            .selected(allowed)
+            .map(|entry| match entry.format(provider, options) {
+                Ok((value, _)) => Ok(Value::clone(value)),
+                Err(error) => Err(error.clone()),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(list::wrap(provider, tools))
+    }
+
+    /// Runs a tool of this snapshot; a tool disabled in the snapshot gets the "not available"
+    /// string even if it was enabled since. See [`ToolRegistry::execute`].
+    pub async fn execute(&self, name: &str, args: JsonObject) -> String {
+        // One state machine around the tool's future, as in `ToolRegistry::execute`.
+        let call = match self.start(name, args, None, None) {
+            Ok(call) => call,
+            Err(error) => return error.to_model_string(),
+        };
+        match call.await {
+            Ok(text) => text,
+            Err(error) => error.to_model_string(),
+        }
+    }
+
+    /// Runs a tool of this snapshot and returns a structured outcome.
+    pub async fn try_execute(&self, name: &str, args: JsonObject) -> Result<String, ExecuteError> {
+        let call = self.start(name, args, None, None)?;
+        call.await
+    }
+
+    /// Like [`try_execute`](Self::try_execute), handing the tool the facts of this call (see
+    /// [`ToolRegistry::execute_with`]).
+    pub async fn try_execute_with(
+        &self,
+        name: &str,
+        args: JsonObject,
+        call: CallContext,
+    ) -> Result<String, ExecuteError> {
+        let call = self.start(name, args, Some(call), None)?;
+        call.await
+    }
+
+    /// Like [`try_execute_with`](Self::try_execute_with), with `default_timeout` (when set)
+    /// instead of the registry's for a tool whose metadata sets none: an agent's own
+    /// `tool_timeout` over a shared registry.
+    pub(crate) async fn try_execute_call(
+        &self,
+        name: &str,
+        args: JsonObject,
+        call: CallContext,
+        default_timeout: Option<Duration>,
+    ) -> Result<String, ExecuteError> {
+        let call = self.start(name, args, Some(call), default_timeout)?;
+        call.await
+    }
+
+    /// The call of an enabled tool of this snapshot (the tool runs when it is polled), with
+    /// `default_timeout` overriding the registry's when set.
+    fn start(
+        &self,
+        name: &str,
+        args: JsonObject,
+        context: Option<CallContext>,
+        default_timeout: Option<Duration>,
+    ) -> Result<GuardedCall<'_>, ExecuteError> {
+        match self.slot(name) {
+            None => Err(ExecuteError::NotFound {
+                name: name.to_owned(),
+            }),
+            Some((_, false)) => Err(ExecuteError::Disabled {
+                name: name.to_owned(),
+            }),
+            Some((entry, true)) => entry.call(args, context, &self.options, default_timeout),
+        }
+    }
+
+    fn enabled(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
+        self.tools
+            .iter()
+            .filter(|(_, enabled)| *enabled)
+            .map(|(entry, _)| entry)
+    }
+
+    fn selected<'a>(
+        &'a self,
+        allowed: Option<&'a [&'a str]>,
+    ) -> impl Iterator<Item = &'a Arc<ToolEntry>> + 'a {
+        self.enabled()
+            .filter(move |entry| allowed.is_none_or(|names| names.contains(&&**entry.name())))
+    }
+
+    fn slot(&self, name: &str) -> Option<&(Arc<ToolEntry>, bool)> {
+        let index = self.index.get_or_init(|| {
+            self.tools
+                .iter()
+                .enumerate()
+                .map(|(position, (entry, _))| (entry.name().clone(), position))
+                .collect()
+        });
+        index.get(name).map(|&position| &self.tools[position])
+    }
+}
