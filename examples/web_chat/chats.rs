@@ -24,8 +24,8 @@ use std::{
 use serde::{Deserialize, Serialize};
 use tool_core::{
     Agent, AgentOptions, ChatModel, ChatSession, FilePreferenceStore, PreferenceStore, ToolContext,
-    ToolContextOptions, ToolRegistry, agent::ApprovalPolicy, builtin::write_atomic,
-    context::SavedSessionContext, store::SqlStore,
+    ToolContextOptions, ToolRegistry, agent::ApprovalPolicy, context::SavedSessionContext,
+    store::SqlStore,
 };
 
 /// The `format` field of a chat file.
@@ -356,8 +356,24 @@ impl Chat {
             session: SavedSessionContext::new("web chat", self.agent.session_context()),
         };
         let json = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
-        write_atomic(self.file.clone(), json).await
+        write_file_atomically(&self.file, &json).await
     }
+}
+
+/// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`, so a
+/// crash leaves either the old chat file or the new one, never half of one.
+async fn write_file_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt as _;
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent).await?;
+    }
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
+    let mut file = tokio::fs::File::create(&temporary).await?;
+    file.write_all(bytes).await?;
+    file.sync_all().await?;
+    drop(file);
+    tokio::fs::rename(&temporary, path).await
 }
 
 /// Where the chat whose file is `chat_file` (`DATA/users/USER/chats/CHAT.json`) has its session

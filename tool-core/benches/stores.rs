@@ -152,7 +152,7 @@ fn cases(rt: &tokio::runtime::Runtime, dir: &Path) -> Vec<Case> {
                 .len()
         }),
         toggle_baseline: Box::new(move |_, _| {
-            tool_core::builtin::write_atomic_blocking(&baseline_path, &document).unwrap();
+            write_file_atomically(&baseline_path, &document);
         }),
     });
 
@@ -268,4 +268,17 @@ fn main() {
         }
     }
     support::print_ratios("stores", &pairs);
+}
+
+/// The hand-written baseline of a durable file write: a temporary file in the same directory,
+/// synced, renamed over the target.
+fn write_file_atomically(path: &std::path::Path, bytes: &[u8]) {
+    use std::io::Write;
+    let parent = path
+        .parent()
+        .expect("the bench's files live in a directory");
+    let mut file = tempfile::NamedTempFile::new_in(parent).unwrap();
+    file.write_all(bytes).unwrap();
+    file.as_file().sync_all().unwrap();
+    file.persist(path).unwrap();
 }

@@ -87,9 +87,9 @@ pub use registry::{
     ToolToggles,
 };
 pub use schema::{FormatOptions, Provider, SchemaError, UnknownProvider, format_tool};
-pub use session::{
-    ChatSession, FilePreferenceStore, MemoryPreferenceStore, PreferenceStore, Preferences,
-};
+#[cfg(feature = "file-store")]
+pub use session::FilePreferenceStore;
+pub use session::{ChatSession, MemoryPreferenceStore, PreferenceStore, Preferences};
 pub use tool::{
     ChatTool, ExecutableTool, FunctionDefinition, JsonObject, ToolError, ToolHints, ToolKind,
     ToolMetadata,

@@ -169,14 +169,14 @@ impl ExecutableTool for WriteFile {
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to disk,
 /// then renamed over the target. Parent directories are created. A failure leaves any previous
 /// file untouched and no temporary file behind.
-pub async fn write_atomic(path: PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
+pub(crate) async fn write_atomic(path: PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
     tokio::task::spawn_blocking(move || write_atomic_blocking(&path, &bytes))
         .await
         .map_err(std::io::Error::other)?
 }
 
 /// The blocking form of [`write_atomic`].
-pub fn write_atomic_blocking(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomic_blocking(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),

@@ -4,9 +4,10 @@
 mod files;
 mod session;
 
-pub use files::{
-    ReadFile, ReadFileArgs, WriteFile, WriteFileArgs, write_atomic, write_atomic_blocking,
-};
+pub(crate) use files::write_atomic;
+#[cfg(feature = "file-store")]
+pub(crate) use files::write_atomic_blocking;
+pub use files::{ReadFile, ReadFileArgs, WriteFile, WriteFileArgs};
 pub use session::{SaveSessionContext, SaveSessionContextArgs};
 
 use crate::{context::ToolContext, registry::ToolRegistry};

@@ -169,6 +169,19 @@ pub enum ConfigError {
         /// The parser's message.
         message: String,
     },
+    /// The text is in a format this build cannot read: TOML without the `toml` feature.
+    #[error(
+        "cannot read tool configuration {source_name}: reading {format} needs tool-core's \
+         `{feature}` feature"
+    )]
+    FormatDisabled {
+        /// The file's path, or `<text>` for text that came from elsewhere.
+        source_name: String,
+        /// The format of the text.
+        format: ConfigFormat,
+        /// The cargo feature of `tool-core` that reads it.
+        feature: &'static str,
+    },
     /// The document parsed but does not hold a list of tools.
     #[error("tool configuration {source_name} {reason}")]
     Shape {
@@ -393,6 +406,16 @@ fn parse(text: &str, format: ConfigFormat, source_name: &str) -> Result<ToolConf
                 message: json_message(&error),
             })?
         }
+        #[cfg(not(feature = "toml"))]
+        ConfigFormat::Toml => {
+            let _ = text;
+            return Err(ConfigError::FormatDisabled {
+                source_name: source_name.to_owned(),
+                format,
+                feature: "toml",
+            });
+        }
+        #[cfg(feature = "toml")]
         ConfigFormat::Toml => toml::from_str::<Value>(text).map_err(|error| {
             let (line, column) = error
                 .span()
@@ -446,6 +469,7 @@ fn json_message(error: &serde_json::Error) -> String {
 }
 
 /// The 1-based line and column (in characters) of a byte offset.
+#[cfg(feature = "toml")]
 fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     let mut end = offset.min(text.len());
     while !text.is_char_boundary(end) {
@@ -462,6 +486,7 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "toml")]
     #[test]
     fn line_and_column_count_from_one() {
         let text = "a = 1\nbé = ?\n";

@@ -7,72 +7,21 @@ use serde_json::{Map, Value};
 use super::common::{AllOf, MAX_DEPTH, plain_schema, resolve};
 use crate::tool::JsonObject;
 
-/// Removes the `null`s a model sent for optional properties that do not admit `null`, at any
-/// depth, so they count as left out.
+/// The `null`s a model sent for optional properties that do not admit `null`, at any depth,
+/// to remove so they count as left out.
 ///
 /// OpenAI's strict mode makes every property required and the optional ones nullable, so a
 /// model under strict mode sends `"opacity": null` where it means "not given". For a field
 /// like `#[serde(default)] opacity: f64` the canonical schema (and serde) reject `null`;
-/// after this call the field is absent and takes its default. A `null` for a required
-/// property, or for one whose schema admits `null` (an `Option`), is kept. Arguments without
-/// any `null` are left untouched at the cost of one scan.
+/// once dropped the field is absent and takes its default. A `null` for a required property,
+/// or for one whose schema admits `null` (an `Option`), is kept.
 ///
-/// This works the schema out on every call; to apply the same schema many times, build an
-/// [`OptionalNulls`] once (the registry keeps one per tool).
-///
-/// ```
-/// use serde_json::json;
-/// use tool_core::schema::drop_optional_nulls;
-///
-/// let schema = json!({
-///     "type": "object",
-///     "properties": {
-///         "city": { "type": "string" },
-///         "days": { "type": "integer", "default": 1 },
-///         "unit": { "type": ["string", "null"] }
-///     },
-///     "required": ["city"]
-/// });
-/// let mut args = json!({ "city": "Paris", "days": null, "unit": null });
-/// drop_optional_nulls(&schema, args.as_object_mut().unwrap());
-/// assert_eq!(args, json!({ "city": "Paris", "unit": null }));
-/// ```
-pub fn drop_optional_nulls(parameters: &Value, args: &mut JsonObject) {
-    if args.values().any(contains_null) {
-        OptionalNulls::for_schema(parameters).drop_from(args);
-    }
-}
-
-fn contains_null(value: &Value) -> bool {
-    match value {
-        Value::Null => true,
-        Value::Array(items) => items.iter().any(contains_null),
-        Value::Object(map) => map.values().any(contains_null),
-        _ => false,
-    }
-}
-
-/// The `null`s [`drop_optional_nulls`] removes for one parameters schema, worked out once:
-/// which optional properties do not admit `null`, and where in nested objects and arrays
-/// they are. Applying it walks only those places; for a schema where every optional property
-/// admits `null` (all `Option`s, say) it does nothing at all.
-///
-/// ```
-/// use serde_json::json;
-/// use tool_core::schema::OptionalNulls;
-///
-/// let schema = json!({
-///     "type": "object",
-///     "properties": { "days": { "type": "integer", "default": 1 } }
-/// });
-/// let nulls = OptionalNulls::for_schema(&schema);
-/// assert!(!nulls.is_empty());
-/// let mut args = json!({ "days": null });
-/// nulls.drop_from(args.as_object_mut().unwrap());
-/// assert_eq!(args, json!({}));
-/// ```
+/// Worked out once per parameters schema: which optional properties do not admit `null`, and
+/// where in nested objects and arrays they are. Applying it walks only those places; for a
+/// schema where every optional property admits `null` (all `Option`s, say) it does nothing at
+/// all.
 #[derive(Clone, Debug, Default)]
-pub struct OptionalNulls {
+pub(crate) struct OptionalNulls {
     /// `nodes[0]` is the root object; empty when there is nothing to drop anywhere.
     nodes: Vec<Node>,
 }
@@ -90,7 +39,7 @@ struct Node {
 impl OptionalNulls {
     /// Works out the `null`s to drop for arguments of `parameters` (an object schema; any
     /// other schema gives an empty set). Recursive `$ref`s are followed once.
-    pub fn for_schema(parameters: &Value) -> Self {
+    pub(crate) fn for_schema(parameters: &Value) -> Self {
         let mut builder = Builder {
             root: parameters,
             nodes: Vec::new(),
@@ -130,12 +79,13 @@ impl OptionalNulls {
 
     /// Whether there is no `null` to drop for this schema, so [`drop_from`](Self::drop_from)
     /// does nothing.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
 
     /// Removes, in `args`, the `null`s of optional properties that do not admit `null`.
-    pub fn drop_from(&self, args: &mut JsonObject) {
+    pub(crate) fn drop_from(&self, args: &mut JsonObject) {
         if !self.nodes.is_empty() {
             self.object(0, args, 0);
         }
@@ -252,11 +202,58 @@ fn admits_null(root: &Value, schema: &Value, depth: usize) -> bool {
     }
 }
 
+/// Drops the optional `null`s of `args`, working the schema out on every call.
+#[cfg(test)]
+pub(crate) fn drop_optional_nulls(parameters: &Value, args: &mut JsonObject) {
+    if args.values().any(contains_null) {
+        OptionalNulls::for_schema(parameters).drop_from(args);
+    }
+}
+
+#[cfg(test)]
+fn contains_null(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Array(items) => items.iter().any(contains_null),
+        Value::Object(map) => map.values().any(contains_null),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_null_for_an_optional_field_that_rejects_null_is_dropped() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "city": { "type": "string" },
+                "days": { "type": "integer", "default": 1 },
+                "unit": { "type": ["string", "null"] }
+            },
+            "required": ["city"]
+        });
+        let mut args = json!({ "city": "Paris", "days": null, "unit": null });
+        drop_optional_nulls(&schema, args.as_object_mut().unwrap());
+        assert_eq!(args, json!({ "city": "Paris", "unit": null }));
+    }
+
+    #[test]
+    fn the_plan_worked_out_once_drops_the_same_nulls() {
+        let schema = json!({
+            "type": "object",
+            "properties": { "days": { "type": "integer", "default": 1 } }
+        });
+        let nulls = OptionalNulls::for_schema(&schema);
+        assert!(!nulls.is_empty());
+        let mut args = json!({ "days": null });
+        nulls.drop_from(args.as_object_mut().unwrap());
+        assert_eq!(args, json!({}));
+    }
 
     fn run(schema: Value, args: Value) -> Value {
         let mut args = args;

@@ -27,6 +27,7 @@
 //! # });
 //! ```
 
+#[cfg(feature = "file-store")]
 mod file;
 mod store;
 
@@ -34,6 +35,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+#[cfg(feature = "file-store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "file-store")))]
 pub use file::{FilePreferenceStore, PREFERENCES_FILE_FORMAT};
 pub use store::{MemoryPreferenceStore, PreferenceError, PreferenceStore, Preferences};
 

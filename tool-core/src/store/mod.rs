@@ -51,7 +51,9 @@ pub use conversation::{
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use sql::{SCHEMA_VERSION, SqlPreferenceStore, SqlStore, SqlStoreOptions};
 
-use crate::session::{FilePreferenceStore, MemoryPreferenceStore, PreferenceStore};
+#[cfg(feature = "file-store")]
+use crate::session::FilePreferenceStore;
+use crate::session::{MemoryPreferenceStore, PreferenceStore};
 
 /// Why a store could not be opened or used.
 #[derive(Debug, thiserror::Error)]
@@ -94,8 +96,9 @@ pub enum StoreError {
 /// Opens the preference store of `scope` (a user, or a scope the application chooses) at
 /// `location`; see the [module docs](self) for the forms a location takes.
 ///
-/// A plain path is a [`FilePreferenceStore`] on that file, as before: the file holds one
-/// scope's preferences, so `scope` is not used there and each user needs a path of their own.
+/// A plain path is a `FilePreferenceStore` on that file (feature `file-store`, on by default):
+/// the file holds one scope's preferences, so `scope` is not used there and each user needs a
+/// path of their own.
 /// `memory:` gives a new, empty [`MemoryPreferenceStore`]. Database locations open (and create
 /// or migrate) the database now, so a wrong URL or a server that is down is reported here.
 pub async fn open_preference_store(
@@ -106,7 +109,17 @@ pub async fn open_preference_store(
     #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
     let _ = scope;
     Ok(match Location::parse(location)? {
+        #[cfg(feature = "file-store")]
         Location::Path => Arc::new(FilePreferenceStore::new(location)),
+        #[cfg(not(feature = "file-store"))]
+        Location::Path => {
+            return Err(StoreError::Unsupported {
+                location: location.to_owned(),
+                reason: "preferences in a file need tool-core's `file-store` feature; use \
+                         `memory:` or a database URL"
+                    .to_owned(),
+            });
+        }
         Location::Memory => Arc::new(MemoryPreferenceStore::new()),
         #[cfg(any(feature = "sqlite", feature = "postgres"))]
         Location::Database => Arc::new(SqlStore::open(location).await?.preferences_for(scope)),
