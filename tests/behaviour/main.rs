@@ -2,6 +2,7 @@
 
 mod agent_approval_wires;
 mod agent_control;
+mod agent_defaults;
 mod agent_example;
 mod agent_loop;
 mod agent_seeds;

@@ -67,8 +67,8 @@ pub const DEFAULT_TOOL_CONCURRENCY: usize = 8;
 pub const DEFAULT_MAX_TOOL_RETRIES: u32 = 2;
 
 /// Settings of an [`Agent`]. `Default` gives no system prompt, `session_context.json` as the
-/// session file, the current directory as the file tools' root, 10 steps, up to 8 tool calls at
-/// once and the default registry.
+/// session file, a fresh scratch directory as the file tools' root (see
+/// [`root_dir`](Self::root_dir)), 10 steps, up to 8 tool calls at once and the default registry.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct AgentOptions {
@@ -76,7 +76,12 @@ pub struct AgentOptions {
     pub system_prompt: String,
     /// Where `save_session_context` (and [`Agent::save_context`]) writes.
     pub session_context_file_path: PathBuf,
-    /// The directory the file tools are confined to (`None`: the current directory).
+    /// The directory the default registry's file tools (`read_file`, `write_file`) are
+    /// confined to. `None` (the default): a fresh, empty scratch directory that the agent
+    /// creates and removes when it is dropped, so a model never reads or writes the
+    /// application's own files unless the application chose a directory.
+    /// [`Agent::context`]`().root_dir()` says where it is. Not used when
+    /// [`context`](Self::context) is set.
     pub root_dir: Option<PathBuf>,
     /// The most model calls one turn may make (default 10). A turn whose model still calls
     /// tools at the last step ends with [`AgentError::MaxSteps`].
@@ -421,6 +426,9 @@ pub(crate) struct Shared {
     max_tool_retries: u32,
     tool_choice: ToolChoice,
     tool_choice_every_step: bool,
+    /// The scratch directory the file tools are confined to when the application chose none;
+    /// removed with the agent.
+    _scratch: Option<tempfile::TempDir>,
     /// Turns started so far.
     turns: std::sync::atomic::AtomicU64,
     turn: Arc<tokio::sync::Mutex<()>>,
@@ -437,24 +445,46 @@ impl std::fmt::Debug for Agent {
     }
 }
 
+/// A new, empty directory for an agent's file tools, or `None` (logged) when none can be made.
+fn scratch_dir() -> Option<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("tool-core-agent-")
+        .tempdir()
+        .inspect_err(|error| {
+            tracing::error!(%error, "cannot create a scratch directory for the agent's file tools");
+        })
+        .ok()
+}
+
 impl Agent {
     /// An agent talking to `model` (any [`ChatModel`], an `Arc<dyn ChatModel>` included) with
     /// the default registry (`read_file`, `write_file`, `save_session_context`) over a context
-    /// it owns, unless `options` brings a registry or a context.
+    /// it owns, unless `options` brings a registry or a context. The file tools are confined to
+    /// [`AgentOptions::root_dir`], or to a fresh scratch directory when it is not set.
     pub fn new(model: impl ChatModel + 'static, options: AgentOptions) -> Self {
         Self::with_model(Arc::new(model), options)
     }
 
     /// Like [`new`](Self::new), with a shared model.
     pub fn with_model(model: Arc<dyn ChatModel>, options: AgentOptions) -> Self {
+        let mut scratch = None;
         let context = options.context.unwrap_or_else(|| {
-            let mut context_options = ToolContextOptions::new()
-                .system_prompt(options.system_prompt)
-                .session_context_file_path(options.session_context_file_path);
-            if let Some(root) = options.root_dir {
-                context_options = context_options.root_dir(root);
-            }
-            ToolContext::with_options(context_options)
+            let root = options.root_dir.unwrap_or_else(|| {
+                let dir = scratch_dir();
+                let path = dir.as_ref().map_or_else(
+                    // The file tools then answer that the directory does not exist.
+                    || std::env::temp_dir().join("tool-core-agent-scratch-unavailable"),
+                    |dir| dir.path().to_path_buf(),
+                );
+                scratch = dir;
+                path
+            });
+            ToolContext::with_options(
+                ToolContextOptions::new()
+                    .system_prompt(options.system_prompt)
+                    .session_context_file_path(options.session_context_file_path)
+                    .root_dir(root),
+            )
         });
         let registry = options.registry.unwrap_or_else(|| {
             let mut registry_options = RegistryOptions::new();
@@ -483,6 +513,7 @@ impl Agent {
                 max_tool_retries: options.max_tool_retries,
                 tool_choice: options.tool_choice,
                 tool_choice_every_step: options.tool_choice_every_step,
+                _scratch: scratch,
                 turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),
             }),
