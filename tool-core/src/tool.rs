@@ -89,59 +89,55 @@ pub trait ExecutableTool: Send + Sync {
     }
 }
 
-#[async_trait::async_trait]
-impl<T: ExecutableTool + ?Sized> ExecutableTool for Arc<T> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
+/// The future of a call, as `#[async_trait]` spells it.
+type CallFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, ToolError>> + Send + 'a>>;
 
-    fn get_schema(&self) -> ChatTool {
-        (**self).get_schema()
-    }
+/// `ExecutableTool` for a pointer to a tool: every method forwards, and a call hands back the
+/// tool's own boxed future instead of boxing it a second time.
+macro_rules! forward_executable_tool {
+    ($pointer:ident) => {
+        impl<T: ExecutableTool + ?Sized> ExecutableTool for $pointer<T> {
+            fn name(&self) -> &str {
+                (**self).name()
+            }
 
-    async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-        (**self).execute(args).await
-    }
+            fn get_schema(&self) -> ChatTool {
+                (**self).get_schema()
+            }
 
-    async fn execute_with(
-        &self,
-        args: JsonObject,
-        call: crate::CallContext,
-    ) -> Result<String, ToolError> {
-        (**self).execute_with(args, call).await
-    }
+            fn execute<'life0, 'async_trait>(
+                &'life0 self,
+                args: JsonObject,
+            ) -> CallFuture<'async_trait>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                (**self).execute(args)
+            }
 
-    fn metadata(&self) -> ToolMetadata {
-        (**self).metadata()
-    }
+            fn execute_with<'life0, 'async_trait>(
+                &'life0 self,
+                args: JsonObject,
+                call: crate::CallContext,
+            ) -> CallFuture<'async_trait>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                (**self).execute_with(args, call)
+            }
+
+            fn metadata(&self) -> ToolMetadata {
+                (**self).metadata()
+            }
+        }
+    };
 }
 
-#[async_trait::async_trait]
-impl<T: ExecutableTool + ?Sized> ExecutableTool for Box<T> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-
-    fn get_schema(&self) -> ChatTool {
-        (**self).get_schema()
-    }
-
-    async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-        (**self).execute(args).await
-    }
-
-    async fn execute_with(
-        &self,
-        args: JsonObject,
-        call: crate::CallContext,
-    ) -> Result<String, ToolError> {
-        (**self).execute_with(args, call).await
-    }
-
-    fn metadata(&self) -> ToolMetadata {
-        (**self).metadata()
-    }
-}
+forward_executable_tool!(Arc);
+forward_executable_tool!(Box);
 
 /// A tool definition in the canonical OpenAI shape:
 /// `{"type":"function","function":{"name","description","parameters"}}`.
