@@ -4,8 +4,8 @@
 use std::{future::Future, ops::Range, sync::Arc};
 
 use tool_core::{
-    SessionContext,
-    context::SavedSessionContext,
+    Conversation,
+    context::SavedConversation,
     model::Message,
     session::{PreferenceError, PreferenceStore},
     store::{ConversationError, ConversationStore},
@@ -71,10 +71,10 @@ where
 }
 
 /// The conversation writer `writer` saves under `w<writer>`.
-pub fn own_conversation(writer: usize) -> SavedSessionContext {
-    let mut context = SessionContext {
+pub fn own_conversation(writer: usize) -> SavedConversation {
+    let mut context = Conversation {
         system_prompt: format!("You are writer {writer}."),
-        ..SessionContext::default()
+        ..Conversation::default()
     };
     for n in 0..writer % 5 {
         context
@@ -82,19 +82,19 @@ pub fn own_conversation(writer: usize) -> SavedSessionContext {
             .push(Message::user(format!("message {n} of {writer}")));
     }
     context.notes.push(format!("note of {writer}"));
-    let mut saved = SavedSessionContext::new(format!("writer {writer}"), context);
+    let mut saved = SavedConversation::new(format!("writer {writer}"), context);
     saved.saved_at = format!("2030-01-01T00:00:{:02}Z", writer % 60);
     saved
 }
 
 /// The conversation every writer saves last under `shared`.
-pub fn shared_conversation() -> SavedSessionContext {
-    let context = SessionContext {
+pub fn shared_conversation() -> SavedConversation {
+    let context = Conversation {
         system_prompt: "Shared.".to_owned(),
         messages: vec![Message::user("hello"), Message::assistant("hi")],
-        ..SessionContext::default()
+        ..Conversation::default()
     };
-    let mut saved = SavedSessionContext::new("shared", context);
+    let mut saved = SavedConversation::new("shared", context);
     saved.saved_at = "2031-01-01T00:00:00Z".to_owned();
     saved
 }

@@ -24,7 +24,7 @@ use std::{
 use serde::{Deserialize, Serialize};
 use tool_core::{
     Agent, AgentOptions, ChatModel, ChatSession, FilePreferenceStore, PreferenceStore, ToolContext,
-    ToolContextOptions, ToolRegistry, agent::ApprovalPolicy, context::SavedSessionContext,
+    ToolContextOptions, ToolRegistry, agent::ApprovalPolicy, context::SavedConversation,
     store::SqlStore,
 };
 
@@ -106,7 +106,7 @@ struct ChatFile {
     /// The chat's own switches, tool name to on/off.
     toggles: HashMap<String, bool>,
     /// The conversation, in the format `save_session_context` writes.
-    session: SavedSessionContext,
+    session: SavedConversation,
 }
 
 /// A chat as the sidebar lists it.
@@ -353,7 +353,7 @@ impl Chat {
             title: self.title(),
             created_at: self.created_at,
             toggles: self.session.toggles().overrides(),
-            session: SavedSessionContext::new("web chat", self.agent.session_context()),
+            session: SavedConversation::new("web chat", self.agent.conversation()),
         };
         let json = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
         write_file_atomically(&self.file, &json).await

@@ -9,7 +9,7 @@ use tool_core::{
     Agent, AgentError, AgentEvent, AgentOptions, CallContext, Deps, ToolContext,
     ToolContextOptions, ToolError, ToolRegistry,
     agent::{ApprovalDecision, ApprovalPolicy, ToolResultKind, TurnOptions},
-    context::SavedSessionContext,
+    context::SavedConversation,
     create_default_tool_registry,
     model::{Message, ScriptedModel, ScriptedResponse, ToolCall},
     tool,
@@ -115,7 +115,7 @@ async fn a_tool_sees_its_call_the_conversation_and_the_applications_deps() {
     );
     // The dependency is in no schema.
     let requests = model.requests();
-    let offered = &requests[0].tools.schemas()[3];
+    let offered = &requests[0].tools.definitions()[3];
     assert_eq!(
         *offered.function.parameters,
         serde_json::json!({
@@ -290,7 +290,7 @@ async fn save_session_context_saves_the_chat_that_called_it_whichever_registry_i
     );
     agent.chat("save this chat").await.unwrap();
     assert!(!dir.path().join("other.json").exists());
-    let saved = SavedSessionContext::load(dir.path().join("session.json")).unwrap();
+    let saved = SavedConversation::load(dir.path().join("session.json")).unwrap();
     assert_eq!(saved.reason, "asked to");
     assert_eq!(saved.context.system_prompt, "mine");
     assert_eq!(saved.context.messages[0], Message::user("save this chat"));
@@ -750,7 +750,7 @@ async fn active_tools_narrow_the_enabled_set_for_one_turn() {
         .map(|request| {
             request
                 .tools
-                .schemas()
+                .definitions()
                 .iter()
                 .map(|tool| tool.function.name.to_string())
                 .collect()

@@ -241,7 +241,7 @@ async fn with_no_tools_enabled_the_request_carries_no_tools() {
 
     let request = model.last_request().unwrap();
     assert!(request.tools.is_empty());
-    assert!(request.tools.schemas().is_empty());
+    assert!(request.tools.definitions().is_empty());
     assert!(agent.get_tools().is_empty());
 }
 

@@ -3,7 +3,7 @@
 use serde_json::json;
 use tool_core::{
     Agent, AgentOptions,
-    context::SavedSessionContext,
+    context::SavedConversation,
     model::{Message, ScriptedModel, ScriptedResponse, ToolCall},
 };
 
@@ -65,8 +65,8 @@ async fn save_context_writes_the_conversation_to_the_session_file() {
         raw["messages"][2],
         json!({"role": "tool", "tool_call_id": "c1", "name": "echo", "content": "hi"})
     );
-    let saved = SavedSessionContext::load(&path).unwrap();
-    assert_eq!(saved.context, agent.session_context());
+    let saved = SavedConversation::load(&path).unwrap();
+    assert_eq!(saved.context, agent.conversation());
 }
 
 #[tokio::test]
@@ -98,7 +98,7 @@ async fn load_context_round_trips_without_loss() {
         &path,
     )
     .unwrap();
-    assert_eq!(resumed.session_context(), agent.session_context());
+    assert_eq!(resumed.conversation(), agent.conversation());
     assert_eq!(resumed.system_prompt(), "You are terse.");
 
     let other = Agent::new(
@@ -107,8 +107,8 @@ async fn load_context_round_trips_without_loss() {
     );
     let loaded = other.load_context(&path).unwrap();
     assert_eq!(loaded.reason, "round trip");
-    assert_eq!(loaded.context, agent.session_context());
-    assert_eq!(other.session_context(), agent.session_context());
+    assert_eq!(loaded.context, agent.conversation());
+    assert_eq!(other.conversation(), agent.conversation());
 }
 
 #[tokio::test]
@@ -127,7 +127,7 @@ async fn a_session_saved_by_the_model_mid_turn_resumes_with_every_call_answered(
     );
     agent.chat("please save").await.unwrap();
     let path = dir.path().join("session.json");
-    let saved = SavedSessionContext::load(&path).unwrap();
+    let saved = SavedConversation::load(&path).unwrap();
     // The file was written while the call ran: the call is there, its result is not.
     assert!(matches!(
         saved.context.messages.last(),

@@ -214,7 +214,7 @@ pub(crate) fn tool_results(messages: &[Message]) -> Vec<(String, String)> {
 pub(crate) fn offered(request: &tool_core::model::ChatRequest) -> Vec<String> {
     request
         .tools
-        .schemas()
+        .definitions()
         .iter()
         .map(|tool| tool.name().to_owned())
         .collect()

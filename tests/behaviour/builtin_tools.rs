@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use tool_core::{
     ExecutableTool, JsonObject, Message, ToolContext, ToolContextOptions,
     builtin::{ReadFile, SaveSessionContext, WriteFile},
-    context::SavedSessionContext,
+    context::SavedConversation,
     create_default_tool_registry,
 };
 
@@ -115,7 +115,7 @@ async fn save_session_context_tool_behavior_preserved() {
         .unwrap();
     let path = dir.path().join("session.json");
     assert_eq!(text, format!("Session context saved to {}", path.display()));
-    let saved = SavedSessionContext::load(&path).unwrap();
+    let saved = SavedConversation::load(&path).unwrap();
     assert_eq!(saved.reason, "checkpoint");
     assert_eq!(saved.context, context.session_context());
     assert!(saved.saved_at.starts_with("20"), "{}", saved.saved_at);
@@ -137,7 +137,7 @@ async fn test_tool_with_mock_context() {
         .await;
     assert!(text.starts_with("Session context saved to "), "{text}");
     assert_eq!(
-        SavedSessionContext::load(context.session_context_file_path())
+        SavedConversation::load(context.session_context_file_path())
             .unwrap()
             .context
             .system_prompt,

@@ -376,7 +376,7 @@ pub(crate) fn tools() -> tool_core::model::RequestTools {
             }),
         )
     };
-    tool_core::model::RequestTools::from_schemas(vec![
+    tool_core::model::RequestTools::from_definitions(vec![
         tool("get_weather", "Current weather in a city.", "city"),
         tool("read_file", "Read a text file.", "path"),
     ])

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use tool_core::{
     Agent, AgentError, AgentOptions,
-    context::SavedSessionContext,
+    context::SavedConversation,
     model::{ChatModel, ChatRequest, Message, ScriptedResponse, ToolCall},
 };
 
@@ -245,8 +245,8 @@ async fn a_failed_call_is_sent_flagged_saved_flagged_and_resumed_flagged() {
     let raw: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(raw["messages"][2]["is_error"], true);
-    let saved = SavedSessionContext::load(&path).unwrap();
-    assert_eq!(saved.context, agent.session_context());
+    let saved = SavedConversation::load(&path).unwrap();
+    assert_eq!(saved.context, agent.conversation());
 
     let later = Server::start(vec![Reply::json(include_bytes!(
         "../transcripts/anthropic/message_cache_write.json"
@@ -286,7 +286,7 @@ fn a_session_saved_before_the_flag_existed_loads_unchanged() {
     )
     .unwrap();
 
-    let saved = SavedSessionContext::load(&path).unwrap();
+    let saved = SavedConversation::load(&path).unwrap();
 
     assert_eq!(
         saved.context.messages[2],

@@ -37,7 +37,7 @@ async fn toggle_tool_off_omits_it_from_requests() {
         ["read_file", "save_session_context"]
     );
     let names: Vec<String> = session
-        .enabled_schemas()
+        .definitions()
         .iter()
         .map(|tool| tool.name().to_owned())
         .collect();

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tool_core::{
-    SessionContext, ToolContext,
-    context::SavedSessionContext,
+    Conversation, ToolContext,
+    context::SavedConversation,
     create_default_tool_registry,
     store::{
         ConversationError, ConversationStore, ConversationSummary, FileConversationStore,
@@ -50,8 +50,8 @@ async fn conversation_suite(backend: Backend) {
 }
 
 /// A conversation with a tool call and its result, as an agent leaves it.
-fn conversation(reason: &str, saved_at: &str) -> SavedSessionContext {
-    let context: SessionContext = serde_json::from_value(json!({
+fn conversation(reason: &str, saved_at: &str) -> SavedConversation {
+    let context: Conversation = serde_json::from_value(json!({
         "system_prompt": "You are terse.",
         "messages": [
             { "role": "user", "content": "What is 2 + 3? Ünïcödé, \"quotes\" and a\nnewline." },
@@ -63,7 +63,7 @@ fn conversation(reason: &str, saved_at: &str) -> SavedSessionContext {
         "notes": ["the user likes short answers"]
     }))
     .unwrap();
-    let mut saved = SavedSessionContext::new(reason, context);
+    let mut saved = SavedConversation::new(reason, context);
     saved.saved_at = saved_at.to_owned();
     saved
 }
@@ -249,7 +249,7 @@ async fn round_trip_through(url: &str) {
     args.insert("reason".to_owned(), json!("end of day"));
     let result = registry.execute("save_session_context", args).await;
     assert!(result.starts_with("Session context saved to"), "{result}");
-    let original = SavedSessionContext::load(&written).unwrap();
+    let original = SavedConversation::load(&written).unwrap();
     let original_text = std::fs::read_to_string(&written).unwrap();
 
     // The file store reads the agent's file as it is.
@@ -268,7 +268,7 @@ async fn round_trip_through(url: &str) {
     files.save("alice", "day2", &from_database).await.unwrap();
     let day2 = files.path_of("alice", "day2").unwrap();
     assert_eq!(std::fs::read_to_string(&day2).unwrap(), original_text);
-    assert_eq!(SavedSessionContext::load(&day2).unwrap(), original);
+    assert_eq!(SavedConversation::load(&day2).unwrap(), original);
 
     // Database to file and back.
     let again = files.load("alice", "day2").await.unwrap().unwrap();

@@ -1,4 +1,4 @@
-//! [`ToolContext`]: the live agent state tools can read, and the session context file format.
+//! [`ToolContext`]: the live agent state tools can read, the [`Conversation`] and its saved file format.
 
 use std::{
     path::{Path, PathBuf},
@@ -33,7 +33,7 @@ pub struct ToolContext {
 }
 
 struct Inner {
-    session: RwLock<SessionContext>,
+    session: RwLock<Conversation>,
     file_path: RwLock<PathBuf>,
     root_dir: PathBuf,
     max_read_bytes: u64,
@@ -142,7 +142,7 @@ impl ToolContext {
             .unwrap_or_else(|| PathBuf::from("."));
         Self {
             inner: Arc::new(Inner {
-                session: RwLock::new(SessionContext {
+                session: RwLock::new(Conversation {
                     system_prompt: options.system_prompt,
                     messages: Vec::new(),
                     notes: Vec::new(),
@@ -162,7 +162,7 @@ impl ToolContext {
 
     /// The conversation so far: system prompt, messages (tool calls and results included) and
     /// notes.
-    pub fn session_context(&self) -> SessionContext {
+    pub fn session_context(&self) -> Conversation {
         self.read(Clone::clone)
     }
 
@@ -220,7 +220,7 @@ impl ToolContext {
         self.write(|session| session.messages.truncate(len));
     }
 
-    /// Adds a note to the session context.
+    /// Adds a note to the conversation.
     pub fn add_note(&self, note: impl Into<String>) {
         let note = note.into();
         self.write(|session| session.notes.push(note));
@@ -245,12 +245,12 @@ impl ToolContext {
         self.write(|session| session.pending_calls = calls);
     }
 
-    /// Replaces the whole session context (used to resume a saved session).
-    pub fn replace(&self, context: SessionContext) {
+    /// Replaces the whole conversation (used to resume a saved one).
+    pub fn replace(&self, context: Conversation) {
         self.write(|session| *session = context);
     }
 
-    fn read<T>(&self, f: impl FnOnce(&SessionContext) -> T) -> T {
+    fn read<T>(&self, f: impl FnOnce(&Conversation) -> T) -> T {
         f(&self
             .inner
             .session
@@ -258,7 +258,7 @@ impl ToolContext {
             .unwrap_or_else(PoisonError::into_inner))
     }
 
-    fn write(&self, f: impl FnOnce(&mut SessionContext)) {
+    fn write(&self, f: impl FnOnce(&mut Conversation)) {
         f(&mut self
             .inner
             .session
@@ -269,7 +269,7 @@ impl ToolContext {
 
 /// The conversation so far.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct SessionContext {
+pub struct Conversation {
     /// The system prompt.
     pub system_prompt: String,
     /// The messages, tool calls and results included, in order.
@@ -299,9 +299,9 @@ pub struct PendingCall {
 }
 
 /// The name of the format written by `save_session_context`.
-pub const SESSION_FILE_FORMAT: &str = "tool-core/session-context";
+pub const CONVERSATION_FILE_FORMAT: &str = "tool-core/session-context";
 
-/// A saved session context, as `save_session_context` writes it: pretty-printed JSON that a
+/// A saved conversation, as `save_session_context` writes it: pretty-printed JSON that a
 /// person can read and an agent can load back. The result of a failed tool call carries
 /// `"is_error": true`; the key is left out otherwise, so files written before it existed load
 /// unchanged.
@@ -324,8 +324,8 @@ pub const SESSION_FILE_FORMAT: &str = "tool-core/session-context";
 /// }
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SavedSessionContext {
-    /// Always [`SESSION_FILE_FORMAT`].
+pub struct SavedConversation {
+    /// Always [`CONVERSATION_FILE_FORMAT`].
     pub format: String,
     /// The format version (1).
     pub version: u32,
@@ -335,17 +335,17 @@ pub struct SavedSessionContext {
     pub saved_at: String,
     /// The context itself.
     #[serde(flatten)]
-    pub context: SessionContext,
+    pub context: Conversation,
 }
 
-impl SavedSessionContext {
+impl SavedConversation {
     /// Wraps a context with a reason and the current time.
-    pub fn new(reason: impl Into<String>, context: SessionContext) -> Self {
+    pub fn new(reason: impl Into<String>, context: Conversation) -> Self {
         let saved_at = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
         Self {
-            format: SESSION_FILE_FORMAT.to_owned(),
+            format: CONVERSATION_FILE_FORMAT.to_owned(),
             version: 1,
             reason: reason.into(),
             saved_at,
@@ -365,7 +365,7 @@ impl SavedSessionContext {
                 path: path.to_owned(),
                 source,
             })?;
-        if saved.format != SESSION_FILE_FORMAT {
+        if saved.format != CONVERSATION_FILE_FORMAT {
             return Err(LoadContextError::Format {
                 path: path.to_owned(),
                 found: saved.format,

@@ -79,7 +79,7 @@ pub use async_trait::async_trait;
 pub use builtin::create_default_tool_registry;
 pub use call::{CallContext, Deps, Progress};
 pub use config::{HandlerTable, LoadReport, ToolConfig};
-pub use context::{SessionContext, ToolContext, ToolContextOptions};
+pub use context::{Conversation, ToolContext, ToolContextOptions};
 pub use execute::ExecuteError;
 pub use model::{ChatModel, Message, ProviderError, ToolCall};
 pub use registry::{

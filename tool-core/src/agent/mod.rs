@@ -49,9 +49,7 @@ pub use events::{AgentEvent, ToolResultKind};
 use crate::{
     builtin::register_builtins,
     call::Deps,
-    context::{
-        LoadContextError, SavedSessionContext, SessionContext, ToolContext, ToolContextOptions,
-    },
+    context::{Conversation, LoadContextError, SavedConversation, ToolContext, ToolContextOptions},
     model::{ChatModel, FinishReason, Message, ModelSettings, ProviderError, ToolChoice, Usage},
     registry::{RegistryError, RegistryOptions, RegistrySnapshot, ToolRegistry, ToolToggles},
     tool::{ChatTool, ExecutableTool, JsonObject},
@@ -534,7 +532,7 @@ impl Agent {
     /// The schemas of the tools the model is offered now (the enabled ones, with this session's
     /// toggles applied), in registration order.
     pub fn get_tools(&self) -> Vec<ChatTool> {
-        self.inner.snapshot().schemas()
+        self.inner.snapshot().definitions()
     }
 
     /// Sends the user's `text` and runs the tool-call loop until the model answers (or a call
@@ -686,7 +684,7 @@ impl Agent {
         futures::stream::select(events, driver).boxed()
     }
 
-    /// Saves the session context (system prompt, messages, notes) with `reason`, by running the
+    /// Saves the conversation (system prompt, messages, notes) with `reason`, by running the
     /// `save_session_context` tool through the registry. Returns the tool's result text, which
     /// is the model-facing error string when saving failed; use
     /// [`try_save_context`](Self::try_save_context) to tell a failure apart.
@@ -722,11 +720,8 @@ impl Agent {
     /// A session saved by the model in the middle of a turn ends with tool calls that have no
     /// results yet; the next turn answers them with a note that the result was not recorded, so
     /// the conversation sent to the model stays valid.
-    pub fn load_context(
-        &self,
-        path: impl Into<PathBuf>,
-    ) -> Result<SavedSessionContext, AgentError> {
-        let saved = SavedSessionContext::load(path.into())?;
+    pub fn load_context(&self, path: impl Into<PathBuf>) -> Result<SavedConversation, AgentError> {
+        let saved = SavedConversation::load(path.into())?;
         self.inner.context.replace(saved.context.clone());
         Ok(saved)
     }
@@ -781,7 +776,7 @@ impl Agent {
     }
 
     /// The conversation so far.
-    pub fn session_context(&self) -> SessionContext {
+    pub fn conversation(&self) -> Conversation {
         self.inner.context.session_context()
     }
 

@@ -595,7 +595,7 @@ async fn model_call(
         step,
         model = shared.model.model_name(),
         messages = request.messages.len(),
-        tools = request.tools.schemas().len(),
+        tools = request.tools.definitions().len(),
     );
     async move {
         let Some(sender) = events else {
@@ -827,7 +827,7 @@ fn close_dangling_calls(context: &ToolContext) {
         }
     }
     if changed {
-        context.replace(crate::context::SessionContext {
+        context.replace(crate::context::Conversation {
             messages: repaired,
             ..session
         });

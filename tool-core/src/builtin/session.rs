@@ -8,7 +8,7 @@ use serde::Deserialize;
 use crate::{
     __private,
     call::CallContext,
-    context::{SavedSessionContext, ToolContext},
+    context::{SavedConversation, ToolContext},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError, ToolMetadata},
 };
 
@@ -22,7 +22,7 @@ pub struct SaveSessionContextArgs {
 /// The built-in `save_session_context` tool: writes the session context (system prompt,
 /// messages, notes) with the reason and a timestamp to
 /// [`ToolContext::session_context_file_path`], atomically. The file format is
-/// [`SavedSessionContext`].
+/// [`SavedConversation`].
 #[derive(Clone, Debug)]
 pub struct SaveSessionContext {
     context: ToolContext,
@@ -80,7 +80,7 @@ impl ExecutableTool for SaveSessionContext {
 async fn save(context: &ToolContext, args: JsonObject) -> Result<String, ToolError> {
     let args: SaveSessionContextArgs = __private::narrow("save_session_context", args)?;
     let path = context.session_context_file_path();
-    let saved = SavedSessionContext::new(args.reason, context.session_context());
+    let saved = SavedConversation::new(args.reason, context.session_context());
     let mut text = serde_json::to_string_pretty(&saved)
         .map_err(|error| ToolError::new(format!("cannot encode the session context: {error}")))?;
     text.push('\n');

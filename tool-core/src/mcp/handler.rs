@@ -81,7 +81,7 @@ impl McpHandler {
     pub fn tools(&self, version: &ProtocolVersion) -> Vec<Tool> {
         let snapshot = self.registry.snapshot();
         snapshot
-            .schemas()
+            .definitions()
             .iter()
             .map(|schema| {
                 let metadata = snapshot

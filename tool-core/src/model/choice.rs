@@ -70,7 +70,7 @@ impl ToolChoice {
     /// use serde_json::json;
     ///
     /// let weather = ChatTool::new("get_weather", "Current weather.", json!({ "type": "object" }));
-    /// let tools = RequestTools::from_schemas(vec![weather]);
+    /// let tools = RequestTools::from_definitions(vec![weather]);
     /// assert!(ToolChoice::tool("get_weather").check(&tools).is_ok());
     /// assert_eq!(
     ///     ToolChoice::tool("get_time").check(&tools).unwrap_err().to_string(),
@@ -106,6 +106,6 @@ impl ToolChoice {
 fn tool_names(tools: &RequestTools) -> Vec<&str> {
     match &tools.snapshot {
         Some(snapshot) => snapshot.enabled_names(),
-        None => tools.schemas().iter().map(|tool| tool.name()).collect(),
+        None => tools.definitions().iter().map(|tool| tool.name()).collect(),
     }
 }

@@ -160,21 +160,21 @@ impl ChatRequest {
     }
 }
 
-/// The tools of a request: either plain schemas, or a registry snapshot whose provider JSON is
+/// The tools of a request: either plain definitions, or a registry snapshot whose provider JSON is
 /// computed once and shared between requests.
 #[derive(Clone, Debug, Default)]
 pub struct RequestTools {
-    /// The schemas; from a snapshot they are copied out only when asked for (the HTTP clients
+    /// The definitions; from a snapshot they are copied out only when asked for (the HTTP clients
     /// only need the snapshot's cached provider JSON).
-    schemas: OnceLock<Vec<ChatTool>>,
+    definitions: OnceLock<Vec<ChatTool>>,
     snapshot: Option<Arc<RegistrySnapshot>>,
 }
 
 impl RequestTools {
-    /// Tools from plain schemas.
-    pub fn from_schemas(schemas: Vec<ChatTool>) -> Self {
+    /// Tools from plain definitions.
+    pub fn from_definitions(definitions: Vec<ChatTool>) -> Self {
         Self {
-            schemas: OnceLock::from(schemas),
+            definitions: OnceLock::from(definitions),
             snapshot: None,
         }
     }
@@ -182,17 +182,17 @@ impl RequestTools {
     /// The enabled tools of a registry snapshot.
     pub fn from_snapshot(snapshot: Arc<RegistrySnapshot>) -> Self {
         Self {
-            schemas: OnceLock::new(),
+            definitions: OnceLock::new(),
             snapshot: Some(snapshot),
         }
     }
 
-    /// The tools' canonical schemas, in order.
-    pub fn schemas(&self) -> &[ChatTool] {
-        self.schemas.get_or_init(|| {
+    /// The tools' definitions, in order.
+    pub fn definitions(&self) -> &[ChatTool] {
+        self.definitions.get_or_init(|| {
             self.snapshot
                 .as_ref()
-                .map(|snapshot| snapshot.schemas())
+                .map(|snapshot| snapshot.definitions())
                 .unwrap_or_default()
         })
     }
@@ -201,7 +201,7 @@ impl RequestTools {
     pub fn is_empty(&self) -> bool {
         match &self.snapshot {
             Some(snapshot) => snapshot.is_empty(),
-            None => self.schemas().is_empty(),
+            None => self.definitions().is_empty(),
         }
     }
 
@@ -213,7 +213,7 @@ impl RequestTools {
         }
         let options = crate::schema::FormatOptions::default();
         let tools: Vec<serde_json::Value> = self
-            .schemas()
+            .definitions()
             .iter()
             .filter_map(
                 |tool| match crate::schema::format_tool(provider, tool, &options) {

@@ -101,7 +101,7 @@ impl TestModel {
         } else {
             request
                 .tools
-                .schemas()
+                .definitions()
                 .iter()
                 .filter(|tool| match &request.tool_choice {
                     ToolChoice::Tool(forced) => tool.name() == forced,

@@ -252,7 +252,7 @@ impl ToolRegistry {
 
     /// The schemas of the enabled tools, in registration order.
     pub fn get_enabled_schemas(&self) -> Vec<ChatTool> {
-        self.snapshot().schemas()
+        self.snapshot().definitions()
     }
 
     /// The names of all tools, enabled or not, in registration order.

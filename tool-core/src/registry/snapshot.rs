@@ -60,8 +60,10 @@ impl RegistrySnapshot {
         self.version
     }
 
-    /// The schemas of the enabled tools, in registration order.
-    pub fn schemas(&self) -> Vec<ChatTool> {
+    /// The definitions of the enabled tools, in registration order (what
+    /// [`ToolRegistry::get_enabled_schemas`](super::ToolRegistry::get_enabled_schemas) gives
+    /// for the registry).
+    pub fn definitions(&self) -> Vec<ChatTool> {
         self.enabled()
             .map(|entry| entry.definition().clone())
             .collect()

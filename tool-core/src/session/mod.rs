@@ -199,9 +199,9 @@ impl ChatSession {
         self.toggles.snapshot(&self.registry)
     }
 
-    /// The schemas of the tools enabled in this session, in registration order.
-    pub fn enabled_schemas(&self) -> Vec<ChatTool> {
-        self.snapshot().schemas()
+    /// The definitions of the tools enabled in this session, in registration order.
+    pub fn definitions(&self) -> Vec<ChatTool> {
+        self.snapshot().definitions()
     }
 
     /// The names of the tools enabled in this session, in registration order.

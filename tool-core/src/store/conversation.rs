@@ -8,13 +8,13 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use crate::context::{LoadContextError, SavedSessionContext};
+use crate::context::{LoadContextError, SavedConversation};
 
 use super::StoreError;
 
 /// Saved conversations, kept by scope (a user, or a scope the application chooses) and id.
 ///
-/// A conversation is the [`SavedSessionContext`] document that `save_session_context` writes:
+/// A conversation is the [`SavedConversation`] document that `save_session_context` writes:
 /// system prompt, messages with their tool calls and results, notes, the reason and the time it
 /// was saved. Saving under an existing id replaces that conversation. Scopes and ids are 1 to
 /// 128 letters, digits, `-`, `_` or `.`, not starting with `.`, so that every store can use
@@ -22,16 +22,16 @@ use super::StoreError;
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use tool_core::SessionContext;
-/// use tool_core::context::SavedSessionContext;
+/// use tool_core::Conversation;
+/// use tool_core::context::SavedConversation;
 /// use tool_core::store::{ConversationStore, MemoryConversationStore};
 ///
 /// let store = MemoryConversationStore::new();
-/// let context = SessionContext {
+/// let context = Conversation {
 ///     system_prompt: "You are terse.".to_owned(),
-///     ..SessionContext::default()
+///     ..Conversation::default()
 /// };
-/// let saved = SavedSessionContext::new("end of day", context);
+/// let saved = SavedConversation::new("end of day", context);
 /// store.save("alice", "monday", &saved).await.unwrap();
 ///
 /// assert_eq!(store.load("alice", "monday").await.unwrap(), Some(saved));
@@ -47,7 +47,7 @@ pub trait ConversationStore: Send + Sync {
         &self,
         scope: &str,
         id: &str,
-        conversation: &SavedSessionContext,
+        conversation: &SavedConversation,
     ) -> Result<(), ConversationError>;
 
     /// The conversation `id` of `scope`, or `None` when there is none.
@@ -55,7 +55,7 @@ pub trait ConversationStore: Send + Sync {
         &self,
         scope: &str,
         id: &str,
-    ) -> Result<Option<SavedSessionContext>, ConversationError>;
+    ) -> Result<Option<SavedConversation>, ConversationError>;
 
     /// The conversations of `scope`, the most recently saved first (ties by id).
     async fn list(&self, scope: &str) -> Result<Vec<ConversationSummary>, ConversationError>;
@@ -80,7 +80,7 @@ pub struct ConversationSummary {
 
 impl ConversationSummary {
     /// The summary of a conversation saved under `id`.
-    pub fn of(id: impl Into<String>, conversation: &SavedSessionContext) -> Self {
+    pub fn of(id: impl Into<String>, conversation: &SavedConversation) -> Self {
         Self {
             id: id.into(),
             reason: conversation.reason.clone(),
@@ -160,7 +160,7 @@ pub(crate) fn sort_summaries(summaries: &mut [ConversationSummary]) {
 
 /// Conversations as JSON files in a directory: `<dir>/<scope>/<id>.json`, each in the format
 /// `save_session_context` writes (pretty-printed, readable by
-/// [`SavedSessionContext::load`] and `Agent::load_context`).
+/// [`SavedConversation::load`] and `Agent::load_context`).
 ///
 /// Writes are atomic (a temporary file renamed over the old one), so a reader or a crash sees
 /// the old conversation or the new one. Listing reads every file of the scope; a file that
@@ -207,7 +207,7 @@ impl FileConversationStore {
             if check_name("id", id).is_err() {
                 continue;
             }
-            match SavedSessionContext::load(entry.path()) {
+            match SavedConversation::load(entry.path()) {
                 Ok(saved) => summaries.push(ConversationSummary::of(id, &saved)),
                 Err(error) => tracing::warn!(
                     path = %entry.path().display(),
@@ -227,7 +227,7 @@ impl ConversationStore for FileConversationStore {
         &self,
         scope: &str,
         id: &str,
-        conversation: &SavedSessionContext,
+        conversation: &SavedConversation,
     ) -> Result<(), ConversationError> {
         let path = self.path_of(scope, id)?;
         let mut text = serde_json::to_string_pretty(conversation)
@@ -242,9 +242,9 @@ impl ConversationStore for FileConversationStore {
         &self,
         scope: &str,
         id: &str,
-    ) -> Result<Option<SavedSessionContext>, ConversationError> {
+    ) -> Result<Option<SavedConversation>, ConversationError> {
         let path = self.path_of(scope, id)?;
-        blocking(move || match SavedSessionContext::load(&path) {
+        blocking(move || match SavedConversation::load(&path) {
             Ok(saved) => Ok(Some(saved)),
             Err(LoadContextError::Read { source, .. })
                 if source.kind() == io::ErrorKind::NotFound =>
@@ -277,7 +277,7 @@ impl ConversationStore for FileConversationStore {
 /// Cloning shares the same conversations.
 #[derive(Clone, Debug, Default)]
 pub struct MemoryConversationStore {
-    conversations: Arc<Mutex<HashMap<(String, String), SavedSessionContext>>>,
+    conversations: Arc<Mutex<HashMap<(String, String), SavedConversation>>>,
 }
 
 impl MemoryConversationStore {
@@ -286,10 +286,7 @@ impl MemoryConversationStore {
         Self::default()
     }
 
-    fn with<T>(
-        &self,
-        f: impl FnOnce(&mut HashMap<(String, String), SavedSessionContext>) -> T,
-    ) -> T {
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<(String, String), SavedConversation>) -> T) -> T {
         // Every update is one map operation, so a poisoned lock still holds a whole map.
         f(&mut self
             .conversations
@@ -304,7 +301,7 @@ impl ConversationStore for MemoryConversationStore {
         &self,
         scope: &str,
         id: &str,
-        conversation: &SavedSessionContext,
+        conversation: &SavedConversation,
     ) -> Result<(), ConversationError> {
         check_name("scope", scope)?;
         check_name("id", id)?;
@@ -317,7 +314,7 @@ impl ConversationStore for MemoryConversationStore {
         &self,
         scope: &str,
         id: &str,
-    ) -> Result<Option<SavedSessionContext>, ConversationError> {
+    ) -> Result<Option<SavedConversation>, ConversationError> {
         check_name("scope", scope)?;
         check_name("id", id)?;
         Ok(self.with(|map| map.get(&(scope.to_owned(), id.to_owned())).cloned()))
@@ -348,7 +345,7 @@ impl<T: ConversationStore + ?Sized> ConversationStore for Arc<T> {
         &self,
         scope: &str,
         id: &str,
-        conversation: &SavedSessionContext,
+        conversation: &SavedConversation,
     ) -> Result<(), ConversationError> {
         (**self).save(scope, id, conversation).await
     }
@@ -357,7 +354,7 @@ impl<T: ConversationStore + ?Sized> ConversationStore for Arc<T> {
         &self,
         scope: &str,
         id: &str,
-    ) -> Result<Option<SavedSessionContext>, ConversationError> {
+    ) -> Result<Option<SavedConversation>, ConversationError> {
         (**self).load(scope, id).await
     }
 

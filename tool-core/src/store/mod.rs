@@ -34,7 +34,7 @@
 //! # });
 //! ```
 //!
-//! Saved conversations are [`SavedSessionContext`](crate::context::SavedSessionContext)
+//! Saved conversations are [`SavedConversation`](crate::context::SavedConversation)
 //! documents, the format `save_session_context` writes, kept by scope (a user, or whatever the
 //! application chooses) and id through a [`ConversationStore`].
 

@@ -12,7 +12,7 @@ use super::{
     redact_url,
 };
 use crate::{
-    context::SavedSessionContext,
+    context::SavedConversation,
     session::{PreferenceError, PreferenceStore, Preferences},
 };
 
@@ -464,7 +464,7 @@ impl ConversationStore for SqlStore {
         &self,
         scope: &str,
         id: &str,
-        conversation: &SavedSessionContext,
+        conversation: &SavedConversation,
     ) -> Result<(), ConversationError> {
         check_name("scope", scope)?;
         check_name("id", id)?;
@@ -507,7 +507,7 @@ impl ConversationStore for SqlStore {
         &self,
         scope: &str,
         id: &str,
-    ) -> Result<Option<SavedSessionContext>, ConversationError> {
+    ) -> Result<Option<SavedConversation>, ConversationError> {
         check_name("scope", scope)?;
         check_name("id", id)?;
         let document: Option<String> = on_pool!(self, pool => {
