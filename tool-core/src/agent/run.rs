@@ -17,7 +17,7 @@ use super::{
 use crate::{
     call::{CallContext, Deps},
     context::{PendingCall, ToolContext},
-    execute::{ExecuteError, show},
+    execute::ExecuteError,
     model::{
         ChatRequest, FinishReason, Message, ModelEvent, ProviderError, RequestTools, ToolCall,
         ToolChoice, Usage,
@@ -772,7 +772,7 @@ pub(crate) fn parse_arguments(text: &str) -> Result<JsonObject, String> {
         Ok(Value::Null) => Ok(JsonObject::new()),
         Ok(other) => Err(format!(
             "the arguments must be a JSON object, got {}; send an object with the tool's parameters",
-            show(&other)
+            crate::schema::excerpt(&other)
         )),
         Err(error) => Err(format!(
             "the arguments are not valid JSON ({error}); send a JSON object with the tool's parameters"

@@ -140,7 +140,7 @@ pub(super) fn describe(value: &Value) -> String {
         Value::Array(_) => "an array",
         Value::Object(_) => "a table",
     };
-    format!("{kind} ({})", crate::execute::show(value))
+    format!("{kind} ({})", crate::schema::excerpt(value))
 }
 
 fn required_str<'a>(
@@ -181,7 +181,7 @@ fn parameters(entry: &Map<String, Value>) -> Result<Value, EntryError> {
         Some(other) => {
             return Err(invalid(format!(
                 "`type` must be \"object\", not {}",
-                crate::execute::show(other)
+                crate::schema::excerpt(other)
             )));
         }
         None => {

@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use crate::schema::excerpt;
+
 /// What is wrong with `value` for `validator`: at most five problems, joined by `; ` (empty when
 /// the value is valid).
 pub(crate) fn describe_schema_errors(validator: &jsonschema::Validator, value: &Value) -> String {
@@ -56,20 +58,24 @@ fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> String {
             format!(
                 "expected {}, got {}",
                 type_phrase(&format!("{kind:?}")),
-                show(instance)
+                excerpt(instance)
             )
         }
-        Kind::Enum { options } => format!("expected one of {options}, got {}", show(instance)),
+        Kind::Enum { options } => format!("expected one of {options}, got {}", excerpt(instance)),
         Kind::Constant { expected_value } => {
-            format!("expected {expected_value}, got {}", show(instance))
+            format!("expected {expected_value}, got {}", excerpt(instance))
         }
-        Kind::Minimum { limit } => format!("expected a number >= {limit}, got {}", show(instance)),
-        Kind::Maximum { limit } => format!("expected a number <= {limit}, got {}", show(instance)),
+        Kind::Minimum { limit } => {
+            format!("expected a number >= {limit}, got {}", excerpt(instance))
+        }
+        Kind::Maximum { limit } => {
+            format!("expected a number <= {limit}, got {}", excerpt(instance))
+        }
         Kind::ExclusiveMinimum { limit } => {
-            format!("expected a number > {limit}, got {}", show(instance))
+            format!("expected a number > {limit}, got {}", excerpt(instance))
         }
         Kind::ExclusiveMaximum { limit } => {
-            format!("expected a number < {limit}, got {}", show(instance))
+            format!("expected a number < {limit}, got {}", excerpt(instance))
         }
         _ => error.to_string(),
     };
@@ -106,20 +112,6 @@ fn with_article(name: &str) -> String {
         "null" => "null".to_owned(),
         _ => format!("a {name}"),
     }
-}
-
-/// A short rendering of a JSON value for error messages.
-pub(crate) fn show(value: &Value) -> String {
-    const LIMIT: usize = 80;
-    let text = value.to_string();
-    if text.len() <= LIMIT {
-        return text;
-    }
-    let mut end = LIMIT;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
 
 /// Describes a serde error from turning arguments into a typed struct, in the same words as the

@@ -11,9 +11,7 @@ mod messages;
 
 pub(crate) use arguments::ArgumentChecks;
 pub(crate) use guard::GuardedCall;
-pub(crate) use messages::{
-    describe_schema_errors, describe_serde_error, describe_serde_message, show,
-};
+pub(crate) use messages::{describe_schema_errors, describe_serde_error, describe_serde_message};
 
 use std::{fmt, time::Duration};
 

@@ -120,7 +120,7 @@ fn validate_parameters(parameters: &Value) -> Result<(), String> {
     let Some(schema) = parameters.as_object() else {
         return Err(format!(
             "the parameters must be a JSON Schema object, not {}",
-            crate::execute::show(parameters)
+            crate::schema::excerpt(parameters)
         ));
     };
     let mut has_type = false;

@@ -178,6 +178,20 @@ pub(super) fn at(path: &str) -> &str {
     if path.is_empty() { "/" } else { path }
 }
 
+/// A short rendering of a JSON value for error messages.
+pub(crate) fn excerpt(value: &Value) -> String {
+    const LIMIT: usize = 80;
+    let text = value.to_string();
+    if text.len() <= LIMIT {
+        return text;
+    }
+    let mut end = LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -312,7 +312,7 @@ impl<'a> Walker<'a> {
     fn record(&mut self, from: &Value, to: String) {
         self.coercions.push(Coercion {
             path: self.path.clone(),
-            from: crate::execute::show(from),
+            from: crate::schema::excerpt(from),
             to,
         });
     }
@@ -368,7 +368,7 @@ fn describe(types: Types, value: &Value) -> String {
         Value::Bool(flag) => format!("the boolean {flag}"),
         Value::Object(_) => "an object".to_owned(),
         Value::Array(_) => "an array".to_owned(),
-        other => crate::execute::show(other),
+        other => crate::schema::excerpt(other),
     }
 }
 

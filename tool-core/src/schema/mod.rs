@@ -46,6 +46,7 @@ use serde_json::{Map, Value, json};
 use crate::tool::ChatTool;
 
 pub(crate) use arguments::OptionalNulls;
+pub(crate) use common::excerpt;
 pub(crate) use lenient::coerce_logged;
 pub use lenient::{Coercion, coerce_arguments};
 
