@@ -46,7 +46,7 @@ use std::{
 
 use tokio_util::sync::CancellationToken;
 
-use crate::{context::ToolContext, model::Message, tool::ToolError};
+use crate::{context::ToolContext, model::Message};
 
 /// The facts of one tool call, handed to [`ExecutableTool::execute_with`](crate::ExecutableTool::execute_with).
 ///
@@ -182,14 +182,12 @@ impl CallContext {
         &self.inner.deps
     }
 
-    /// The dependency of type `T`, or an error for the model naming the missing type (a
-    /// configuration mistake of the application, reported rather than panicking).
-    pub fn dep<T: Send + Sync + 'static>(&self) -> Result<&T, ToolError> {
-        self.inner.deps.get::<T>().ok_or_else(|| {
-            ToolError::new(format!(
-                "the application gave this tool no `{}`",
-                std::any::type_name::<T>()
-            ))
+    /// The dependency of type `T`, or an error naming the missing type (a configuration
+    /// mistake of the application, reported rather than panicking). `?` turns it into a
+    /// [`ToolError`](crate::ToolError) the model reads.
+    pub fn dep<T: Send + Sync + 'static>(&self) -> Result<&T, MissingDependency> {
+        self.inner.deps.get::<T>().ok_or(MissingDependency {
+            type_name: std::any::type_name::<T>(),
         })
     }
 
@@ -335,4 +333,12 @@ impl fmt::Debug for Deps {
             .entries(self.values.values().map(|(_, name)| name))
             .finish()
     }
+}
+
+/// [`CallContext::dep`] found no dependency of the type asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the application gave this tool no `{type_name}`")]
+pub struct MissingDependency {
+    /// The missing type's name, as [`std::any::type_name`] spells it.
+    pub type_name: &'static str,
 }

@@ -77,7 +77,7 @@ pub mod __private;
 pub use agent::{Agent, AgentError, AgentEvent, AgentOptions, AgentResponse};
 pub use async_trait::async_trait;
 pub use builtin::create_default_tool_registry;
-pub use call::{CallContext, Deps, Progress};
+pub use call::{CallContext, Deps, MissingDependency, Progress};
 pub use config::{HandlerTable, LoadReport, ToolConfig};
 pub use context::{Conversation, ToolContext, ToolContextOptions};
 pub use execute::ExecuteError;

@@ -289,6 +289,12 @@ impl From<String> for ToolError {
     }
 }
 
+impl From<crate::call::MissingDependency> for ToolError {
+    fn from(missing: crate::call::MissingDependency) -> Self {
+        Self::new(missing.to_string())
+    }
+}
+
 impl From<&'static str> for ToolError {
     fn from(message: &'static str) -> Self {
         Self::new(message)
