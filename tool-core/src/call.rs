@@ -91,13 +91,12 @@ impl CallContext {
     }
 
     fn edit(mut self, change: impl FnOnce(&mut Inner)) -> Self {
-        match Arc::get_mut(&mut self.inner) {
-            Some(inner) => change(inner),
-            None => {
-                let mut inner = self.inner.cloned();
-                change(&mut inner);
-                self.inner = Arc::new(inner);
-            }
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            change(inner);
+        } else {
+            let mut inner = self.inner.cloned();
+            change(&mut inner);
+            self.inner = Arc::new(inner);
         }
         self
     }

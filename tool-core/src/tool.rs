@@ -499,6 +499,8 @@ mod duration_ms {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
+    // serde's `serialize_with` hands over a reference to the field.
+    #[allow(clippy::ref_option)]
     pub(super) fn serialize<S: Serializer>(
         value: &Option<Duration>,
         serializer: S,

@@ -87,6 +87,9 @@ struct Turn<'a> {
     retried_calls: usize,
 }
 
+// One turn is one loop over the steps of the data flow (request, stream, approvals, calls,
+// results); it reads top to bottom, and each step is a call into a function of its own.
+#[allow(clippy::too_many_lines)]
 async fn run_turn(
     shared: &Shared,
     input: Input,
@@ -708,7 +711,7 @@ async fn run_call<'c>(
             let error = ExecuteError::NotFound {
                 name: call.name.clone(),
             };
-            return Err((with_available(error, &available), ToolResultKind::Error));
+            return Err((with_available(&error, &available), ToolResultKind::Error));
         }
         if !snapshot.is_enabled(&call.name) {
             tracing::warn!(tool = %call.name, "the model called a disabled tool");
@@ -716,7 +719,7 @@ async fn run_call<'c>(
                 name: call.name.clone(),
             };
             return Err((
-                with_available(error, &snapshot.enabled_names()),
+                with_available(&error, &snapshot.enabled_names()),
                 ToolResultKind::Error,
             ));
         }
@@ -748,7 +751,7 @@ async fn run_call<'c>(
     (call, outcome, coercions)
 }
 
-fn with_available(error: ExecuteError, available: &[&str]) -> String {
+fn with_available(error: &ExecuteError, available: &[&str]) -> String {
     let mut text = error.to_model_string();
     if available.is_empty() {
         text.push_str(". No tools are available.");

@@ -67,7 +67,7 @@ impl WriteFile {
 
 #[async_trait::async_trait]
 impl ExecutableTool for ReadFile {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "read_file"
     }
 
@@ -128,7 +128,7 @@ impl ExecutableTool for ReadFile {
 
 #[async_trait::async_trait]
 impl ExecutableTool for WriteFile {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "write_file"
     }
 
@@ -333,7 +333,15 @@ impl Encoding {
             }
             Self::Ascii => Ok(bytes.iter().map(|byte| char::from(byte & 0x7f)).collect()),
             Self::Base64 => Ok(base64::engine::general_purpose::STANDARD.encode(bytes)),
-            Self::Hex => Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect()),
+            Self::Hex => {
+                use std::fmt::Write as _;
+                let mut text = String::with_capacity(bytes.len() * 2);
+                for byte in bytes {
+                    // Writing to a `String` cannot fail.
+                    let _ = write!(text, "{byte:02x}");
+                }
+                Ok(text)
+            }
         }
     }
 }

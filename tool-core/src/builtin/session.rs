@@ -37,7 +37,7 @@ impl SaveSessionContext {
 
 #[async_trait::async_trait]
 impl ExecutableTool for SaveSessionContext {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "save_session_context"
     }
 

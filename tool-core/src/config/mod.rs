@@ -459,7 +459,7 @@ fn from_document(value: Value, source_name: &str) -> Result<ToolConfig, ConfigEr
     Ok(ToolConfig { entries })
 }
 
-/// serde_json's message without its own " at line L column C" suffix (the error says where).
+/// `serde_json`'s message without its own " at line L column C" suffix (the error says where).
 fn json_message(error: &serde_json::Error) -> String {
     let message = error.to_string();
     match message.rfind(" at line ") {

@@ -196,7 +196,7 @@ fn json_pointer(path: &serde_path_to_error::Path) -> String {
     use serde_path_to_error::Segment;
 
     let mut pointer = String::new();
-    for segment in path.iter() {
+    for segment in path {
         match segment {
             Segment::Seq { index } => {
                 pointer.push('/');

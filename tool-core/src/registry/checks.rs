@@ -53,6 +53,8 @@ static NAME_BYTES: [bool; 256] = {
     let mut table = [false; 256];
     let mut byte = 0;
     while byte < 256 {
+        // `byte` < 256, so the cast keeps its value.
+        #[allow(clippy::cast_possible_truncation)]
         let b = byte as u8;
         table[byte] = b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
         byte += 1;

@@ -257,11 +257,7 @@ impl ToolRegistry {
 
     /// The names of all tools, enabled or not, in registration order.
     pub fn get_tool_names(&self) -> Vec<String> {
-        self.read()
-            .tools
-            .keys()
-            .map(|name| name.to_string())
-            .collect()
+        self.read().tools.keys().map(ToString::to_string).collect()
     }
 
     /// Whether a tool with this name is registered.

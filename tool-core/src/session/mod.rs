@@ -86,7 +86,7 @@ impl std::fmt::Debug for ChatSession {
             .field("registry", &self.registry)
             .field("toggles", &self.toggles)
             .field("persistent", &self.store.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
