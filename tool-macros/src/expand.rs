@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::{ImplItem, ItemImpl, spanned::Spanned};
 
 use crate::{
-    ast::ToolFn,
+    ast::{self, ToolFn},
     attr::{self, ToolArgs},
     fallback,
     valid::{self, Errors, Form, Place, Tool},
@@ -16,17 +16,28 @@ use crate::{
 pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let attr = ToolArgs::parse(args, &mut errors);
-    let Ok(item) = syn::parse2::<syn::ItemFn>(input.clone()) else {
-        errors.push(syn::Error::new(
-            first_span(&input),
-            "`#[tool]` goes on an `async fn`, or on a method of a `#[toolbox]` impl",
-        ));
-        return fallback::raw(input, &errors);
+    let item = match syn::parse2::<syn::ItemFn>(input.clone()) {
+        Ok(item) => item,
+        Err(_) => match ast::fn_with_unparsed_body(input.clone()) {
+            Some(item) => item,
+            // A function syn cannot read: rustc reports the syntax error on its own tokens, and
+            // a second error here would only repeat it.
+            None if fallback::is_function(&input) => {
+                return fallback::unparsed_function(input);
+            }
+            None => {
+                errors.push(syn::Error::new(
+                    first_span(&input),
+                    "`#[tool]` goes on an `async fn`, or on a method of a `#[toolbox]` impl",
+                ));
+                return fallback::raw(input, &errors);
+            }
+        },
     };
     let func = ToolFn::from_item(item, &mut errors);
     match valid::tool(&func, &attr, Place::Free, &mut errors) {
         Some(tool) if errors.is_empty() => free_tool(&tool),
-        _ => fallback::function(&func, &errors),
+        _ => fallback::function(&func, &attr, &errors),
     }
 }
 
@@ -40,6 +51,12 @@ pub(crate) fn toolbox(args: TokenStream, input: TokenStream) -> TokenStream {
         );
     }
     let Ok(mut item) = syn::parse2::<ItemImpl>(input.clone()) else {
+        // A syntax error inside a method: rustc reports it on the user's tokens.
+        if fallback::is_impl(&input) {
+            let output = fallback::unparsed_toolbox(input);
+            let errors = errors.to_compile_errors();
+            return quote!(#output #errors);
+        }
         errors.push(syn::Error::new(
             first_span(&input),
             "`#[toolbox]` goes on an inherent `impl` block whose methods are marked `#[tool]`",
