@@ -421,10 +421,22 @@ fn tool_impl(
             }
         }
     });
+    // A context type that is not `Send + Sync + 'static` is reported once, on the type, by the
+    // `context_value` check. This bound keeps the impl from reporting it again (the trait's
+    // supertraits, the `Send` future): written through a lifetime it names, it is not a
+    // trivially false bound to rustc, but an assumption under which the impl is checked.
+    let assume = tool.context.as_ref().map(|context| {
+        let held = context.held;
+        quote! {
+            where
+                for<'__tool> <#held as ::tool_core::__private::Assume<'__tool>>::This:
+                    ::tool_core::__private::Send + ::tool_core::__private::Sync + 'static
+        }
+    });
     quote! {
         #args_struct
 
-        impl ::tool_core::ExecutableTool for #self_ty {
+        impl ::tool_core::ExecutableTool for #self_ty #assume {
             fn name(&self) -> &str {
                 #name
             }
