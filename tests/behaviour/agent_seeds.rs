@@ -1,4 +1,5 @@
-//! The `Agent` scenarios of seeds 000, 001 and 004, by name.
+//! The `Agent`'s contract: the default registry, the tool-call loop through it, saving the
+//! session, and adding, removing, enabling and disabling tools at run time.
 
 use std::sync::{Arc, Mutex};
 
@@ -18,7 +19,7 @@ fn names(tools: &[ChatTool]) -> Vec<&str> {
 }
 
 #[tokio::test]
-async fn constructor_signature_unchanged() {
+async fn new_builds_the_default_registry_with_every_builtin_enabled() {
     let agent = Agent::new(ScriptedModel::new([]), AgentOptions::default());
     assert_eq!(agent.registry().get_tool_names(), BUILTINS);
     for name in BUILTINS {
@@ -31,7 +32,7 @@ async fn constructor_signature_unchanged() {
 }
 
 #[tokio::test]
-async fn get_tools_returns_enabled_schemas() {
+async fn get_tools_lists_the_enabled_tools_in_registration_order() {
     let dir = tempfile::tempdir().unwrap();
     let (agent, _model) = scripted_agent(dir.path(), []);
     assert_eq!(names(&agent.get_tools()), BUILTINS);
@@ -46,7 +47,7 @@ async fn get_tools_returns_enabled_schemas() {
 }
 
 #[tokio::test]
-async fn chat_awaits_tool_execution_via_registry() {
+async fn chat_returns_after_the_tool_has_run_and_its_result_was_sent_back() {
     let dir = tempfile::tempdir().unwrap();
     let (agent, model) = scripted_agent(
         dir.path(),
@@ -74,7 +75,7 @@ async fn chat_awaits_tool_execution_via_registry() {
 }
 
 #[tokio::test]
-async fn stream_chat_awaits_tool_execution_via_registry() {
+async fn stream_chat_runs_the_tool_and_sends_its_result_back() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("in.txt"), "from disk").unwrap();
     let (agent, model) = scripted_agent(
@@ -105,7 +106,7 @@ async fn stream_chat_awaits_tool_execution_via_registry() {
 }
 
 #[tokio::test]
-async fn save_context_is_async() {
+async fn save_context_writes_the_session_only_when_awaited() {
     let dir = tempfile::tempdir().unwrap();
     let (agent, _model) = scripted_agent(dir.path(), []);
     let path = dir.path().join("session.json");
@@ -117,7 +118,10 @@ async fn save_context_is_async() {
     );
     let result: String = saving.await;
 
-    assert!(result.starts_with("Session context saved to"), "{result}");
+    assert_eq!(
+        result,
+        format!("Session context saved to {}", path.display())
+    );
     assert!(path.exists());
 }
 
@@ -146,7 +150,7 @@ impl ExecutableTool for RecordingSave {
 }
 
 #[tokio::test]
-async fn save_context_uses_registry() {
+async fn save_context_runs_the_registered_save_session_context_tool() {
     let dir = tempfile::tempdir().unwrap();
     let (agent, _model) = scripted_agent(dir.path(), []);
     let reasons = Arc::new(Mutex::new(Vec::new()));
@@ -158,7 +162,7 @@ async fn save_context_uses_registry() {
 }
 
 #[tokio::test]
-async fn add_custom_tool_at_runtime() {
+async fn an_added_tool_is_offered_and_called_and_a_second_one_of_that_name_is_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let (agent, model) = scripted_agent(
         dir.path(),
@@ -179,11 +183,18 @@ async fn add_custom_tool_at_runtime() {
         [("c1".to_owned(), "custom".to_owned())]
     );
     // A second tool with the same name is rejected and the first stays.
-    assert!(agent.add_tool(Echo).is_err());
+    assert_eq!(
+        agent.add_tool(Echo).unwrap_err().to_string(),
+        "a tool named `echo` is already registered"
+    );
+    assert_eq!(
+        agent.registry().get_tool_names(),
+        ["read_file", "write_file", "save_session_context", "echo"]
+    );
 }
 
 #[tokio::test]
-async fn remove_tool_at_runtime() {
+async fn a_removed_tool_is_not_offered_and_a_call_to_it_is_answered_not_found() {
     let dir = tempfile::tempdir().unwrap();
     let (agent, model) = scripted_agent(
         dir.path(),
@@ -199,17 +210,20 @@ async fn remove_tool_at_runtime() {
     assert!(!agent.registry().has_tool("write_file"));
     agent.chat("write").await.unwrap();
     assert!(!offered(&model.requests()[0]).contains(&"write_file".to_owned()));
-    let results = tool_results(&agent.messages());
-    assert!(
-        results[0]
-            .1
-            .starts_with("Error: tool 'write_file' not found")
+    assert_eq!(
+        tool_results(&agent.messages()),
+        [(
+            "c1".to_owned(),
+            "Error: tool 'write_file' not found. Available tools: read_file, \
+             save_session_context."
+                .to_owned()
+        )]
     );
     assert!(!dir.path().join("x").exists());
 }
 
 #[tokio::test]
-async fn enable_tool_at_runtime() {
+async fn an_enabled_tool_is_offered_from_the_next_request() {
     let dir = tempfile::tempdir().unwrap();
     let (agent, model) = scripted_agent(
         dir.path(),
@@ -228,7 +242,7 @@ async fn enable_tool_at_runtime() {
 }
 
 #[tokio::test]
-async fn disable_tool_at_runtime() {
+async fn a_disabled_tool_is_not_offered_but_stays_registered() {
     let dir = tempfile::tempdir().unwrap();
     let (agent, model) = scripted_agent(dir.path(), [ScriptedResponse::text("a")]);
 

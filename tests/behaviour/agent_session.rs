@@ -165,11 +165,22 @@ async fn loading_a_file_that_is_not_a_session_is_an_error() {
 
     let error = agent.load_context(&path).unwrap_err();
 
-    assert!(
-        error.to_string().contains("not a session context file"),
-        "{error}"
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{} is not a session context file (format `something-else`)",
+            path.display()
+        )
     );
-    assert!(agent.load_context(dir.path().join("missing.json")).is_err());
+    let missing = dir.path().join("missing.json");
+    let error = agent.load_context(&missing).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("cannot read session context file {}", missing.display())
+    );
+    let source = std::error::Error::source(&error).unwrap();
+    let io = source.downcast_ref::<std::io::Error>().unwrap();
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
 }
 
 #[tokio::test]

@@ -29,7 +29,7 @@ fn context_in(dir: &Path) -> ToolContext {
 }
 
 #[test]
-fn create_default_registry() {
+fn the_default_registry_holds_the_three_builtin_tools_in_order() {
     let registry = create_default_tool_registry(ToolContext::default());
     assert_eq!(
         registry.get_tool_names(),
@@ -38,7 +38,7 @@ fn create_default_registry() {
 }
 
 #[test]
-fn built_in_tools_are_enabled() {
+fn the_builtin_tools_are_enabled() {
     let registry = create_default_tool_registry(ToolContext::default());
     let names: Vec<_> = registry
         .get_enabled_schemas()
@@ -63,7 +63,7 @@ fn built_in_schemas_describe_their_arguments() {
 }
 
 #[tokio::test]
-async fn read_file_tool_behavior_preserved() {
+async fn read_file_returns_the_files_text() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "hello, world").unwrap();
     let tool = ReadFile::new(context_in(dir.path()));
@@ -75,7 +75,7 @@ async fn read_file_tool_behavior_preserved() {
 }
 
 #[tokio::test]
-async fn write_file_tool_behavior_preserved() {
+async fn write_file_creates_parent_folders_and_replaces_atomically() {
     let dir = tempfile::tempdir().unwrap();
     let tool = WriteFile::new(context_in(dir.path()));
     let text = tool
@@ -103,7 +103,7 @@ async fn write_file_tool_behavior_preserved() {
 }
 
 #[tokio::test]
-async fn save_session_context_tool_behavior_preserved() {
+async fn save_session_context_writes_the_conversation_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();
     let context = context_in(dir.path());
     context.push_message(Message::user("remember this"));
@@ -127,7 +127,7 @@ async fn save_session_context_tool_behavior_preserved() {
 }
 
 #[tokio::test]
-async fn test_tool_with_mock_context() {
+async fn a_context_made_without_an_agent_drives_the_tools() {
     // No agent: a context made for the test drives the tool.
     let dir = tempfile::tempdir().unwrap();
     let context = context_in(dir.path());
@@ -135,7 +135,13 @@ async fn test_tool_with_mock_context() {
     let text = registry
         .execute("save_session_context", args(json!({"reason": "test"})))
         .await;
-    assert!(text.starts_with("Session context saved to "), "{text}");
+    assert_eq!(
+        text,
+        format!(
+            "Session context saved to {}",
+            context.session_context_file_path().display()
+        )
+    );
     assert_eq!(
         SavedConversation::load(context.session_context_file_path())
             .unwrap()
@@ -146,7 +152,7 @@ async fn test_tool_with_mock_context() {
 }
 
 #[test]
-fn tool_receives_context() {
+fn a_tool_context_holds_its_prompt_and_file_path() {
     let context = ToolContext::new("Be brief.", "/tmp/ctx.json");
     assert_eq!(context.system_prompt(), "Be brief.");
     assert_eq!(context.session_context().system_prompt, "Be brief.");
@@ -157,7 +163,7 @@ fn tool_receives_context() {
 }
 
 #[test]
-fn context_reflects_live_state() {
+fn every_clone_of_a_context_sees_its_live_state() {
     let context = ToolContext::new("Before.", "ctx.json");
     let tools_view = context.clone();
     context.push_message(Message::user("hi"));

@@ -52,7 +52,7 @@ fn load(entries: Value, handlers: &HandlerTable) -> (ToolRegistry, tool_core::Lo
 }
 
 #[tokio::test]
-async fn register_tool_from_configuration() {
+async fn configured_tools_of_every_kind_register_and_run() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "remember the milk").unwrap();
     let context = ToolContext::with_options(ToolContextOptions::new().root_dir(dir.path()));
@@ -142,7 +142,7 @@ async fn register_tool_from_configuration() {
 }
 
 #[tokio::test]
-async fn reject_duplicate_tool_names() {
+async fn a_second_entry_with_a_taken_name_is_rejected_and_the_first_stays() {
     let entries = json!([
         mock("lookup", json!("first")),
         mock("lookup", json!("second"))
@@ -184,7 +184,7 @@ fn a_config_tool_cannot_take_the_name_of_a_registered_tool() {
 }
 
 #[test]
-fn validate_tool_definition() {
+fn each_invalid_entry_is_rejected_with_the_error_naming_its_fault() {
     let valid = mock("valid", json!("ok"));
     let with = |change: &dyn Fn(&mut serde_json::Map<String, Value>)| {
         let mut entry = valid.as_object().unwrap().clone();
@@ -326,7 +326,7 @@ fn validate_tool_definition() {
 }
 
 #[tokio::test]
-async fn mock_tool_implementation() {
+async fn a_mock_tool_returns_its_mock_response_as_text() {
     let entries = json!([
         mock("text", json!("sunny, 21°C")),
         mock("object", json!({ "temperature": 21, "conditions": ["sun"] })),
@@ -364,7 +364,7 @@ async fn mock_tool_implementation() {
 }
 
 #[tokio::test]
-async fn builtin_tool_implementation() {
+async fn a_builtin_entry_runs_the_named_framework_tool() {
     let dir = tempfile::tempdir().unwrap();
     let session_file = dir.path().join("session.json");
     let context = ToolContext::with_options(
@@ -484,7 +484,7 @@ impl ExecutableTool for Counter {
 }
 
 #[tokio::test]
-async fn internal_tool_implementation() {
+async fn an_internal_entry_runs_the_function_the_application_registered() {
     let calls = Arc::new(AtomicUsize::new(0));
     let handlers = HandlerTable::with_builtins(ToolContext::default())
         .internal_fn("lookup_order", |args| async move {
@@ -560,7 +560,7 @@ async fn internal_tool_implementation() {
 }
 
 #[test]
-fn http_tool_implementation_validation() {
+fn an_http_entry_is_rejected_as_not_yet_supported() {
     let entries = json!([{
         "name": "fetch_page",
         "description": "Fetch a web page.",
@@ -658,7 +658,7 @@ async fn config_tool_arguments_are_validated_against_their_schema() {
 }
 
 #[test]
-fn metadata_defaults() {
+fn metadata_has_defaults_and_unknown_metadata_keys_are_rejected() {
     let mut described = mock("described", json!("x"));
     described["metadata"] = json!({
         "title": "Described",

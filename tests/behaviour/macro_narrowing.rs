@@ -16,7 +16,7 @@ struct WeatherArgs {
 
 /// Get the weather.
 #[tool]
-async fn get_weather(args: WeatherArgs) -> String {
+async fn get_weather(#[args] args: WeatherArgs) -> String {
     format!("sunny in {} in {} days", args.city, args.days)
 }
 
@@ -30,7 +30,7 @@ struct StrictArgs {
 
 /// Echo strictly.
 #[tool]
-async fn echo(args: StrictArgs) -> String {
+async fn echo(#[args] args: StrictArgs) -> String {
     args.text
 }
 

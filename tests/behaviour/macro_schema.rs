@@ -39,7 +39,7 @@ struct WeatherArgs {
 ///
 /// Temperatures are whole degrees.
 #[tool]
-async fn get_weather(args: WeatherArgs) -> String {
+async fn get_weather(#[args] args: WeatherArgs) -> String {
     format!("{} in {}", args.days_ahead, args.place.city)
 }
 
@@ -60,6 +60,15 @@ async fn add(
     a + b
 }
 
+/// Shout a text back.
+#[tool]
+async fn shout(
+    /// The text to shout
+    args: String,
+) -> String {
+    args.to_uppercase()
+}
+
 /// Roll a die.
 #[tool]
 async fn roll() -> u8 {
@@ -78,6 +87,7 @@ fn registry() -> ToolRegistry {
     registry.register(GetWeather).unwrap();
     registry.register(Add).unwrap();
     registry.register(Roll).unwrap();
+    registry.register(Shout).unwrap();
     registry
 }
 
@@ -140,6 +150,34 @@ fn plain_parameters_schema_takes_parameter_docs_and_optional_parameters() {
     );
     // The hidden arguments struct lends the schema no title.
     assert!(schema.get("title").is_none());
+}
+
+#[test]
+fn a_parameter_named_args_without_the_marker_is_a_plain_parameter() {
+    let schema = schema_of(&registry(), "shout");
+    assert_eq!(
+        schema,
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {"args": {"type": "string", "description": "The text to shout"}},
+            "required": ["args"],
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_parameter_named_args_without_the_marker_takes_the_argument_named_args() {
+    let registry = registry();
+    let call = |args: Value| serde_json::from_value(args).unwrap();
+    assert_eq!(
+        registry.execute("shout", call(json!({"args": "hi"}))).await,
+        "HI"
+    );
+    assert_eq!(
+        registry.execute("shout", call(json!({"text": "hi"}))).await,
+        "Error: invalid arguments for shout: missing required argument 'args'"
+    );
 }
 
 #[test]

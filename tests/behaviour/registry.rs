@@ -110,10 +110,10 @@ fn registry_with(names: &[&'static str]) -> ToolRegistry {
     registry
 }
 
-// --- seed 001: lifecycle ---------------------------------------------------------------------
+// --- lifecycle ------------------------------------------------------------------------------
 
 #[test]
-fn register_new_tool() {
+fn a_registered_tool_is_enabled_by_default() {
     let registry = ToolRegistry::new();
     registry.register(TestTool::new("weather")).unwrap();
     assert!(registry.has_tool("weather"));
@@ -121,7 +121,7 @@ fn register_new_tool() {
 }
 
 #[test]
-fn register_respects_default_enabled_false() {
+fn a_tool_whose_metadata_says_disabled_is_registered_disabled() {
     let registry = ToolRegistry::new();
     registry
         .register(
@@ -134,7 +134,7 @@ fn register_respects_default_enabled_false() {
 }
 
 #[test]
-fn unregister_existing_tool() {
+fn unregister_removes_the_tool_and_keeps_the_others() {
     let registry = registry_with(&["a", "b"]);
     assert!(registry.unregister("a"));
     assert!(!registry.has_tool("a"));
@@ -142,7 +142,7 @@ fn unregister_existing_tool() {
 }
 
 #[test]
-fn unregister_nonexistent_tool() {
+fn unregistering_an_unknown_name_changes_nothing() {
     let registry = registry_with(&["a"]);
     assert!(!registry.unregister("missing"));
     assert!(!registry.unregister("missing"));
@@ -150,7 +150,7 @@ fn unregister_nonexistent_tool() {
 }
 
 #[test]
-fn enable_tool() {
+fn enable_puts_a_disabled_tool_back_among_the_enabled() {
     let registry = registry_with(&["a"]);
     assert!(registry.disable("a"));
     assert!(registry.enable("a"));
@@ -159,7 +159,7 @@ fn enable_tool() {
 }
 
 #[test]
-fn disable_tool() {
+fn a_disabled_tool_stays_registered_but_leaves_the_enabled_list() {
     let registry = registry_with(&["a", "b"]);
     assert!(registry.disable("a"));
     assert!(registry.has_tool("a"), "a disabled tool stays registered");
@@ -179,7 +179,7 @@ fn enable_and_disable_unknown_tools_report_false() {
 }
 
 #[test]
-fn get_enabled_schemas() {
+fn enabled_schemas_come_in_registration_order() {
     let registry = registry_with(&["c", "a", "b"]);
     assert!(registry.disable("a"));
     let names: Vec<_> = registry
@@ -191,7 +191,7 @@ fn get_enabled_schemas() {
 }
 
 #[tokio::test]
-async fn execute_disabled_tool() {
+async fn executing_a_disabled_tool_says_it_is_not_available() {
     let registry = registry_with(&["a"]);
     assert!(registry.disable("a"));
     let text = registry.execute("a", args(json!({"city": "Oslo"}))).await;
@@ -199,20 +199,28 @@ async fn execute_disabled_tool() {
     let outcome = registry
         .try_execute("a", args(json!({"city": "Oslo"})))
         .await;
-    assert!(matches!(outcome, Err(ExecuteError::Disabled { .. })));
+    assert_eq!(
+        outcome.unwrap_err().to_model_string(),
+        "Error: tool 'a' is not available (it is disabled)"
+    );
 }
 
 #[test]
-fn test_registry_in_isolation() {
-    let registry = registry_with(&["mock"]);
-    assert_eq!(registry.len(), 1);
+fn len_and_is_empty_count_the_registered_tools() {
+    let registry = ToolRegistry::new();
+    assert_eq!(registry.len(), 0);
+    assert!(registry.is_empty());
+    let registry = registry_with(&["mock", "other"]);
+    assert_eq!(registry.len(), 2);
     assert!(!registry.is_empty());
+    assert!(registry.unregister("mock"));
+    assert_eq!(registry.len(), 1);
 }
 
-// --- seed 000: introspection -----------------------------------------------------------------
+// --- introspection ------------------------------------------------------------------------
 
 #[test]
-fn get_all_tool_names() {
+fn tool_names_list_every_tool_in_registration_order() {
     let registry = registry_with(&["zeta", "alpha", "mid"]);
     assert!(registry.disable("alpha"));
     assert_eq!(
@@ -223,39 +231,39 @@ fn get_all_tool_names() {
 }
 
 #[test]
-fn get_tool_names_from_empty_registry() {
+fn an_empty_registry_has_no_tool_names() {
     assert!(ToolRegistry::new().get_tool_names().is_empty());
 }
 
 #[test]
-fn check_existing_tool() {
+fn has_tool_is_true_for_a_registered_name() {
     assert!(registry_with(&["a"]).has_tool("a"));
 }
 
 #[test]
-fn check_nonexistent_tool() {
+fn has_tool_is_false_for_an_unknown_name() {
     assert!(!registry_with(&["a"]).has_tool("b"));
 }
 
 #[test]
-fn check_enabled_tool() {
+fn is_tool_enabled_is_true_for_an_enabled_tool() {
     assert!(registry_with(&["a"]).is_tool_enabled("a"));
 }
 
 #[test]
-fn check_disabled_tool() {
+fn is_tool_enabled_is_false_for_a_disabled_tool() {
     let registry = registry_with(&["a"]);
     assert!(registry.disable("a"));
     assert!(!registry.is_tool_enabled("a"));
 }
 
 #[test]
-fn check_unregistered_tool_enabled_status() {
+fn is_tool_enabled_is_false_for_an_unknown_name() {
     assert!(!registry_with(&["a"]).is_tool_enabled("b"));
 }
 
 #[test]
-fn tool_provides_schema() {
+fn a_chat_tool_serializes_to_the_openai_shape_and_back() {
     let schema = TestTool::new("weather").get_schema();
     assert_eq!(
         serde_json::to_value(&schema).unwrap(),
@@ -277,22 +285,25 @@ fn tool_provides_schema() {
 }
 
 #[test]
-fn tool_name_matches_schema() {
+fn a_tools_schema_carries_the_tools_name() {
     let tool = TestTool::new("weather");
     assert_eq!(tool.get_schema().name(), tool.name());
 }
 
 #[tokio::test]
-async fn tool_args_use_unknown_type() {
+async fn arguments_are_an_untyped_json_object_passed_on_as_sent() {
     // The arguments are an untyped JSON object: any JSON value may sit under any key.
     let untyped: JsonObject = args(json!({"city": "Oslo", "extra": [1, {"nested": null}]}));
     let text = registry_with(&["echo"]).execute("echo", untyped).await;
     let echoed: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(echoed["extra"][1]["nested"], Value::Null);
+    assert_eq!(
+        echoed,
+        json!({"city": "Oslo", "extra": [1, {"nested": null}]})
+    );
 }
 
 #[tokio::test]
-async fn tool_executes_with_arguments() {
+async fn execute_passes_the_arguments_to_the_tool() {
     let text = registry_with(&["echo"])
         .execute("echo", args(json!({"city": "Oslo", "days": 3})))
         .await;
@@ -303,7 +314,7 @@ async fn tool_executes_with_arguments() {
 }
 
 #[tokio::test]
-async fn tool_executes_successfully() {
+async fn try_execute_returns_the_tools_output() {
     let registry = registry_with(&["echo"]);
     let outcome = registry
         .try_execute("echo", args(json!({"city": "Oslo"})))
@@ -312,7 +323,7 @@ async fn tool_executes_successfully() {
 }
 
 #[tokio::test]
-async fn tool_throws_exception() {
+async fn a_tool_error_reads_error_executing_name_message() {
     let registry = ToolRegistry::new();
     registry
         .register(TestTool::new("weather").behaving(Behaviour::Fail))
@@ -324,15 +335,15 @@ async fn tool_throws_exception() {
 }
 
 #[tokio::test]
-async fn execute_nonexistent_tool() {
+async fn executing_an_unknown_tool_says_it_was_not_found() {
     let text = ToolRegistry::new().execute("ghost", args(json!({}))).await;
     assert_eq!(text, "Error: tool 'ghost' not found");
 }
 
-// --- seed 002: registration rules and lookup -------------------------------------------------
+// --- registration rules and lookup --------------------------------------------------------
 
 #[test]
-fn reject_duplicate_tool_names() {
+fn a_duplicate_name_is_rejected_and_the_first_tool_stays() {
     let registry = ToolRegistry::new();
     registry.register(TestTool::new("weather")).unwrap();
     let mut second = TestTool::new("weather");
@@ -356,42 +367,54 @@ fn reject_duplicate_tool_names() {
 }
 
 #[test]
-fn validate_tool_definition() {
+fn register_rejects_invalid_names_descriptions_and_parameters() {
     let registry = ToolRegistry::new();
 
     let mut nameless = TestTool::new("");
     nameless.name = "";
-    assert!(matches!(
-        registry.register(nameless),
-        Err(RegistryError::InvalidName { .. })
-    ));
+    assert_eq!(
+        registry.register(nameless).unwrap_err().to_string(),
+        "invalid tool name ``: the name is empty"
+    );
 
-    for bad in ["has space", "dot.name", "slash/name"] {
-        let error = registry.register(TestTool::new(bad)).unwrap_err();
-        assert!(
-            matches!(&error, RegistryError::InvalidName { name, .. } if name == bad),
-            "{bad}: {error}"
+    for (bad, c) in [("has space", ' '), ("dot.name", '.'), ("slash/name", '/')] {
+        assert_eq!(
+            registry.register(TestTool::new(bad)).unwrap_err(),
+            RegistryError::InvalidName {
+                name: bad.to_owned(),
+                reason: format!(
+                    "{c:?} is not allowed; use only ASCII letters, digits, `_` and `-`"
+                ),
+            }
         );
     }
     let long: &'static str = Box::leak("x".repeat(65).into_boxed_str());
-    assert!(matches!(
-        registry.register(TestTool::new(long)),
-        Err(RegistryError::InvalidName { .. })
-    ));
+    assert_eq!(
+        registry.register(TestTool::new(long)).unwrap_err(),
+        RegistryError::InvalidName {
+            name: long.to_owned(),
+            reason: "the name is 65 characters long; at most 64 are allowed".to_owned(),
+        }
+    );
     let longest: &'static str = Box::leak("x".repeat(64).into_boxed_str());
     registry.register(TestTool::new(longest)).unwrap();
 
     let mut undescribed = TestTool::new("undescribed");
     undescribed.description = "  ";
     let error = registry.register(undescribed).unwrap_err();
-    assert!(matches!(error, RegistryError::MissingDescription { .. }));
-    assert!(error.to_string().contains("has no description"));
+    assert_eq!(
+        error.to_string(),
+        "tool `undescribed` has no description; describe what it does for the model"
+    );
 
     let mut not_object = TestTool::new("not_object");
     not_object.parameters = json!({"type": "string"});
     let error = registry.register(not_object).unwrap_err();
-    assert!(matches!(error, RegistryError::InvalidParameters { .. }));
-    assert!(error.to_string().contains("\"object\""), "{error}");
+    assert_eq!(
+        error.to_string(),
+        "tool `not_object` has invalid parameters: the parameters' `type` must be \"object\", \
+         not \"string\""
+    );
 
     let mut untyped = TestTool::new("untyped");
     untyped.parameters = json!({"properties": {}});
@@ -415,7 +438,7 @@ fn validate_tool_definition() {
 }
 
 #[test]
-fn schema_name_must_equal_tool_name() {
+fn a_schema_named_unlike_its_tool_is_rejected() {
     struct Liar;
     #[async_trait]
     impl ExecutableTool for Liar {
@@ -434,14 +457,17 @@ fn schema_name_must_equal_tool_name() {
         }
     }
     let error = ToolRegistry::new().register(Liar).unwrap_err();
-    assert!(
-        matches!(error, RegistryError::NameMismatch { .. }),
-        "{error}"
+    assert_eq!(
+        error,
+        RegistryError::NameMismatch {
+            name: "liar".to_owned(),
+            schema_name: "other".to_owned(),
+        }
     );
 }
 
 #[test]
-fn get_tool_by_name() {
+fn get_finds_a_tool_enabled_or_not() {
     let registry = registry_with(&["a", "b"]);
     let tool = registry.get("b").expect("b is registered");
     assert_eq!(tool.name(), "b");
@@ -453,12 +479,12 @@ fn get_tool_by_name() {
 }
 
 #[test]
-fn tool_not_found() {
+fn get_of_an_unknown_name_is_none() {
     assert!(registry_with(&["a"]).get("missing").is_none());
 }
 
 #[test]
-fn list_all_tools() {
+fn list_tools_shows_each_tools_metadata_and_state() {
     let registry = ToolRegistry::new();
     registry.register(TestTool::new("plain")).unwrap();
     registry
@@ -719,7 +745,10 @@ async fn try_execute_tells_each_outcome_apart() {
     assert!(registry.disable("off"));
     let city = || args(json!({"city": "Oslo"}));
 
-    assert!(registry.try_execute("ok", city()).await.is_ok());
+    assert_eq!(
+        registry.try_execute("ok", city()).await.unwrap(),
+        r#"{"city":"Oslo"}"#
+    );
     match registry.try_execute("fails", city()).await {
         Err(ExecuteError::Failed { name, error }) => {
             assert_eq!(name, "fails");
@@ -727,18 +756,21 @@ async fn try_execute_tells_each_outcome_apart() {
         }
         other => panic!("expected a tool failure, got {other:?}"),
     }
-    assert!(matches!(
-        registry.try_execute("off", city()).await,
-        Err(ExecuteError::Disabled { .. })
-    ));
-    assert!(matches!(
-        registry.try_execute("nope", city()).await,
-        Err(ExecuteError::NotFound { .. })
-    ));
-    assert!(matches!(
-        registry.try_execute("ok", args(json!({}))).await,
-        Err(ExecuteError::InvalidArguments { .. })
-    ));
+    match registry.try_execute("off", city()).await {
+        Err(ExecuteError::Disabled { name }) => assert_eq!(name, "off"),
+        other => panic!("expected a disabled tool, got {other:?}"),
+    }
+    match registry.try_execute("nope", city()).await {
+        Err(ExecuteError::NotFound { name }) => assert_eq!(name, "nope"),
+        other => panic!("expected an unknown tool, got {other:?}"),
+    }
+    match registry.try_execute("ok", args(json!({}))).await {
+        Err(ExecuteError::InvalidArguments { name, message }) => {
+            assert_eq!(name, "ok");
+            assert_eq!(message, "missing required argument 'city'");
+        }
+        other => panic!("expected invalid arguments, got {other:?}"),
+    }
 }
 
 // --- sharing, snapshots and change events ----------------------------------------------------

@@ -270,7 +270,14 @@ async fn stale_preference_for_a_removed_tool_is_kept_but_ignored() {
         session.enabled_tool_names(),
         ["read_file", "save_session_context", "extra"]
     );
-    assert!(session.disable_tool("retired").await.is_err());
+    assert_eq!(
+        session
+            .disable_tool("retired")
+            .await
+            .unwrap_err()
+            .to_string(),
+        "no tool named `retired` is registered"
+    );
     session.disable_tool("extra").await.unwrap();
     assert_eq!(
         read_json(&path)["tools"]["retired"],

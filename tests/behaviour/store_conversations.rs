@@ -155,7 +155,10 @@ async fn survives_a_restart_and_scopes_are_isolated(stores: &Stores) {
         ["tuesday"]
     );
     assert!(store.delete("bob", "tuesday").await.unwrap());
-    assert!(store.load("alice", "tuesday").await.unwrap().is_some());
+    assert_eq!(
+        store.load("alice", "tuesday").await.unwrap(),
+        Some(conversation("end of tuesday", "2030-01-07T18:00:00Z"))
+    );
     assert!(store.list("carol").await.unwrap().is_empty());
 }
 

@@ -70,7 +70,7 @@ struct WeatherArgs {
 
 /// Get the weather.
 #[tool]
-async fn get_weather(args: WeatherArgs) -> Result<String, std::fmt::Error> {
+async fn get_weather(#[args] args: WeatherArgs) -> Result<String, std::fmt::Error> {
     Ok(format!(
         "sunny in {} for {} days ({} labels)",
         args.city,

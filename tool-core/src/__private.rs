@@ -496,6 +496,19 @@ impl<T: Clone> ContextClone for T {}
 /// Checks, at the user's context type, that a tool can hold it.
 pub fn context_value<T: ContextValue>() {}
 
+/// `T` itself, under a lifetime: the generated impl of a tool with a `#[context]` bounds
+/// `for<'a> <T as Assume<'a>>::This: Send + Sync + 'static`, which rustc takes as an assumption
+/// rather than rejecting it as a trivially false bound, so a context type that is not
+/// thread-safe is one error (from [`context_value`]) instead of one per use.
+pub trait Assume<'a> {
+    /// `T`.
+    type This: ?Sized;
+}
+
+impl<T: ?Sized> Assume<'_> for T {
+    type This = T;
+}
+
 /// Checks, at the user's context type, that a tool can pass it by value.
 pub fn context_clone<T: ContextClone>() {}
 

@@ -123,7 +123,7 @@ pub use tool::{
 ///
 /// /// Get the current weather for a city.
 /// #[tool(read_only, timeout = "10s")]
-/// async fn get_weather(args: WeatherArgs) -> Result<String, std::io::Error> {
+/// async fn get_weather(#[args] args: WeatherArgs) -> Result<String, std::io::Error> {
 ///     Ok(format!("sunny in {}", args.city))
 /// }
 ///
@@ -156,9 +156,10 @@ pub use tool::{
 /// # Behaviour
 ///
 /// - **Arguments**, in one of three forms:
-///   - *one typed struct*: a single parameter named `args`, or any single parameter marked
-///     `#[args]`, whose type implements `Deserialize` and `JsonSchema`; the model's argument
-///     object is that struct, and its field docs describe the parameters;
+///   - *one typed struct*: the parameter marked `#[args]`, whose type implements
+///     `Deserialize` and `JsonSchema`; the model's argument object is that struct, and its
+///     field docs describe the parameters. Only the marker selects this form, never a name:
+///     an unmarked `args: String` is a plain parameter named `args`;
 ///   - *plain parameters*: `#[tool]` gathers them into a hidden struct deriving `Deserialize`
 ///     and `JsonSchema` (through tool-core's own serde and schemars, so the plain form needs no
 ///     other dependency); a parameter's doc comment is its description, `Option<T>` parameters
@@ -191,7 +192,9 @@ pub use tool::{
 ///   unit struct (`Clone`, `Copy`, `Debug`, `Default`). It names only `::tool_core` paths, so a
 ///   `struct Result;` in scope does not break it.
 /// - **Errors** are spanned on the offending tokens and all shown at once; the function itself
-///   is still emitted, so its callers do not fail in a cascade.
+///   is still emitted, and so is a stub of the generated type implementing [`ExecutableTool`],
+///   so neither the function's callers nor the type's users fail in a cascade. A syntax error
+///   in the function is left to rustc, which reports it once.
 ///
 /// # Attribute arguments
 ///
@@ -261,7 +264,7 @@ pub use tool::{
 ///
 /// /// Get the weather.
 /// #[tool_core::tool]
-/// async fn get_weather(args: WeatherArgs) -> String {
+/// async fn get_weather(#[args] args: WeatherArgs) -> String {
 ///     args.city
 /// }
 /// ```

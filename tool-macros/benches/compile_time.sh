@@ -117,7 +117,7 @@ RS
         cat <<RS
 /// Tool number $i.
 #[tool]
-pub async fn tool_$i(args: Args$i) -> String {
+pub async fn tool_$i(#[args] args: Args$i) -> String {
     format!("{} {} {:?} $i", args.city, args.days, args.note)
 }
 RS

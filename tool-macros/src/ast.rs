@@ -1,8 +1,11 @@
 //! The syntax of a tool: a function (or a `#[toolbox]` method) split into the parts the later
 //! stages need, and the same function cleaned of the attributes only `#[tool]` understands.
 
-use proc_macro2::Span;
-use syn::{Attribute, Block, FnArg, Pat, Signature, Type, Visibility};
+use proc_macro2::{Delimiter, Group, Span, TokenStream};
+use syn::{
+    Attribute, Block, FnArg, Pat, Signature, Type, Visibility,
+    parse::{ParseStream, Parser},
+};
 
 use crate::{attr::ParamAttr, valid::Errors};
 
@@ -162,6 +165,32 @@ impl ToolFn {
     pub(crate) fn doc_attrs(&self) -> impl Iterator<Item = &Attribute> {
         self.attrs.iter().filter(|attr| attr.path().is_ident("doc"))
     }
+}
+
+/// A function whose body syn cannot parse (a half-typed line such as `let sum = a + ;`), with
+/// the body kept as written. `#[tool]` reads only the signature, so the tool is generated as
+/// usual and rustc reports the syntax error, once, where it is.
+pub(crate) fn fn_with_unparsed_body(input: TokenStream) -> Option<syn::ItemFn> {
+    let parser = |stream: ParseStream<'_>| {
+        let attrs = Attribute::parse_outer(stream)?;
+        let vis: Visibility = stream.parse()?;
+        let sig: Signature = stream.parse()?;
+        let body: Group = stream.parse()?;
+        if body.delimiter() != Delimiter::Brace || !stream.is_empty() {
+            return Err(stream.error("expected a function body"));
+        }
+        let block = Block {
+            brace_token: syn::token::Brace(body.delim_span()),
+            stmts: vec![syn::Stmt::Expr(syn::Expr::Verbatim(body.stream()), None)],
+        };
+        Ok(syn::ItemFn {
+            attrs,
+            vis,
+            sig,
+            block: Box::new(block),
+        })
+    };
+    parser.parse2(input).ok()
 }
 
 fn doc_part(attr: &Attribute) -> Option<DocPart> {

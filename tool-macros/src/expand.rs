@@ -6,7 +6,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::{ImplItem, ItemImpl, spanned::Spanned};
 
 use crate::{
-    ast::ToolFn,
+    ast::{self, ToolFn},
     attr::{self, ToolArgs},
     fallback,
     valid::{self, Errors, Form, Place, Tool},
@@ -16,17 +16,28 @@ use crate::{
 pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let attr = ToolArgs::parse(args, &mut errors);
-    let Ok(item) = syn::parse2::<syn::ItemFn>(input.clone()) else {
-        errors.push(syn::Error::new(
-            first_span(&input),
-            "`#[tool]` goes on an `async fn`, or on a method of a `#[toolbox]` impl",
-        ));
-        return fallback::raw(input, &errors);
+    let item = match syn::parse2::<syn::ItemFn>(input.clone()) {
+        Ok(item) => item,
+        Err(_) => match ast::fn_with_unparsed_body(input.clone()) {
+            Some(item) => item,
+            // A function syn cannot read: rustc reports the syntax error on its own tokens, and
+            // a second error here would only repeat it.
+            None if fallback::is_function(&input) => {
+                return fallback::unparsed_function(input);
+            }
+            None => {
+                errors.push(syn::Error::new(
+                    first_span(&input),
+                    "`#[tool]` goes on an `async fn`, or on a method of a `#[toolbox]` impl",
+                ));
+                return fallback::raw(input, &errors);
+            }
+        },
     };
     let func = ToolFn::from_item(item, &mut errors);
     match valid::tool(&func, &attr, Place::Free, &mut errors) {
         Some(tool) if errors.is_empty() => free_tool(&tool),
-        _ => fallback::function(&func, &errors),
+        _ => fallback::function(&func, &attr, &errors),
     }
 }
 
@@ -40,6 +51,12 @@ pub(crate) fn toolbox(args: TokenStream, input: TokenStream) -> TokenStream {
         );
     }
     let Ok(mut item) = syn::parse2::<ItemImpl>(input.clone()) else {
+        // A syntax error inside a method: rustc reports it on the user's tokens.
+        if fallback::is_impl(&input) {
+            let output = fallback::unparsed_toolbox(input);
+            let errors = errors.to_compile_errors();
+            return quote!(#output #errors);
+        }
         errors.push(syn::Error::new(
             first_span(&input),
             "`#[toolbox]` goes on an inherent `impl` block whose methods are marked `#[tool]`",
@@ -404,10 +421,22 @@ fn tool_impl(
             }
         }
     });
+    // A context type that is not `Send + Sync + 'static` is reported once, on the type, by the
+    // `context_value` check. This bound keeps the impl from reporting it again (the trait's
+    // supertraits, the `Send` future): written through a lifetime it names, it is not a
+    // trivially false bound to rustc, but an assumption under which the impl is checked.
+    let assume = tool.context.as_ref().map(|context| {
+        let held = context.held;
+        quote! {
+            where
+                for<'__tool> <#held as ::tool_core::__private::Assume<'__tool>>::This:
+                    ::tool_core::__private::Send + ::tool_core::__private::Sync + 'static
+        }
+    });
     quote! {
         #args_struct
 
-        impl ::tool_core::ExecutableTool for #self_ty {
+        impl ::tool_core::ExecutableTool for #self_ty #assume {
             fn name(&self) -> &str {
                 #name
             }

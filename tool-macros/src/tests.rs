@@ -40,7 +40,7 @@ fn typed_arguments_struct() {
         quote! {
             /// Get the current weather for a city.
             #[doc = include_str!("weather.md")]
-            async fn get_weather(args: WeatherArgs) -> Result<String, WeatherError> {
+            async fn get_weather(#[args] args: WeatherArgs) -> Result<String, WeatherError> {
                 fetch(args).await
             }
         },
@@ -115,4 +115,79 @@ fn call_context_parameter_and_approval() {
         },
     );
     insta::assert_snapshot!(pretty(output));
+}
+
+#[test]
+fn a_syntax_error_in_the_body_adds_no_error_and_keeps_the_tool() {
+    let output = expand::tool(
+        TokenStream::new(),
+        quote! {
+            /// Add two integers.
+            async fn add(a: i64, b: i64) -> i64 {
+                let sum = a + ;
+                sum
+            }
+        },
+    )
+    .to_string();
+    assert!(!output.contains("compile_error"), "{output}");
+    assert!(
+        output.contains("impl :: tool_core :: ExecutableTool for Add"),
+        "{output}"
+    );
+    // The body is emitted as written, for rustc to report the error in it.
+    assert!(output.contains("let sum = a + ;"), "{output}");
+}
+
+#[test]
+fn a_function_whose_signature_does_not_parse_gets_no_error_of_ours_and_a_stub() {
+    let output = expand::tool(
+        TokenStream::new(),
+        quote! {
+            /// Add two integers.
+            pub async fn add(#[context] a: i64 b: i64) -> i64 {
+                a + b
+            }
+        },
+    )
+    .to_string();
+    assert!(!output.contains("compile_error"), "{output}");
+    assert!(output.contains("pub struct Add ;"), "{output}");
+    // `#[context]` would be an unknown attribute on a plain function.
+    assert!(!output.contains("context ]"), "{output}");
+}
+
+#[test]
+fn an_item_that_is_not_a_function_is_one_error() {
+    let output = expand::tool(
+        TokenStream::new(),
+        quote!(
+            struct Add;
+        ),
+    )
+    .to_string();
+    assert_eq!(output.matches("compile_error").count(), 1, "{output}");
+    assert!(
+        output.contains("`#[tool]` goes on an `async fn`"),
+        "{output}"
+    );
+}
+
+#[test]
+fn a_parameter_named_args_without_the_marker_is_a_plain_parameter() {
+    let output = expand::tool(
+        TokenStream::new(),
+        quote! {
+            /// Shout.
+            async fn shout(args: String) -> String {
+                args
+            }
+        },
+    )
+    .to_string();
+    assert!(
+        output.contains("struct __Args { args : String , }"),
+        "{output}"
+    );
+    assert!(!output.contains("narrow_args"), "{output}");
 }

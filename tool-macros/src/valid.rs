@@ -83,7 +83,8 @@ pub(crate) enum Form<'a> {
     Empty,
     /// Plain parameters, gathered into a hidden arguments struct.
     Plain,
-    /// One parameter takes the whole argument object; its type is the arguments struct.
+    /// The `#[args]` parameter takes the whole argument object; its type is the arguments
+    /// struct.
     Args(&'a Param),
 }
 
@@ -305,11 +306,10 @@ fn form<'a>(func: &'a ToolFn, errors: &mut Errors) -> Option<Form<'a>> {
     if !ok {
         return None;
     }
+    // Only `#[args]` selects the whole-object form: a parameter's name never does, so
+    // `args: String` is a plain string argument named `args`.
     let whole = match marked.as_slice() {
-        [] => match inputs.as_slice() {
-            [only] if only.ident().is_some_and(|ident| ident == "args") => Some(*only),
-            _ => None,
-        },
+        [] => None,
         [one] => Some(*one),
         [_, rest @ ..] => {
             for param in rest {
@@ -330,8 +330,8 @@ fn form<'a>(func: &'a ToolFn, errors: &mut Errors) -> Option<Form<'a>> {
                 ok = false;
                 errors.spanned(
                     &param.pat,
-                    "a `#[tool]` that takes its arguments as one struct (`args` or `#[args]`) \
-                     cannot take other parameters; move this one into the arguments struct",
+                    "a `#[tool]` that takes its arguments as one `#[args]` struct cannot take \
+                     other parameters; move this one into the arguments struct",
                 );
             }
         }
@@ -405,6 +405,13 @@ fn type_ident(func: &ToolFn, args: &ToolArgs, errors: &mut Errors) -> Option<Ide
             func.sig.ident.span(),
         )),
     }
+}
+
+/// The name of the type a broken tool's stub takes: the one `type_ident` would give, or the
+/// function's name in PascalCase when `rename_struct` is itself the mistake.
+pub(crate) fn fallback_type_ident(func: &ToolFn, args: &ToolArgs) -> Ident {
+    type_ident(func, args, &mut Errors::default())
+        .unwrap_or_else(|| Ident::new(&pascal_case(&unraw(&func.sig.ident)), func.sig.ident.span()))
 }
 
 fn description(func: &ToolFn, args: &ToolArgs, errors: &mut Errors) -> Vec<TokenStream> {

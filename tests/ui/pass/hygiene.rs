@@ -3,23 +3,35 @@
 #![deny(warnings, missing_docs, unused_qualifications)]
 #![allow(dead_code)]
 
-struct Result;
-struct Ok;
-struct Err;
-struct Option;
-struct Some;
-struct None;
-struct Box;
-struct String;
-struct Vec;
-struct Send;
-struct Sync;
-struct Clone;
+/// Declares, in the scope it is used in, types named like the prelude items generated code
+/// could reach for; each tool below is in a scope where all of them are visible.
+macro_rules! decoys {
+    () => {
+        struct Result;
+        struct Ok;
+        struct Err;
+        struct Option;
+        struct Some;
+        struct None;
+        struct Box;
+        struct String;
+        struct Vec;
+        struct Send;
+        struct Sync;
+        struct Clone;
+        struct Arc;
+        struct Default;
+    };
+}
+
+decoys!();
 
 pub(crate) mod tools {
-    //! Tools inside a module.
+    //! Tools inside a module, beside their own decoys (a module does not see its parent's).
 
-    use tool_core::tool;
+    use tool_core::{tool, toolbox};
+
+    decoys!();
 
     /// Add two integers.
     #[tool]
@@ -41,6 +53,18 @@ pub(crate) mod tools {
         let _ = state;
         true
     }
+
+    /// A toolbox's state.
+    pub(crate) struct Notes;
+
+    #[toolbox]
+    impl Notes {
+        /// Count the notes.
+        #[tool]
+        async fn count(&self) -> u32 {
+            0
+        }
+    }
 }
 
 fn main() {
@@ -55,4 +79,7 @@ fn main() {
     assert_eq!(Inner.name(), "inner");
     assert_eq!(tools::Add.name(), "add");
     assert_eq!(tools::Stateful::new(tools::State).name(), "stateful");
+    let toolbox = std::sync::Arc::new(tools::Notes).tools();
+    assert_eq!(toolbox.len(), 1);
+    assert_eq!(toolbox[0].name(), "count");
 }

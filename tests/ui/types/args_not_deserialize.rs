@@ -7,7 +7,7 @@ struct WeatherArgs {
 
 /// Get the weather.
 #[tool]
-async fn get_weather(args: WeatherArgs) -> String {
+async fn get_weather(#[args] args: WeatherArgs) -> String {
     args.city
 }
 

@@ -264,7 +264,10 @@ mod tests {
             "cannot open store `redis://alice:***@host/0`: expected a path, `memory:`, \
              `sqlite://path` or `postgres://...`"
         );
-        assert!(Location::parse("").is_err());
+        assert_eq!(
+            Location::parse("").err().unwrap().to_string(),
+            "cannot open store ``: the location is empty"
+        );
         #[cfg(feature = "sqlite")]
         assert!(matches!(
             Location::parse("sqlite://x.db"),
