@@ -46,6 +46,7 @@ use serde_json::{Map, Value, json};
 use crate::tool::ChatTool;
 
 pub use arguments::{OptionalNulls, drop_optional_nulls};
+#[cfg(feature = "mcp")]
 pub(crate) use common::drop_rust_formats;
 pub(crate) use lenient::coerce_logged;
 pub use lenient::{Coercion, coerce_arguments};
