@@ -479,8 +479,8 @@ impl ToolMetadata {
     /// is kept, since MCP's `outputSchema` must describe an object.
     #[must_use]
     pub fn output_schema(mut self, schema: Option<serde_json::Value>) -> Self {
-        self.output_schema =
-            schema.filter(|schema| schema.get("type").and_then(|kind| kind.as_str()) == Some("object"));
+        self.output_schema = schema
+            .filter(|schema| schema.get("type").and_then(|kind| kind.as_str()) == Some("object"));
         self
     }
 }

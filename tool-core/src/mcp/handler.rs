@@ -179,12 +179,8 @@ impl ServerHandler for McpHandler {
                 .metadata(&request.name)
                 .is_some_and(|metadata| metadata.output_schema.is_some());
         let args = request.arguments.unwrap_or_default();
-        let execution = snapshot.try_execute_call(
-            &request.name,
-            args,
-            call,
-            self.options.tool_timeout,
-        );
+        let execution =
+            snapshot.try_execute_call(&request.name, args, call, self.options.tool_timeout);
         let outcome = tokio::select! {
             outcome = execution => outcome,
             () = context.ct.cancelled() => {
@@ -216,7 +212,12 @@ impl ServerHandler for McpHandler {
                 Err(RecvError::Closed) => return Ok(()),
             }
             drain(&mut events);
-            if subscription.sink().notify_tool_list_changed().await.is_err() {
+            if subscription
+                .sink()
+                .notify_tool_list_changed()
+                .await
+                .is_err()
+            {
                 return Ok(());
             }
         }
@@ -545,7 +546,9 @@ mod tests {
         })));
         let listed = to_mcp_tool(&schema, &metadata, &ProtocolVersion::V_2025_06_18);
         assert_eq!(
-            listed.output_schema.map(|schema| Value::Object((*schema).clone())),
+            listed
+                .output_schema
+                .map(|schema| Value::Object((*schema).clone())),
             Some(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
         );
         let older = to_mcp_tool(&schema, &metadata, &ProtocolVersion::V_2025_03_26);
