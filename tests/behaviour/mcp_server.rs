@@ -968,3 +968,92 @@ async fn mcp_http_serves_at_the_configured_path() {
         http.shutdown().await.unwrap();
     }
 }
+
+/// Whether a `wait_for_cancel` call started, and whether its cancellation token fired.
+static CALL_STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static CALL_CANCELLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Wait until the call is cancelled.
+#[tool_core::tool]
+async fn wait_for_cancel(call: &tool_core::CallContext) -> String {
+    let token = call.cancellation().clone();
+    // Watched apart from the call, which the server may drop as it cancels it.
+    tokio::spawn(async move {
+        token.cancelled().await;
+        CALL_CANCELLED.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    CALL_STARTED.store(true, std::sync::atomic::Ordering::SeqCst);
+    std::future::pending::<String>().await
+}
+
+/// Waits for `flag` to be set; fails the test after ten seconds.
+async fn wait_for(flag: &std::sync::atomic::AtomicBool, what: &str) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what}"));
+}
+
+#[tokio::test]
+async fn mcp_stdio_stops_when_the_client_leaves_and_cancels_running_calls() {
+    let registry = ToolRegistry::new();
+    registry.register(WaitForCancel).unwrap();
+    let server = McpServer::new(Arc::new(registry));
+    let connected = connect(&server, ProtocolVersion::V_2025_11_25).await;
+    let Connected { client, server, .. } = connected;
+    let peer = client.peer().clone();
+    let running = tokio::spawn(async move {
+        peer.call_tool(CallToolRequestParams::new("wait_for_cancel"))
+            .await
+    });
+    // Wait for the call to start, then close the connection (as a stdio client closing stdin
+    // does).
+    wait_for(&CALL_STARTED, "the call did not start").await;
+    assert!(!CALL_CANCELLED.load(std::sync::atomic::Ordering::SeqCst));
+    let left = std::time::Instant::now();
+    drop(client);
+    wait_for(
+        &CALL_CANCELLED,
+        "the running call was not cancelled when the client left",
+    )
+    .await;
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("the server did not stop when its client left")
+        .unwrap()
+        .unwrap();
+    // At once, not after the five seconds rmcp would wait for the call to answer.
+    assert!(left.elapsed() < Duration::from_secs(3), "{:?}", left.elapsed());
+    assert!(running.await.unwrap().is_err());
+}
+
+#[tokio::test]
+async fn mcp_applies_its_default_tool_timeout_to_tools_that_set_none() {
+    let registry = ToolRegistry::new();
+    registry
+        .register(Fixed::new("hangs_forever", Behaviour::Hang))
+        .unwrap();
+    let options = tool_core::mcp::McpOptions::new().tool_timeout(Some(Duration::from_millis(100)));
+    assert_eq!(
+        tool_core::mcp::McpOptions::new().tool_timeout,
+        Some(tool_core::mcp::DEFAULT_TOOL_TIMEOUT)
+    );
+    let server = McpServer::with_options(Arc::new(registry), options);
+    let connected = connect(&server, ProtocolVersion::V_2025_11_25).await;
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        call(&connected.client, "hangs_forever", json!({})),
+    )
+    .await
+    .expect("the default timeout did not stop the call")
+    .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text_of(&result),
+        "Error executing hangs_forever: timed out after 100ms"
+    );
+    connected.client.cancel().await.unwrap();
+}

@@ -61,6 +61,9 @@ pub struct McpHandler {
     negotiated: Mutex<Option<ProtocolVersion>>,
     stop: CancellationToken,
     _stop_on_drop: DropGuard,
+    /// Cancelled when the client closed the connection (stdio: end of input), so running calls
+    /// stop at once instead of when rmcp gives up waiting for them.
+    closed: CancellationToken,
 }
 
 impl std::fmt::Debug for McpHandler {
@@ -82,7 +85,14 @@ impl McpHandler {
             negotiated: Mutex::new(None),
             _stop_on_drop: stop.clone().drop_guard(),
             stop,
+            closed: CancellationToken::new(),
         }
+    }
+
+    /// Cancels running calls when `closed` is cancelled.
+    pub(crate) fn with_closed(mut self, closed: CancellationToken) -> Self {
+        self.closed = closed;
+        self
     }
 
     /// The tools of the registry as MCP lists them for a client on `version`; fields newer
@@ -171,7 +181,18 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let call = call_context(&request, &context);
+        // The call stops when the client cancels it or leaves.
+        let cancelled = self.closed.child_token();
+        let _cancel_with_request = {
+            let request_ct = context.ct.clone();
+            let cancelled = cancelled.clone();
+            let watch = tokio::spawn(async move {
+                request_ct.cancelled().await;
+                cancelled.cancel();
+            });
+            AbortOnDrop(watch)
+        };
+        let call = call_context(&request, &context, cancelled.clone());
         let version = self.version_of(&context);
         let snapshot = self.registry.snapshot();
         let structured = has_structured_output(&version)
@@ -183,7 +204,7 @@ impl ServerHandler for McpHandler {
             snapshot.try_execute_call(&request.name, args, call, self.options.tool_timeout);
         let outcome = tokio::select! {
             outcome = execution => outcome,
-            () = context.ct.cancelled() => {
+            () = cancelled.cancelled() => {
                 return Err(ErrorData::internal_error("the request was cancelled", None));
             }
         };
@@ -248,6 +269,15 @@ impl ServerHandler for McpHandler {
     }
 }
 
+/// Aborts a helper task when the call it serves ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Whether `version` has `outputSchema` and `structuredContent` (2025-06-18 and later).
 fn has_structured_output(version: &ProtocolVersion) -> bool {
     version.as_str() >= ProtocolVersion::V_2025_06_18.as_str()
@@ -268,9 +298,10 @@ fn drain(events: &mut broadcast::Receiver<RegistryEvent>) {
 fn call_context(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
+    cancellation: CancellationToken,
 ) -> CallContext {
     let mut call = CallContext::new(context.id.to_string(), request.name.to_string())
-        .with_cancellation(context.ct.clone());
+        .with_cancellation(cancellation);
     let token = request
         .progress_token()
         .or_else(|| context.meta.get_progress_token());

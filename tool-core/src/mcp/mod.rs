@@ -39,9 +39,9 @@
 //! | one stdio message (line) | 16 MiB | [`McpOptions::max_line_bytes`] | a JSON-RPC error answer (`-32600`) with the request's id; the line is read to its end and dropped |
 //! | one tool call | 60 s | [`McpOptions::tool_timeout`] | a result with `isError: true` saying it timed out (a tool's own `timeout` wins) |
 //!
-//! A stdio server stops when its client closes stdin: [`McpServer::serve_stdio`] returns and
-//! running calls are cancelled (their [`CallContext`](crate::CallContext) cancellation token
-//! fires).
+//! A stdio server stops when its client closes stdin: running calls are cancelled at once
+//! (their [`CallContext`](crate::CallContext) cancellation token fires) and
+//! [`McpServer::serve_stdio`] returns.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -294,7 +294,8 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let reader = stdio::LimitedLines::new(reader, self.options.max_line_bytes);
+        let closed = tokio_util::sync::CancellationToken::new();
+        let reader = stdio::LimitedLines::new(reader, self.options.max_line_bytes, closed.clone());
         // The limit is enforced (with an answer) by `LimitedLines`; rmcp's own would drop the
         // stand-in line of a message just under it.
         let transport = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
@@ -303,11 +304,12 @@ impl McpServer {
         .with_max_line_length(usize::MAX);
         let running = self
             .handler()
+            .with_closed(closed)
             .serve(transport)
             .await
             .map_err(|error| McpServerError::Handshake(Box::new(error)))?;
-        // Ends when the client closes the connection; dropping the service then cancels the
-        // requests still running (each call's cancellation token fires).
+        // Ends when the client closes the connection; the end of input has already cancelled
+        // the calls still running (each call's cancellation token fires).
         running.waiting().await.map_err(McpServerError::Task)?;
         Ok(())
     }

@@ -13,6 +13,7 @@ use std::{
 };
 
 use tokio::io::{AsyncRead, ReadBuf};
+use tokio_util::sync::CancellationToken;
 
 use super::handler::TOO_LARGE_METHOD;
 
@@ -32,10 +33,12 @@ pub(crate) struct LimitedLines<R> {
     /// Set while the rest of an oversized line is read and dropped.
     skipping: Option<IdScanner>,
     eof: bool,
+    /// Cancelled at the end of input.
+    closed: CancellationToken,
 }
 
 impl<R> LimitedLines<R> {
-    pub(crate) fn new(inner: R, limit: usize) -> Self {
+    pub(crate) fn new(inner: R, limit: usize, closed: CancellationToken) -> Self {
         Self {
             inner,
             limit,
@@ -44,6 +47,7 @@ impl<R> LimitedLines<R> {
             ready_at: 0,
             skipping: None,
             eof: false,
+            closed,
         }
     }
 
@@ -127,6 +131,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for LimitedLines<R> {
                 Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
                 Poll::Ready(Ok(())) if read.filled().is_empty() => {
                     this.eof = true;
+                    this.closed.cancel();
                     // A last line without its newline still counts.
                     if !this.line.is_empty() || this.skipping.is_some() {
                         this.end_line();
@@ -277,9 +282,11 @@ mod tests {
         let input = format!(
             "{{\"id\":1,\"method\":\"a\"}}\n{{\"method\":\"b\",\"params\":{{\"s\":\"{big}\"}},\"id\":2}}\n{{\"id\":3}}\n"
         );
-        let mut reader = LimitedLines::new(input.as_bytes(), 100);
+        let closed = CancellationToken::new();
+        let mut reader = LimitedLines::new(input.as_bytes(), 100, closed.clone());
         let mut out = String::new();
         reader.read_to_string(&mut out).await.unwrap();
+        assert!(closed.is_cancelled(), "the end of input is told");
         let lines: Vec<Value> = out
             .lines()
             .map(|line| serde_json::from_str(line).unwrap())
