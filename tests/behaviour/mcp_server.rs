@@ -764,7 +764,6 @@ async fn mcp_stdio_answers_a_message_over_the_limit_with_an_error_and_goes_on() 
     assert_eq!(answer["id"], 3);
     assert_eq!(answer["result"]["content"][0]["text"], "hello ada");
     // Closing the client's side ends the server.
-    drop(send);
     drop(writer);
     drop(lines);
     tokio::time::timeout(Duration::from_secs(10), serving)
@@ -1026,7 +1025,11 @@ async fn mcp_stdio_stops_when_the_client_leaves_and_cancels_running_calls() {
         .unwrap()
         .unwrap();
     // At once, not after the five seconds rmcp would wait for the call to answer.
-    assert!(left.elapsed() < Duration::from_secs(3), "{:?}", left.elapsed());
+    assert!(
+        left.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        left.elapsed()
+    );
     assert!(running.await.unwrap().is_err());
 }
 
