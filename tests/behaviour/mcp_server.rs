@@ -1,7 +1,8 @@
 //! The MCP server, driven in process by the official Rust MCP client (`rmcp`) over an in-memory
 //! duplex pipe and over streamable HTTP.
 //!
-//! The tools are written by hand here; they become `#[tool]` fns once the macro lands.
+//! Most tools are written by hand here, to fix their exact behaviour; the structured-output and
+//! cancellation ones are `#[tool]` fns.
 
 use std::{sync::Arc, time::Duration};
 
@@ -809,6 +810,14 @@ async fn mcp_initialize_names_the_server() {
     assert_eq!(implementation.version, "2.1.0");
     assert_eq!(implementation.title.as_deref(), Some("Weather tools"));
     assert_eq!(info.instructions.as_deref(), Some("Ask for the weather."));
+    connected.client.cancel().await.unwrap();
+
+    // Before 2025-06-18 there is no title.
+    let connected = connect(&server, ProtocolVersion::V_2025_03_26).await;
+    let info = connected.client.peer_info().unwrap();
+    let implementation = info.server_info.clone().unwrap();
+    assert_eq!(implementation.name, "weather-tools");
+    assert_eq!(implementation.title, None);
     connected.client.cancel().await.unwrap();
 }
 

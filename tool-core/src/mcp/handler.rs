@@ -147,7 +147,11 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        let result = self.negotiate_initialize(&request)?;
+        let mut result = self.negotiate_initialize(&request)?;
+        if !has_structured_output(&result.protocol_version) {
+            // `serverInfo.title` came with 2025-06-18, like the tools' titles.
+            result.server_info.title = None;
+        }
         *lock(&self.negotiated) = Some(result.protocol_version.clone());
         *lock(&self.events) = Some(self.registry.subscribe());
         Ok(result)
@@ -278,7 +282,8 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Whether `version` has `outputSchema` and `structuredContent` (2025-06-18 and later).
+/// Whether `version` has `title`s, `outputSchema` and `structuredContent` (2025-06-18 and
+/// later).
 fn has_structured_output(version: &ProtocolVersion) -> bool {
     version.as_str() >= ProtocolVersion::V_2025_06_18.as_str()
 }
