@@ -1069,3 +1069,90 @@ async fn mcp_applies_its_default_tool_timeout_to_tools_that_set_none() {
     );
     connected.client.cancel().await.unwrap();
 }
+
+/// One raw JSON-RPC request in 2026-07-28's self-contained form to a stateless server; the
+/// answer's JSON body.
+async fn post_2026(url: &str, body: Value) -> (reqwest::StatusCode, Value) {
+    let method = body["method"].as_str().unwrap().to_owned();
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = body["params"]["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    let response = request.json(&body).send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    // A JSON answer, or one SSE `data:` line holding it.
+    let json = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data:"))
+        .unwrap_or(&text)
+        .trim()
+        .to_owned();
+    (
+        status,
+        serde_json::from_str(&json).unwrap_or_else(|_| panic!("not JSON: {text}")),
+    )
+}
+
+#[tokio::test]
+async fn mcp_stateless_http_answers_self_contained_requests_and_refuses_ones_without_meta() {
+    let server = McpServer::with_options(
+        structured_registry(),
+        tool_core::mcp::McpOptions::new().stateless(true),
+    );
+    let http = server.start_http("127.0.0.1:0").await.unwrap();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    // No initialize, no session: the request carries all it needs.
+    let (status, answer) = post_2026(
+        &http.url(),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "greet", "arguments": {"name": "ada"}, "_meta": meta}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["id"], 1);
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "hello ada",
+        "{answer}"
+    );
+
+    let (_, answer) = post_2026(
+        &http.url(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+    )
+    .await;
+    assert_eq!(answer["id"], 2);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "Invalid params: request _meta is missing or has malformed required fields: \
+         io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities"
+    );
+
+    let (_, answer) = post_2026(
+        &http.url(),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {"_meta": meta}}),
+    )
+    .await;
+    let versions = answer["result"]["supportedVersions"].clone();
+    assert_eq!(
+        versions,
+        json!([
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            "2026-07-28"
+        ]),
+        "{answer}"
+    );
+    http.shutdown().await.unwrap();
+}
