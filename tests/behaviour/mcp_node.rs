@@ -25,6 +25,7 @@ use crate::mcp_python::{
 };
 
 /// The SDK version `.ci/run` installs too.
+const VERSION: &str = "1.32.2";
 const PACKAGE: &str = "@modelcontextprotocol/sdk@1.32.2";
 const PACKAGE_DIR: &str = "node_modules/@modelcontextprotocol/sdk";
 
@@ -150,7 +151,8 @@ fn find_or_install() -> Result<PathBuf, String> {
     // Installs Node and npm when they are missing, as the server-everything tests do.
     let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-node");
     let sdk = prefix.join(PACKAGE_DIR);
-    if sdk.join("package.json").is_file() {
+    // server-everything, installed in the same place, brings an SDK of its own choosing.
+    if installed_version(&sdk).as_deref() == Some(VERSION) {
         return Ok(sdk);
     }
     if crate::mcp_client_everything::everything().is_none()
@@ -164,11 +166,18 @@ fn find_or_install() -> Result<PathBuf, String> {
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&prefix)
             .arg(PACKAGE),
-    ) || !sdk.join("package.json").is_file()
+    ) || installed_version(&sdk).as_deref() != Some(VERSION)
     {
         return Err(format!("npm install --prefix {} failed", prefix.display()));
     }
     Ok(sdk)
+}
+
+/// The `version` in the package folder's `package.json`.
+fn installed_version(package: &Path) -> Option<String> {
+    let manifest = std::fs::read_to_string(package.join("package.json")).ok()?;
+    let manifest: Value = serde_json::from_str(&manifest).ok()?;
+    manifest["version"].as_str().map(str::to_owned)
 }
 
 fn runs(command: &mut Command) -> bool {
