@@ -5,17 +5,27 @@
 //! cargo run --example mcp_server -- --http              # streamable HTTP at http://127.0.0.1:8080/mcp
 //! cargo run --example mcp_server -- --http 127.0.0.1:0  # any free port; the URL is printed
 //! cargo run --example mcp_server -- --root DIR          # the folder read_file and write_file work in
+//! cargo run --example mcp_server -- --http 127.0.0.1:0 --stateless  # no sessions: run several
 //! ```
+//!
+//! The tool `set_tool_enabled` switches another tool off or on while the server runs, so a
+//! client sees `notifications/tools/list_changed` and what a call to a switched-off tool
+//! answers. `divide_integers` returns a struct, so MCP lists its `outputSchema` and answers
+//! with `structuredContent`.
 //!
 //! In HTTP mode the first line on stdout is `listening on <url>`. Logs go to stderr (stdout
 //! carries the protocol in stdio mode); set `RUST_LOG` for more.
 
-use std::{path::PathBuf, process::ExitCode, sync::Arc};
+use std::{
+    path::PathBuf,
+    process::ExitCode,
+    sync::{Arc, Weak},
+};
 
 use tool_core::{
     ExecutableTool, ToolContext, ToolContextOptions, ToolRegistry, create_default_tool_registry,
     mcp::{McpOptions, McpServer},
-    tool,
+    tool, toolbox,
 };
 
 #[tokio::main]
@@ -33,10 +43,17 @@ async fn main() -> ExitCode {
     let arguments = <Arguments as clap::Parser>::parse();
 
     let registry = Arc::new(build_registry(arguments.root));
+    let switchboard = Arc::new(Switchboard {
+        registry: Arc::downgrade(&registry),
+    });
+    for error in registry.register_all(switchboard.tools()) {
+        eprintln!("tool not registered: {error}");
+    }
     let options = McpOptions::new()
         .server("tool-core-example", env!("CARGO_PKG_VERSION"))
         .title("tool-core example tools")
-        .instructions("Arithmetic, the clock, and files in the server's working folder.");
+        .instructions("Arithmetic, the clock, and files in the server's working folder.")
+        .stateless(arguments.stateless);
     let server = McpServer::with_options(registry, options);
 
     let outcome = match arguments.http {
@@ -73,6 +90,9 @@ struct Arguments {
     /// The folder read_file and write_file work in [default: the current folder].
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
+    /// Serve HTTP without sessions, so several processes can answer behind a load balancer.
+    #[arg(long, requires = "http")]
+    stateless: bool,
 }
 
 /// The built-in tools (`read_file`, `write_file`, `save_session_context`) plus this example's.
@@ -82,7 +102,12 @@ fn build_registry(root: Option<PathBuf>) -> ToolRegistry {
         options = options.root_dir(root);
     }
     let registry = create_default_tool_registry(ToolContext::with_options(options));
-    let tools: [Arc<dyn ExecutableTool>; 3] = [Arc::new(Add), Arc::new(Divide), Arc::new(Now)];
+    let tools: [Arc<dyn ExecutableTool>; 4] = [
+        Arc::new(Add),
+        Arc::new(Divide),
+        Arc::new(DivideIntegers),
+        Arc::new(Now),
+    ];
     for error in registry.register_all(tools) {
         eprintln!("tool not registered: {error}");
     }
@@ -125,6 +150,69 @@ async fn divide(
         return Err("cannot divide by zero");
     }
     Ok(dividend / divisor)
+}
+
+/// The quotient and remainder of an integer division.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+struct Division {
+    /// The quotient, rounded toward zero.
+    quotient: i64,
+    /// What is left: `dividend - quotient * divisor`.
+    remainder: i64,
+}
+
+/// Divide one integer by another, with the remainder.
+#[tool(
+    title = "Divide integers",
+    category = "math",
+    read_only,
+    idempotent,
+    open_world = false
+)]
+async fn divide_integers(
+    /// The number to divide.
+    dividend: i64,
+    /// The number to divide by; not zero.
+    divisor: i64,
+) -> Result<Division, &'static str> {
+    match (dividend.checked_div(divisor), dividend.checked_rem(divisor)) {
+        (Some(quotient), Some(remainder)) => Ok(Division {
+            quotient,
+            remainder,
+        }),
+        _ if divisor == 0 => Err("cannot divide by zero"),
+        _ => Err("the quotient does not fit in 64 bits"),
+    }
+}
+
+/// Switches this server's tools off and on; connected clients are told the list changed.
+struct Switchboard {
+    registry: Weak<ToolRegistry>,
+}
+
+#[toolbox]
+impl Switchboard {
+    /// Switch a tool of this server off or on.
+    #[tool(title = "Switch a tool", idempotent, open_world = false)]
+    async fn set_tool_enabled(
+        &self,
+        /// The tool's name.
+        name: String,
+        /// `true` to switch it on, `false` to switch it off.
+        enabled: bool,
+    ) -> Result<String, String> {
+        if name == "set_tool_enabled" {
+            return Err("set_tool_enabled cannot switch itself".to_owned());
+        }
+        let registry = self
+            .registry
+            .upgrade()
+            .ok_or("the server is shutting down")?;
+        if !registry.set_enabled(&name, enabled) {
+            return Err(format!("no tool named {name}"));
+        }
+        Ok(format!("{name} is {}", if enabled { "on" } else { "off" }))
+    }
 }
 
 /// The current time, in seconds since 1970-01-01T00:00:00Z.

@@ -1,5 +1,7 @@
 //! The `mcp_server` example driven by a client nobody here wrote: the official MCP Python SDK,
-//! over stdio and over streamable HTTP (`tests/mcp_python/client.py` prints what it saw).
+//! over stdio and over streamable HTTP (`tests/mcp_python/client.py` prints what it saw), at
+//! every protocol version (2026-07-28 through `server/discover`), including a session that two
+//! stateless server processes answer in turn behind a round-robin proxy.
 //!
 //! The Python comes from `TOOL_CORE_MCP_PYTHON` (`.ci/run` sets it to a venv with `mcp`
 //! installed). Without it the test makes that venv itself under the target folder with
@@ -10,7 +12,10 @@ use std::{
     io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
-    sync::OnceLock,
+    sync::{
+        Arc, OnceLock,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -20,80 +25,132 @@ use serde_json::{Value, json};
 const MCP_PACKAGE: &str = "mcp==2.3.0";
 
 /// The example's code, built as a binary of this package so the test can find it.
-const SERVER: &str = env!("CARGO_BIN_EXE_mcp_server_example");
+pub(crate) const SERVER: &str = env!("CARGO_BIN_EXE_mcp_server_example");
+
+/// Every protocol version the server speaks, newest first.
+pub(crate) const VERSIONS: [&str; 5] = [
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
 
 #[test]
-fn python_sdk_drives_the_example_over_stdio() {
+fn python_sdk_drives_the_example_over_stdio_at_every_version() {
     let Some(python) = python() else { return };
     let root = tempfile::tempdir().unwrap();
     let root_arg = root.path().to_str().unwrap();
-    let report = run_client(python, &["stdio", SERVER, "--root", root_arg]);
-    check_report(&report);
+    for version in VERSIONS {
+        let report = run_client(
+            python,
+            &[
+                "--version",
+                version,
+                "--toggle",
+                "stdio",
+                SERVER,
+                "--root",
+                root_arg,
+            ],
+        );
+        check_report(&report, version);
+        check_toggle(&report);
+    }
 }
 
 #[test]
 fn python_sdk_drives_the_example_over_http() {
     let Some(python) = python() else { return };
     let root = tempfile::tempdir().unwrap();
-    let mut server = Command::new(SERVER)
-        .args(["--http", "127.0.0.1:0", "--root"])
-        .arg(root.path())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let guard = KillOnDrop(&mut server);
-    let mut first_line = String::new();
-    BufReader::new(guard.0.stdout.take().unwrap())
-        .read_line(&mut first_line)
-        .unwrap();
-    let url = first_line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line from the server: {first_line:?}"))
-        .to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-
-    let report = run_client(python, &["http", &url]);
-    check_report(&report);
+    let server = ExampleServer::start(root.path(), false);
+    for version in ["2026-07-28", "2025-11-25"] {
+        let report = run_client(
+            python,
+            &["--version", version, "--toggle", "http", &server.url],
+        );
+        check_report(&report, version);
+        check_toggle(&report);
+    }
 }
 
-fn check_report(report: &Value) {
-    assert_eq!(report["protocol_version"], "2025-11-25");
+#[test]
+fn python_sdk_is_served_by_two_stateless_processes_in_turn() {
+    let Some(python) = python() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let first = ExampleServer::start(root.path(), true);
+    let second = ExampleServer::start(root.path(), true);
+    for version in VERSIONS {
+        let proxy = RoundRobin::start([first.url.clone(), second.url.clone()]);
+        let report = run_client(python, &["--version", version, "http", &proxy.url]);
+        check_report(&report, version);
+        proxy.check_both_answered();
+    }
+}
+
+/// Checks the report `client.py` (or `client.mjs`) printed for a session at `version`: each
+/// version gets the fields it defines and none it does not.
+pub(crate) fn check_report(report: &Value, version: &str) {
+    assert_eq!(report["protocol_version"], version, "{report}");
     assert_eq!(report["server_name"], "tool-core-example");
     assert_eq!(report["tools_list_changed"], true);
+    let at_least = |since: &str| version >= since;
 
     let tools = report["tools"].as_array().unwrap();
     let names: Vec<&str> = tools
         .iter()
         .map(|tool| tool["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "read_file",
-            "write_file",
-            "save_session_context",
-            "add",
-            "divide",
-            "now"
-        ]
-    );
+    assert_eq!(names, TOOLS, "{version}");
     let add = &tools[3];
-    assert_eq!(add["title"], "Add");
     assert_eq!(add["description"], "Add two integers.");
-    assert_eq!(add["inputSchema"]["type"], "object");
+    // No Rust-only `format: int64`.
+    assert_eq!(
+        add["inputSchema"]["properties"]["a"],
+        json!({"type": "integer", "description": "The first addend."})
+    );
     assert_eq!(add["inputSchema"]["required"], json!(["a", "b"]));
-    assert_eq!(add["annotations"]["readOnlyHint"], true);
-    assert_eq!(add["annotations"]["idempotentHint"], true);
-    assert_eq!(add["annotations"]["openWorldHint"], false);
-    let now = &tools[5];
+    if at_least("2025-06-18") {
+        assert_eq!(add["title"], "Add", "{version}");
+    } else {
+        assert!(add.get("title").is_none(), "{version}: {add}");
+    }
+    if at_least("2025-03-26") {
+        assert_eq!(add["annotations"]["readOnlyHint"], true);
+        assert_eq!(add["annotations"]["idempotentHint"], true);
+        assert_eq!(add["annotations"]["openWorldHint"], false);
+        assert_eq!(tools[1]["annotations"]["destructiveHint"], true);
+    } else {
+        assert!(add.get("annotations").is_none(), "{version}: {add}");
+    }
+    let divide_integers = &tools[5];
+    if at_least("2025-06-18") {
+        assert_eq!(
+            divide_integers["outputSchema"],
+            json!({
+                "type": "object",
+                "description": "The quotient and remainder of an integer division.",
+                "properties": {
+                    "quotient": {"type": "integer", "description": "The quotient, rounded toward zero."},
+                    "remainder": {"type": "integer", "description": "What is left: `dividend - quotient * divisor`."}
+                },
+                "required": ["quotient", "remainder"]
+            }),
+            "{version}"
+        );
+    } else {
+        assert!(divide_integers.get("outputSchema").is_none(), "{version}");
+    }
+    let now = &tools[6];
     assert_eq!(
         now["inputSchema"],
         json!({ "type": "object", "additionalProperties": false })
     );
-    assert_eq!(now["icons"][0]["mimeType"], "image/svg+xml");
-    let write_file = &tools[1];
-    assert_eq!(write_file["annotations"]["destructiveHint"], true);
+    if at_least("2025-11-25") {
+        assert_eq!(now["icons"][0]["mimeType"], "image/svg+xml");
+    } else {
+        assert!(now.get("icons").is_none(), "{version}");
+    }
 
     let calls = &report["calls"];
     assert_eq!(calls["add_ok"], json!({ "is_error": false, "text": "5" }));
@@ -115,6 +172,11 @@ fn check_report(report: &Value) {
         calls["divide_by_zero"],
         json!({ "is_error": true, "text": "Error executing divide: cannot divide by zero" })
     );
+    let mut division = json!({ "is_error": false, "text": r#"{"quotient":3,"remainder":1}"# });
+    if at_least("2025-06-18") {
+        division["structured"] = json!({"quotient": 3, "remainder": 1});
+    }
+    assert_eq!(calls["divide_integers"], division, "{version}");
     assert_eq!(calls["now"]["is_error"], false);
     let seconds: u64 = calls["now"]["text"].as_str().unwrap().parse().unwrap();
     assert!(seconds > 1_600_000_000, "{seconds}");
@@ -123,6 +185,164 @@ fn check_report(report: &Value) {
         calls["unknown_tool"]["message"],
         "tool `no_such_tool` not found"
     );
+}
+
+/// The example's tools, in order.
+const TOOLS: [&str; 8] = [
+    "read_file",
+    "write_file",
+    "save_session_context",
+    "add",
+    "divide",
+    "divide_integers",
+    "now",
+    "set_tool_enabled",
+];
+
+/// Checks the `--toggle` part of a report: `add` switched off, the client told, the list
+/// without it, a call to it refused, and `add` back.
+pub(crate) fn check_toggle(report: &Value) {
+    let without_add: Vec<&str> = TOOLS.into_iter().filter(|name| *name != "add").collect();
+    assert_eq!(
+        report["toggle"],
+        json!({
+            "switch_off": {"is_error": false, "text": "add is off"},
+            "notified": "ToolsListChanged",
+            "tools_while_off": without_add,
+            "call_while_off": {"error_code": -32602, "message": "tool `add` is disabled"},
+            "switch_on": {"is_error": false, "text": "add is on"},
+            "tools_after": TOOLS,
+        }),
+        "{report}"
+    );
+}
+
+/// The example serving streamable HTTP on a free loopback port, killed on drop.
+pub(crate) struct ExampleServer {
+    child: Child,
+    pub(crate) url: String,
+}
+
+impl ExampleServer {
+    pub(crate) fn start(root: &Path, stateless: bool) -> Self {
+        let mut command = Command::new(SERVER);
+        command.args(["--http", "127.0.0.1:0", "--root"]).arg(root);
+        if stateless {
+            command.arg("--stateless");
+        }
+        let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+        let mut first_line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first_line)
+            .unwrap();
+        let url = first_line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line from the server: {first_line:?}"))
+            .to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        Self { child, url }
+    }
+}
+
+impl Drop for ExampleServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback HTTP proxy that sends each request to the next of its backends in turn, as an
+/// ordinary load balancer does, and counts what each answered.
+pub(crate) struct RoundRobin {
+    pub(crate) url: String,
+    state: Arc<Backends>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+struct Backends {
+    urls: [String; 2],
+    next: AtomicUsize,
+    answered: [AtomicUsize; 2],
+    http: reqwest::Client,
+}
+
+impl RoundRobin {
+    pub(crate) fn start(urls: [String; 2]) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let state = Arc::new(Backends {
+            urls,
+            next: AtomicUsize::new(0),
+            answered: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap(),
+        });
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let router = axum::Router::new()
+            .fallback(forward)
+            .with_state(state.clone());
+        runtime.spawn(async move { axum::serve(listener, router).await });
+        Self {
+            url,
+            state,
+            _runtime: runtime,
+        }
+    }
+
+    /// Asserts that both backends answered requests of the session (so no request depended on
+    /// state one of them held), and starts counting afresh.
+    pub(crate) fn check_both_answered(&self) {
+        let answered: Vec<usize> = self
+            .state
+            .answered
+            .iter()
+            .map(|count| count.swap(0, Ordering::SeqCst))
+            .collect();
+        assert!(
+            answered.iter().all(|count| *count >= 2),
+            "each backend should answer at least two requests: {answered:?}"
+        );
+    }
+}
+
+async fn forward(
+    axum::extract::State(backends): axum::extract::State<Arc<Backends>>,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    let index = backends.next.fetch_add(1, Ordering::SeqCst) % 2;
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, 64 << 20).await.unwrap();
+    let mut outgoing = backends.http.request(parts.method, &backends.urls[index]);
+    for (name, value) in &parts.headers {
+        if !matches!(
+            name.as_str(),
+            "host" | "content-length" | "connection" | "transfer-encoding"
+        ) {
+            outgoing = outgoing.header(name, value);
+        }
+    }
+    let answer = outgoing.body(body).send().await.unwrap();
+    backends.answered[index].fetch_add(1, Ordering::SeqCst);
+    let mut response = axum::response::Response::builder().status(answer.status());
+    for (name, value) in answer.headers() {
+        if !matches!(
+            name.as_str(),
+            "content-length" | "connection" | "transfer-encoding"
+        ) {
+            response = response.header(name, value);
+        }
+    }
+    let bytes = answer.bytes().await.unwrap();
+    response.body(axum::body::Body::from(bytes)).unwrap()
 }
 
 /// Runs `client.py` with `args` and parses its JSON report.
@@ -210,7 +430,7 @@ fn imports_mcp(python: &Path) -> bool {
 
 /// Waits for `child` for at most `limit`, so a hung client fails the test instead of the run.
 /// Its output is read on threads meanwhile, so a full pipe cannot stall it.
-fn wait_bounded(mut child: Child, limit: Duration) -> Output {
+pub(crate) fn wait_bounded(mut child: Child, limit: Duration) -> Output {
     let read_all = |mut pipe: Box<dyn std::io::Read + Send>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -236,7 +456,7 @@ fn wait_bounded(mut child: Child, limit: Duration) -> Output {
     let stderr = stderr.join().unwrap();
     let Some(status) = status else {
         panic!(
-            "the Python client did not finish within {limit:?}:\n{}\n{}",
+            "the client did not finish within {limit:?}:\n{}\n{}",
             String::from_utf8_lossy(&stderr),
             String::from_utf8_lossy(&stdout)
         );
@@ -245,14 +465,5 @@ fn wait_bounded(mut child: Child, limit: Duration) -> Output {
         status,
         stdout,
         stderr,
-    }
-}
-
-struct KillOnDrop<'a>(&'a mut Child);
-
-impl Drop for KillOnDrop<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }

@@ -1,16 +1,18 @@
 //! The MCP server, driven in process by the official Rust MCP client (`rmcp`) over an in-memory
 //! duplex pipe and over streamable HTTP.
 //!
-//! The tools are written by hand here; they become `#[tool]` fns once the macro lands.
+//! Most tools are written by hand here, to fix their exact behaviour; the structured-output and
+//! cancellation ones are `#[tool]` fns.
 
 use std::{sync::Arc, time::Duration};
 
 use rmcp::{
     ClientHandler, RoleClient, ServiceError, ServiceExt,
     model::{
-        CallToolRequestParams, CallToolResult, ClientConfig, ErrorCode, ProtocolVersion, Tool,
+        CallToolRequestParams, CallToolResult, ClientConfig, ErrorCode, ProtocolVersion,
+        SubscriptionFilter, Tool,
     },
-    service::{NotificationContext, RunningService},
+    service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService},
     transport::StreamableHttpClientTransport,
 };
 use schemars::JsonSchema;
@@ -459,6 +461,7 @@ async fn mcp_negotiates_each_supported_protocol_version() {
         ProtocolVersion::V_2025_11_25,
         ProtocolVersion::V_2025_06_18,
         ProtocolVersion::V_2025_03_26,
+        ProtocolVersion::V_2024_11_05,
     ] {
         let connected = connect(&server, version.clone()).await;
         let info = connected.client.peer_info().unwrap();
@@ -473,10 +476,11 @@ async fn mcp_negotiates_each_supported_protocol_version() {
 }
 
 #[tokio::test]
-async fn mcp_answers_newer_or_unknown_versions_with_2025_11_25() {
+async fn mcp_answers_an_initialize_asking_for_2026_07_28_with_2025_11_25() {
+    // 2026-07-28 has no `initialize`: a client reaches it through `server/discover`.
     let registry = registry();
     let server = McpServer::new(registry);
-    for asked in [ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2024_11_05] {
+    for asked in [ProtocolVersion::V_2026_07_28] {
         let connected = connect(&server, asked.clone()).await;
         let info = connected.client.peer_info().unwrap();
         assert_eq!(
@@ -507,6 +511,288 @@ async fn mcp_leaves_out_fields_the_negotiated_version_does_not_have() {
     assert_eq!(echo["title"], "Echo");
     assert!(echo.get("icons").is_none(), "{echo}");
     connected.client.cancel().await.unwrap();
+
+    let connected = connect(&server, ProtocolVersion::V_2024_11_05).await;
+    let tools = connected.client.list_all_tools().await.unwrap();
+    let echo = serde_json::to_value(&tools[0]).unwrap();
+    assert!(echo.get("title").is_none(), "{echo}");
+    assert!(echo.get("annotations").is_none(), "{echo}");
+    connected.client.cancel().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structured output (#[tool] fns returning a JsonSchema struct)
+
+/// A point on the plane.
+#[derive(serde::Serialize, JsonSchema)]
+struct Point {
+    /// Across.
+    x: i64,
+    /// Up.
+    y: u32,
+}
+
+/// Make a point.
+#[tool_core::tool(title = "Point")]
+async fn make_point(
+    /// Across.
+    x: i64,
+    /// Up.
+    y: u32,
+) -> Result<Point, String> {
+    Ok(Point { x, y })
+}
+
+/// Say hello.
+#[tool_core::tool]
+async fn greet(
+    /// Who.
+    name: String,
+) -> String {
+    format!("hello {name}")
+}
+
+fn structured_registry() -> Arc<ToolRegistry> {
+    let registry = ToolRegistry::new();
+    registry.register(MakePoint).unwrap();
+    registry.register(Greet).unwrap();
+    Arc::new(registry)
+}
+
+#[tokio::test]
+async fn mcp_lists_an_output_schema_and_returns_structured_content_from_2025_06_18() {
+    let server = McpServer::new(structured_registry());
+    let connected = connect(&server, ProtocolVersion::V_2025_06_18).await;
+    let tools = connected.client.list_all_tools().await.unwrap();
+    let point = serde_json::to_value(&tools[0]).unwrap();
+    assert_eq!(
+        point["outputSchema"],
+        json!({
+            "type": "object",
+            "description": "A point on the plane.",
+            "properties": {
+                "x": {"type": "integer", "description": "Across."},
+                "y": {"type": "integer", "description": "Up.", "minimum": 0, "maximum": 4_294_967_295_u64}
+            },
+            "required": ["x", "y"]
+        })
+    );
+    // No Rust-only formats in the input schema either.
+    assert_eq!(
+        point["inputSchema"]["properties"]["x"],
+        json!({"type": "integer", "description": "Across."})
+    );
+    let greet = serde_json::to_value(&tools[1]).unwrap();
+    assert!(greet.get("outputSchema").is_none(), "{greet}");
+
+    let result = call(&connected.client, "make_point", json!({"x": -3, "y": 4}))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, Some(json!({"x": -3, "y": 4})));
+    assert_eq!(text_of(&result), r#"{"x":-3,"y":4}"#);
+    let result = call(&connected.client, "greet", json!({"name": "ada"}))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, None);
+    assert_eq!(text_of(&result), "hello ada");
+    connected.client.cancel().await.unwrap();
+
+    let connected = connect(&server, ProtocolVersion::V_2025_03_26).await;
+    let tools = connected.client.list_all_tools().await.unwrap();
+    assert!(tools[0].output_schema.is_none());
+    let result = call(&connected.client, "make_point", json!({"x": 1, "y": 2}))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, None);
+    assert_eq!(text_of(&result), r#"{"x":1,"y":2}"#);
+    connected.client.cancel().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2026-07-28: server/discover, self-contained requests, subscriptions/listen
+
+async fn connect_discover<T, E, A>(transport: T) -> RunningService<RoleClient, Client>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let (sender, _list_changed) = mpsc::unbounded_channel();
+    Client {
+        version: ProtocolVersion::V_2026_07_28,
+        list_changed: sender,
+    }
+    .serve_with_lifecycle(
+        transport,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await
+    .unwrap()
+}
+
+async fn check_2026_07_28(client: &RunningService<RoleClient, Client>, registry: &ToolRegistry) {
+    let info = client.peer_info().unwrap();
+    assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(names(&tools), ["make_point", "greet"]);
+    assert_eq!(tools[0].title.as_deref(), Some("Point"));
+    assert!(tools[0].output_schema.is_some());
+    let result = call(client, "make_point", json!({"x": 5, "y": 6}))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, Some(json!({"x": 5, "y": 6})));
+
+    let mut subscription = client
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+    assert!(registry.disable("greet"));
+    let notification = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("no list_changed on the subscription")
+        .unwrap();
+    assert!(
+        matches!(
+            notification,
+            Some(rmcp::model::ServerNotification::ToolListChangedNotification(_))
+        ),
+        "{notification:?}"
+    );
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(names(&tools), ["make_point"]);
+    let error = call(client, "greet", json!({"name": "x"}))
+        .await
+        .unwrap_err();
+    assert_invalid_params(error, "tool `greet` is disabled");
+    assert!(registry.enable("greet"));
+}
+
+#[tokio::test]
+async fn mcp_serves_2026_07_28_through_discover_over_a_pipe() {
+    let registry = structured_registry();
+    let server = McpServer::new(registry.clone());
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let _server = tokio::spawn(async move {
+        let (reader, writer) = tokio::io::split(server_io);
+        server.serve_io(reader, writer).await
+    });
+    let client = connect_discover(client_io).await;
+    check_2026_07_28(&client, &registry).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn mcp_serves_2026_07_28_through_discover_over_stateless_http() {
+    let registry = structured_registry();
+    let server = McpServer::with_options(
+        registry.clone(),
+        tool_core::mcp::McpOptions::new().stateless(true),
+    );
+    let http = server.start_http("127.0.0.1:0").await.unwrap();
+    let client = connect_discover(StreamableHttpClientTransport::from_uri(http.url())).await;
+    check_2026_07_28(&client, &registry).await;
+    client.cancel().await.unwrap();
+    http.shutdown().await.unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Limits
+
+#[tokio::test]
+async fn mcp_stdio_answers_a_message_over_the_limit_with_an_error_and_goes_on() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let server = McpServer::with_options(
+        structured_registry(),
+        tool_core::mcp::McpOptions::new().max_line_bytes(1024),
+    );
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let serving = tokio::spawn(async move {
+        let (reader, writer) = tokio::io::split(server_io);
+        server.serve_io(reader, writer).await
+    });
+    let (reader, mut writer) = tokio::io::split(client_io);
+    let mut lines = BufReader::new(reader).lines();
+    let mut send = async |message: String| {
+        writer.write_all(message.as_bytes()).await.unwrap();
+        writer.write_all(b"\n").await.unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+        .to_string(),
+    )
+    .await;
+    let answer = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&answer).unwrap()["id"], 1);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string()).await;
+    // The id after the big arguments, as the TypeScript SDK writes it.
+    send(
+        json!({"method": "tools/call", "params": {"name": "greet",
+        "arguments": {"name": "x".repeat(5000)}}, "jsonrpc": "2.0", "id": "big"})
+        .to_string(),
+    )
+    .await;
+    let answer = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&answer).unwrap(),
+        json!({"jsonrpc": "2.0", "id": "big", "error": {"code": -32600,
+            "message": "the request is larger than the server's limit of 1024 bytes"}})
+    );
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "greet", "arguments": {"name": "ada"}}})
+        .to_string(),
+    )
+    .await;
+    let answer = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["id"], 3);
+    assert_eq!(answer["result"]["content"][0]["text"], "hello ada");
+    // Closing the client's side ends the server.
+    drop(writer);
+    drop(lines);
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("the server did not stop when its client left")
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn mcp_http_answers_a_body_over_the_limit_with_413() {
+    let server = McpServer::with_options(
+        structured_registry(),
+        tool_core::mcp::McpOptions::new().max_request_bytes(2048),
+    );
+    let http = server.start_http("127.0.0.1:0").await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "x".repeat(4096), "version": "1"}}});
+    let response = reqwest::Client::new()
+        .post(http.url())
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    http.shutdown().await.unwrap();
 }
 
 #[tokio::test]
@@ -524,6 +810,14 @@ async fn mcp_initialize_names_the_server() {
     assert_eq!(implementation.version, "2.1.0");
     assert_eq!(implementation.title.as_deref(), Some("Weather tools"));
     assert_eq!(info.instructions.as_deref(), Some("Ask for the weather."));
+    connected.client.cancel().await.unwrap();
+
+    // Before 2025-06-18 there is no title.
+    let connected = connect(&server, ProtocolVersion::V_2025_03_26).await;
+    let info = connected.client.peer_info().unwrap();
+    let implementation = info.server_info.clone().unwrap();
+    assert_eq!(implementation.name, "weather-tools");
+    assert_eq!(implementation.title, None);
     connected.client.cancel().await.unwrap();
 }
 
@@ -681,4 +975,184 @@ async fn mcp_http_serves_at_the_configured_path() {
         connected.client.cancel().await.unwrap();
         http.shutdown().await.unwrap();
     }
+}
+
+/// Whether a `wait_for_cancel` call started, and whether its cancellation token fired.
+static CALL_STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static CALL_CANCELLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Wait until the call is cancelled.
+#[tool_core::tool]
+async fn wait_for_cancel(call: &tool_core::CallContext) -> String {
+    let token = call.cancellation().clone();
+    // Watched apart from the call, which the server may drop as it cancels it.
+    tokio::spawn(async move {
+        token.cancelled().await;
+        CALL_CANCELLED.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    CALL_STARTED.store(true, std::sync::atomic::Ordering::SeqCst);
+    std::future::pending::<String>().await
+}
+
+/// Waits for `flag` to be set; fails the test after ten seconds.
+async fn wait_for(flag: &std::sync::atomic::AtomicBool, what: &str) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what}"));
+}
+
+#[tokio::test]
+async fn mcp_stdio_stops_when_the_client_leaves_and_cancels_running_calls() {
+    let registry = ToolRegistry::new();
+    registry.register(WaitForCancel).unwrap();
+    let server = McpServer::new(Arc::new(registry));
+    let connected = connect(&server, ProtocolVersion::V_2025_11_25).await;
+    let Connected { client, server, .. } = connected;
+    let peer = client.peer().clone();
+    let running = tokio::spawn(async move {
+        peer.call_tool(CallToolRequestParams::new("wait_for_cancel"))
+            .await
+    });
+    // Wait for the call to start, then close the connection (as a stdio client closing stdin
+    // does).
+    wait_for(&CALL_STARTED, "the call did not start").await;
+    assert!(!CALL_CANCELLED.load(std::sync::atomic::Ordering::SeqCst));
+    let left = std::time::Instant::now();
+    drop(client);
+    wait_for(
+        &CALL_CANCELLED,
+        "the running call was not cancelled when the client left",
+    )
+    .await;
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("the server did not stop when its client left")
+        .unwrap()
+        .unwrap();
+    // At once, not after the five seconds rmcp would wait for the call to answer.
+    assert!(
+        left.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        left.elapsed()
+    );
+    assert!(running.await.unwrap().is_err());
+}
+
+#[tokio::test]
+async fn mcp_applies_its_default_tool_timeout_to_tools_that_set_none() {
+    let registry = ToolRegistry::new();
+    registry
+        .register(Fixed::new("hangs_forever", Behaviour::Hang))
+        .unwrap();
+    let options = tool_core::mcp::McpOptions::new().tool_timeout(Some(Duration::from_millis(100)));
+    assert_eq!(
+        tool_core::mcp::McpOptions::new().tool_timeout,
+        Some(tool_core::mcp::DEFAULT_TOOL_TIMEOUT)
+    );
+    let server = McpServer::with_options(Arc::new(registry), options);
+    let connected = connect(&server, ProtocolVersion::V_2025_11_25).await;
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        call(&connected.client, "hangs_forever", json!({})),
+    )
+    .await
+    .expect("the default timeout did not stop the call")
+    .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text_of(&result),
+        "Error executing hangs_forever: timed out after 100ms"
+    );
+    connected.client.cancel().await.unwrap();
+}
+
+/// One raw JSON-RPC request in 2026-07-28's self-contained form to a stateless server; the
+/// answer's JSON body.
+async fn post_2026(url: &str, body: Value) -> (reqwest::StatusCode, Value) {
+    let method = body["method"].as_str().unwrap().to_owned();
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = body["params"]["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    let response = request.json(&body).send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    // A JSON answer, or one SSE `data:` line holding it.
+    let json = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data:"))
+        .unwrap_or(&text)
+        .trim()
+        .to_owned();
+    (
+        status,
+        serde_json::from_str(&json).unwrap_or_else(|_| panic!("not JSON: {text}")),
+    )
+}
+
+#[tokio::test]
+async fn mcp_stateless_http_answers_self_contained_requests_and_refuses_ones_without_meta() {
+    let server = McpServer::with_options(
+        structured_registry(),
+        tool_core::mcp::McpOptions::new().stateless(true),
+    );
+    let http = server.start_http("127.0.0.1:0").await.unwrap();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    // No initialize, no session: the request carries all it needs.
+    let (status, answer) = post_2026(
+        &http.url(),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "greet", "arguments": {"name": "ada"}, "_meta": meta}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["id"], 1);
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "hello ada",
+        "{answer}"
+    );
+
+    let (_, answer) = post_2026(
+        &http.url(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+    )
+    .await;
+    assert_eq!(answer["id"], 2);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "Invalid params: request _meta is missing or has malformed required fields: \
+         io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities"
+    );
+
+    let (_, answer) = post_2026(
+        &http.url(),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {"_meta": meta}}),
+    )
+    .await;
+    let versions = answer["result"]["supportedVersions"].clone();
+    assert_eq!(
+        versions,
+        json!([
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            "2026-07-28"
+        ]),
+        "{answer}"
+    );
+    http.shutdown().await.unwrap();
 }

@@ -247,13 +247,40 @@ fn convert_to_openai_format() {
         assert_eq!(keys, ["description", "name", "parameters"]);
         assert_eq!(function["name"], source.name());
         assert_eq!(function["description"], source.description());
-        // The canonical schema as is, minus `$schema` and the root `title`.
+        // The canonical schema as is, minus `$schema`, the root `title` and the Rust-only
+        // numeric formats (their bounds stay).
         let mut expected = source.parameters().clone();
         let root = expected.as_object_mut().unwrap();
         assert!(root.remove("$schema").is_some());
         assert!(root.remove("title").is_some());
+        drop_numeric_formats(&mut expected);
         assert_eq!(function["parameters"], expected);
         assert_eq!(function["parameters"]["type"], "object");
+    }
+}
+
+/// Removes the numeric formats schemars writes for Rust types from every object in `value` (the
+/// tools here have no property named `format`, so every `format` key is a keyword).
+fn drop_numeric_formats(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let numeric = map
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|format| {
+                    [
+                        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                        "uint", "int", "float", "double",
+                    ]
+                    .contains(&format)
+                });
+            if numeric {
+                map.remove("format");
+            }
+            map.values_mut().for_each(drop_numeric_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_numeric_formats),
+        _ => {}
     }
 }
 

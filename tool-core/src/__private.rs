@@ -252,6 +252,76 @@ impl<T> PlainOutput for Output<T> {
     }
 }
 
+/// Picks a tool's output schema (for MCP's `outputSchema`) by autoref specialization on its
+/// return type, called as `(&&&OutputSchema::<R>::new()).output_schema()`: the success type of a
+/// `Result<T, E>` with `T: JsonSchema` (`ResultSchema`, on `&&OutputSchema`), any other
+/// `JsonSchema` type (`PlainSchema`, on `&OutputSchema`), or none (`NoSchema`). Only an object
+/// schema is kept, by [`ToolMetadata::output_schema`](crate::ToolMetadata::output_schema).
+pub struct OutputSchema<R>(core::marker::PhantomData<fn() -> R>);
+
+impl<R> OutputSchema<R> {
+    /// The probe for return type `R`.
+    pub fn new() -> Self {
+        Self(core::marker::PhantomData)
+    }
+}
+
+impl<R> Default for OutputSchema<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The `Result<T: JsonSchema, E>` path of [`OutputSchema`].
+pub trait ResultSchema {
+    /// The schema of the success type.
+    fn output_schema(&self) -> Option<Value>;
+}
+
+impl<T: schemars::JsonSchema, E> ResultSchema for &&OutputSchema<Result<T, E>> {
+    fn output_schema(&self) -> Option<Value> {
+        Some(output_schema_for::<T>())
+    }
+}
+
+/// The plain `JsonSchema` path of [`OutputSchema`].
+pub trait PlainSchema {
+    /// The schema of the returned type.
+    fn output_schema(&self) -> Option<Value>;
+}
+
+impl<T: schemars::JsonSchema> PlainSchema for &OutputSchema<T> {
+    fn output_schema(&self) -> Option<Value> {
+        Some(output_schema_for::<T>())
+    }
+}
+
+/// The fallback of [`OutputSchema`]: no schema.
+pub trait NoSchema {
+    /// None.
+    fn output_schema(&self) -> Option<Value>;
+}
+
+impl<T> NoSchema for OutputSchema<T> {
+    fn output_schema(&self) -> Option<Value> {
+        None
+    }
+}
+
+/// `T`'s schema as an output schema: inline root, `$defs` kept, no `$schema` or root `title`.
+fn output_schema_for<T: schemars::JsonSchema>() -> Value {
+    // Not `schema_for`: a union with no `type` must not be taken for an object.
+    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    if let Value::Object(root) = &mut schema {
+        root.remove("$schema");
+        root.remove("title");
+    }
+    schema
+}
+
 /// The error of a `#[tool]` function's `Result`: its `Display` text is the tool's error.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the error of a `#[tool]` function: it does not implement `Display`",

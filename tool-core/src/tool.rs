@@ -352,6 +352,12 @@ pub struct ToolMetadata {
     /// registry's [`RegistryOptions::lenient_arguments`](crate::RegistryOptions::lenient_arguments)
     /// says (off by default); `Some(false)` keeps the tool strict in a lenient registry.
     pub lenient_arguments: Option<bool>,
+    /// The JSON Schema of the tool's result when it is a JSON object (a `#[tool]` fn returning
+    /// a `Serialize + JsonSchema` struct gets it from the macro). MCP lists it as the tool's
+    /// `outputSchema` and sends the result as `structuredContent` too; `None`: the result is
+    /// plain text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl Default for ToolMetadata {
@@ -367,6 +373,7 @@ impl Default for ToolMetadata {
             needs_approval: false,
             max_retries: None,
             lenient_arguments: None,
+            output_schema: None,
         }
     }
 }
@@ -467,6 +474,15 @@ impl ToolMetadata {
     #[must_use]
     pub fn lenient_arguments(mut self, value: bool) -> Self {
         self.lenient_arguments = Some(value);
+        self
+    }
+
+    /// Sets the JSON Schema of the tool's result; only an object schema (`"type": "object"`)
+    /// is kept, since MCP's `outputSchema` must describe an object.
+    #[must_use]
+    pub fn output_schema(mut self, schema: Option<serde_json::Value>) -> Self {
+        self.output_schema = schema
+            .filter(|schema| schema.get("type").and_then(|kind| kind.as_str()) == Some("object"));
         self
     }
 }

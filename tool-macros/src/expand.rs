@@ -413,11 +413,12 @@ fn tool_impl(
             }
         }
     };
-    let metadata = (!tool.metadata.is_empty()).then(|| {
+    let output_schema = output_schema(&tool.func.sig.output);
+    let metadata = (!tool.metadata.is_empty() || output_schema.is_some()).then(|| {
         let calls = &tool.metadata;
         quote! {
             fn metadata(&self) -> ::tool_core::ToolMetadata {
-                ::tool_core::ToolMetadata::new() #(#calls)*
+                ::tool_core::ToolMetadata::new() #(#calls)* #output_schema
             }
         }
     });
@@ -460,4 +461,31 @@ fn first_span(tokens: &TokenStream) -> Span {
         .into_iter()
         .next()
         .map_or_else(Span::call_site, |token| token.span())
+}
+
+/// The `.output_schema(..)` metadata call for a return type that can be named outside the fn
+/// (no `impl Trait`, no `Self`); the schema itself is picked by autoref specialization.
+fn output_schema(output: &syn::ReturnType) -> Option<TokenStream> {
+    let syn::ReturnType::Type(_, ty) = output else {
+        return None;
+    };
+    fn nameable(tokens: TokenStream) -> bool {
+        tokens.into_iter().all(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) => ident != "impl" && ident != "Self",
+            proc_macro2::TokenTree::Group(group) => nameable(group.stream()),
+            _ => true,
+        })
+    }
+    if !nameable(quote!(#ty)) {
+        return None;
+    }
+    let pick = quote_spanned! {ty.span()=>
+        (&&&::tool_core::__private::OutputSchema::<#ty>::new()).output_schema()
+    };
+    Some(quote! {
+        .output_schema({
+            use ::tool_core::__private::{NoSchema as _, PlainSchema as _, ResultSchema as _};
+            #pick
+        })
+    })
 }

@@ -8,12 +8,13 @@ use std::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Icon,
-        Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, RequestParamsMeta,
-        ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+        CustomResult, Icon, Implementation, InitializeRequestParams, InitializeResult,
+        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+        RequestParamsMeta, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+        ToolAnnotations,
     },
-    service::{NotificationContext, Peer, RequestContext},
+    service::{NotificationContext, Peer, RequestContext, SubscriptionContext},
 };
 use serde_json::Value;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -24,6 +25,7 @@ use crate::{
     call::{CallContext, Progress},
     execute::ExecuteError,
     registry::{RegistryEvent, ToolRegistry},
+    schema::drop_rust_formats,
     tool::{ChatTool, JsonObject, ToolMetadata},
 };
 
@@ -31,10 +33,16 @@ use crate::{
 /// the client asks for it and answers with the newest otherwise; the client then decides whether
 /// it can go on.
 pub(crate) const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2024_11_05,
     ProtocolVersion::V_2025_03_26,
     ProtocolVersion::V_2025_06_18,
     ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
 ];
+
+/// The method of the request [`super::stdio`] puts in place of a line over the size limit, so
+/// that the client gets an error answer with the request's id.
+pub(crate) const TOO_LARGE_METHOD: &str = "tool-core/request-too-large";
 
 /// The `rmcp` [`ServerHandler`] behind [`McpServer`](super::McpServer): one per client
 /// connection.
@@ -53,6 +61,9 @@ pub struct McpHandler {
     negotiated: Mutex<Option<ProtocolVersion>>,
     stop: CancellationToken,
     _stop_on_drop: DropGuard,
+    /// Cancelled when the client closed the connection (stdio: end of input), so running calls
+    /// stop at once instead of when rmcp gives up waiting for them.
+    closed: CancellationToken,
 }
 
 impl std::fmt::Debug for McpHandler {
@@ -74,10 +85,18 @@ impl McpHandler {
             negotiated: Mutex::new(None),
             _stop_on_drop: stop.clone().drop_guard(),
             stop,
+            closed: CancellationToken::new(),
         }
     }
 
-    /// The tools of the registry as MCP lists them for a client on `version`.
+    /// Cancels running calls when `closed` is cancelled.
+    pub(crate) fn with_closed(mut self, closed: CancellationToken) -> Self {
+        self.closed = closed;
+        self
+    }
+
+    /// The tools of the registry as MCP lists them for a client on `version`; fields newer
+    /// than it are left out.
     pub fn tools(&self, version: &ProtocolVersion) -> Vec<Tool> {
         let snapshot = self.registry.snapshot();
         snapshot
@@ -93,9 +112,12 @@ impl McpHandler {
             .collect()
     }
 
-    fn negotiated_version(&self) -> ProtocolVersion {
-        lock(&self.negotiated)
-            .clone()
+    /// The version a request speaks: its own `_meta` version (2026-07-28 and stateless
+    /// requests), else the session's.
+    fn version_of(&self, context: &RequestContext<RoleServer>) -> ProtocolVersion {
+        context
+            .protocol_version()
+            .or_else(|| lock(&self.negotiated).clone())
             .unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
@@ -125,7 +147,11 @@ impl ServerHandler for McpHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        let result = self.negotiate_initialize(&request)?;
+        let mut result = self.negotiate_initialize(&request)?;
+        if !has_structured_output(&result.protocol_version) {
+            // `serverInfo.title` came with 2025-06-18, like the tools' titles.
+            result.server_info.title = None;
+        }
         *lock(&self.negotiated) = Some(result.protocol_version.clone());
         *lock(&self.events) = Some(self.registry.subscribe());
         Ok(result)
@@ -141,10 +167,10 @@ impl ServerHandler for McpHandler {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(
-            self.tools(&self.negotiated_version()),
+            self.tools(&self.version_of(&context)),
         ))
     }
 
@@ -159,16 +185,115 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let call = call_context(&request, &context);
+        // The call stops when the client cancels it or leaves.
+        let cancelled = self.closed.child_token();
+        let _cancel_with_request = {
+            let request_ct = context.ct.clone();
+            let cancelled = cancelled.clone();
+            let watch = tokio::spawn(async move {
+                request_ct.cancelled().await;
+                cancelled.cancel();
+            });
+            AbortOnDrop(watch)
+        };
+        let call = call_context(&request, &context, cancelled.clone());
+        let version = self.version_of(&context);
+        let snapshot = self.registry.snapshot();
+        let structured = has_structured_output(&version)
+            && snapshot
+                .metadata(&request.name)
+                .is_some_and(|metadata| metadata.output_schema.is_some());
         let args = request.arguments.unwrap_or_default();
+        let execution =
+            snapshot.try_execute_call(&request.name, args, call, self.options.tool_timeout);
         let outcome = tokio::select! {
-            outcome = self.registry.try_execute_with(&request.name, args, call) => outcome,
-            () = context.ct.cancelled() => {
+            outcome = execution => outcome,
+            () = cancelled.cancelled() => {
                 return Err(ErrorData::internal_error("the request was cancelled", None));
             }
         };
-        call_result(outcome).map(CallToolResponse::from)
+        call_result(outcome, structured).map(CallToolResponse::from)
     }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// 2026-07-28's way to learn of changes (`subscriptions/listen`): every burst of registry
+    /// changes is one `notifications/tools/list_changed` on the subscription's stream.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut events = self.registry.subscribe();
+        loop {
+            let event = tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                () = self.stop.cancelled() => return Ok(()),
+                event = events.recv() => event,
+            };
+            match event {
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return Ok(()),
+            }
+            drain(&mut events);
+            if subscription
+                .sink()
+                .notify_tool_list_changed()
+                .await
+                .is_err()
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if request.method == TOO_LARGE_METHOD {
+            let limit = request
+                .params
+                .as_ref()
+                .and_then(|params| params.get("limit"))
+                .and_then(Value::as_u64)
+                .unwrap_or_default();
+            return Err(ErrorData::invalid_request(
+                format!("the request is larger than the server's limit of {limit} bytes"),
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("unknown method {}", request.method),
+            None,
+        ))
+    }
+}
+
+/// Aborts a helper task when the call it serves ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Whether `version` has `title`s, `outputSchema` and `structuredContent` (2025-06-18 and
+/// later).
+fn has_structured_output(version: &ProtocolVersion) -> bool {
+    version.as_str() >= ProtocolVersion::V_2025_06_18.as_str()
+}
+
+/// Takes every event already queued, so that a burst of changes makes one notification.
+fn drain(events: &mut broadcast::Receiver<RegistryEvent>) {
+    while !matches!(
+        events.try_recv(),
+        Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)
+    ) {}
 }
 
 /// The tool's view of an MCP call: the request id as the call id, the client's cancellation,
@@ -178,9 +303,10 @@ impl ServerHandler for McpHandler {
 fn call_context(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
+    cancellation: CancellationToken,
 ) -> CallContext {
     let mut call = CallContext::new(context.id.to_string(), request.name.to_string())
-        .with_cancellation(context.ct.clone());
+        .with_cancellation(cancellation);
     let token = request
         .progress_token()
         .or_else(|| context.meta.get_progress_token());
@@ -209,12 +335,23 @@ fn call_context(
 
 /// Maps a registry outcome to MCP: unknown and disabled tools are protocol errors (the MCP spec
 /// lists unknown tools among them); everything the tool or its arguments caused is a result with
-/// `isError: true`, so the model reads the message.
+/// `isError: true`, so the model reads the message. With `structured` (the tool has an output
+/// schema and the client's version knows it) a result that is a JSON object is also sent as
+/// `structuredContent`, beside the same JSON as text for older clients.
 pub(crate) fn call_result(
     outcome: Result<String, ExecuteError>,
+    structured: bool,
 ) -> Result<CallToolResult, ErrorData> {
     match outcome {
-        Ok(text) => Ok(CallToolResult::success(vec![ContentBlock::text(text)])),
+        Ok(text) => {
+            let object = structured
+                .then(|| serde_json::from_str::<Value>(&text).ok())
+                .flatten()
+                .filter(Value::is_object);
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = object;
+            Ok(result)
+        }
         Err(error @ (ExecuteError::NotFound { .. } | ExecuteError::Disabled { .. })) => {
             Err(ErrorData::invalid_params(error.to_string(), None))
         }
@@ -242,10 +379,7 @@ async fn forward_changes(
             Err(RecvError::Closed) => return,
         }
         // Several changes in a row (a batch registration) make one notification.
-        while !matches!(
-            events.try_recv(),
-            Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)
-        ) {}
+        drain(&mut events);
         if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
             return;
         }
@@ -263,13 +397,21 @@ pub(crate) fn to_mcp_tool(
         schema.description().to_owned(),
         input_schema(schema.parameters()),
     );
-    let has_title = version.as_str() >= ProtocolVersion::V_2025_06_18.as_str();
+    let has_annotations = version.as_str() >= ProtocolVersion::V_2025_03_26.as_str();
+    let has_title = has_structured_output(version);
     let has_icons = version.as_str() >= ProtocolVersion::V_2025_11_25.as_str();
     if has_title {
         tool.title.clone_from(&metadata.title);
+        if let Some(Value::Object(schema)) = &metadata.output_schema {
+            let mut schema = Value::Object(schema.clone());
+            drop_rust_formats(&mut schema);
+            if let Value::Object(schema) = schema {
+                tool.output_schema = Some(Arc::new(schema));
+            }
+        }
     }
     let hints = metadata.hints;
-    if hints != Default::default() || metadata.title.is_some() {
+    if has_annotations && (hints != Default::default() || metadata.title.is_some()) {
         // `annotations.title` is how 2025-03-26 clients learn the title; later clients read
         // `title` first and fall back to it.
         tool.annotations = Some(ToolAnnotations::from_raw(
@@ -299,7 +441,11 @@ pub(crate) fn input_schema(parameters: &Value) -> JsonObject {
     if takes_no_arguments(schema) {
         return no_arguments();
     }
-    let mut schema = schema.clone();
+    let mut schema = Value::Object(schema.clone());
+    drop_rust_formats(&mut schema);
+    let Value::Object(mut schema) = schema else {
+        return no_arguments();
+    };
     schema
         .entry("type")
         .or_insert_with(|| Value::String("object".to_owned()));
@@ -422,5 +568,36 @@ mod tests {
         let new = to_mcp_tool(&schema, &metadata, &ProtocolVersion::V_2025_11_25);
         assert_eq!(new.title.as_deref(), Some("Tool"));
         assert_eq!(new.icons.map(|icons| icons.len()), Some(1));
+        let oldest = to_mcp_tool(&schema, &metadata, &ProtocolVersion::V_2024_11_05);
+        assert_eq!(oldest.annotations, None);
+        assert_eq!(oldest.title, None);
+    }
+
+    #[test]
+    fn an_output_schema_is_listed_from_2025_06_18_without_rust_formats() {
+        let schema = ChatTool::new("t", "A tool.", json!({"type": "object"}));
+        let metadata = ToolMetadata::new().output_schema(Some(json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer", "format": "int64"}}
+        })));
+        let listed = to_mcp_tool(&schema, &metadata, &ProtocolVersion::V_2025_06_18);
+        assert_eq!(
+            listed
+                .output_schema
+                .map(|schema| Value::Object((*schema).clone())),
+            Some(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
+        );
+        let older = to_mcp_tool(&schema, &metadata, &ProtocolVersion::V_2025_03_26);
+        assert_eq!(older.output_schema, None);
+    }
+
+    #[test]
+    fn structured_content_is_the_json_object_result() {
+        let result = call_result(Ok(r#"{"n":1}"#.to_owned()), true).unwrap();
+        assert_eq!(result.structured_content, Some(json!({"n": 1})));
+        let plain = call_result(Ok(r#"{"n":1}"#.to_owned()), false).unwrap();
+        assert_eq!(plain.structured_content, None);
+        let not_object = call_result(Ok("3".to_owned()), true).unwrap();
+        assert_eq!(not_object.structured_content, None);
     }
 }

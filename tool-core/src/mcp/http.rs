@@ -82,6 +82,10 @@ pub(super) async fn start(
     let stop = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
+        .with_max_request_body_bytes(options.max_request_bytes)
+        // Stateless: no session, and plain JSON answers where no notification comes first.
+        .with_legacy_session_mode(!options.stateless)
+        .with_json_response(options.stateless)
         .with_cancellation_token(stop.child_token());
     let factory = {
         let server = server.clone();

@@ -12,7 +12,36 @@
 //!   would see; an unknown or disabled tool is a JSON-RPC `invalid params` error;
 //! - the server declares `tools.listChanged` and sends `notifications/tools/list_changed` to
 //!   every connected client when a tool is registered, removed, enabled or disabled;
-//! - protocol version `2025-11-25`, negotiated down to `2025-06-18` and `2025-03-26`.
+//! - a tool whose metadata has an [`output_schema`](crate::ToolMetadata::output_schema) (a
+//!   `#[tool]` fn returning a `Serialize + JsonSchema` struct) is listed with an `outputSchema`
+//!   and answers with `structuredContent` beside the text block;
+//! - schemas carry no Rust-only numeric `format` (`int64`, `uint32`, `double`, ...), which
+//!   strict validators refuse; the bounds they imply stay as `minimum`/`maximum`;
+//! - protocol versions `2026-07-28` (`server/discover` and self-contained requests with their
+//!   own `_meta`; changes reach a client through `subscriptions/listen`), and through
+//!   `initialize` `2025-11-25`, `2025-06-18`, `2025-03-26` and `2024-11-05`; each version gets
+//!   the fields it defines and none it does not (`title`, `outputSchema` and `structuredContent`
+//!   from `2025-06-18`, `icons` from `2025-11-25`, `annotations` from `2025-03-26`).
+//!
+//! # Stateless HTTP
+//!
+//! With [`McpOptions::stateless`] the HTTP server keeps no session: every POST is answered on
+//! its own (legacy clients' requests are served without an `Mcp-Session-Id`; 2026-07-28
+//! requests are always stateless), so any number of server processes over the same tools can
+//! answer behind an ordinary load balancer. Server-sent notifications then reach only clients
+//! on 2026-07-28 that hold a `subscriptions/listen` stream.
+//!
+//! # Limits
+//!
+//! | limit | default | set with | over it |
+//! |---|---|---|---|
+//! | HTTP request body | 4 MiB | [`McpOptions::max_request_bytes`] | `413 Payload Too Large` |
+//! | one stdio message (line) | 16 MiB | [`McpOptions::max_line_bytes`] | a JSON-RPC error answer (`-32600`) with the request's id; the line is read to its end and dropped |
+//! | one tool call | 60 s | [`McpOptions::tool_timeout`] | a result with `isError: true` saying it timed out (a tool's own `timeout` wins) |
+//!
+//! A stdio server stops when its client closes stdin: running calls are cancelled at once
+//! (their [`CallContext`](crate::CallContext) cancellation token fires) and
+//! [`McpServer::serve_stdio`] returns.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -38,8 +67,9 @@
 mod client;
 mod handler;
 mod http;
+mod stdio;
 
-use std::{io, sync::Arc};
+use std::{io, sync::Arc, time::Duration};
 
 #[cfg(feature = "mcp-client")]
 pub use client::{
@@ -48,8 +78,6 @@ pub use client::{
 };
 pub use handler::McpHandler;
 pub use http::McpHttpServer;
-/// The MCP SDK this module is built on, for serving [`McpHandler`] over other transports.
-pub use rmcp;
 use rmcp::ServiceExt;
 use tokio::{
     io::{AsyncRead, AsyncWrite},
@@ -77,7 +105,26 @@ pub struct McpOptions {
     /// rebinding. `None` (the default): `localhost`, `127.0.0.1`, `::1` and the bound address.
     /// List your host names here when serving beyond loopback.
     pub allowed_hosts: Option<Vec<String>>,
+    /// Serve HTTP without sessions, so that several server processes can answer one client
+    /// (default `false`); see [Stateless HTTP](self#stateless-http).
+    pub stateless: bool,
+    /// The largest HTTP request body, in bytes (default 4 MiB); a larger one is answered
+    /// `413 Payload Too Large`.
+    pub max_request_bytes: usize,
+    /// The longest message (one line) a stdio client may send, in bytes (default 16 MiB); a
+    /// longer one is answered with a JSON-RPC error.
+    pub max_line_bytes: usize,
+    /// The timeout of tools whose metadata sets none (default 60 s; `None`: the registry's
+    /// default).
+    pub tool_timeout: Option<Duration>,
 }
+
+/// The default [`McpOptions::max_request_bytes`]: 4 MiB.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+/// The default [`McpOptions::max_line_bytes`]: 16 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// The default [`McpOptions::tool_timeout`]: 60 seconds.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Default for McpOptions {
     fn default() -> Self {
@@ -88,6 +135,10 @@ impl Default for McpOptions {
             instructions: None,
             http_path: "/mcp".to_owned(),
             allowed_hosts: None,
+            stateless: false,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
         }
     }
 }
@@ -131,6 +182,34 @@ impl McpOptions {
     #[must_use]
     pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Serves HTTP without sessions (see [Stateless HTTP](self#stateless-http)).
+    #[must_use]
+    pub fn stateless(mut self, stateless: bool) -> Self {
+        self.stateless = stateless;
+        self
+    }
+
+    /// Sets the largest HTTP request body, in bytes.
+    #[must_use]
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes;
+        self
+    }
+
+    /// Sets the longest stdio message (one line), in bytes.
+    #[must_use]
+    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
+        self.max_line_bytes = bytes;
+        self
+    }
+
+    /// Sets the timeout of tools whose metadata sets none (`None`: the registry's default).
+    #[must_use]
+    pub fn tool_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.tool_timeout = timeout;
         self
     }
 }
@@ -193,33 +272,44 @@ impl McpServer {
         &self.options
     }
 
-    /// A fresh `rmcp` handler for one connection, to serve on a transport of your choice with
-    /// [`rmcp::ServiceExt::serve`].
+    /// A fresh handler for one connection, to serve on a transport of your choice with the
+    /// `rmcp` crate's `ServiceExt::serve`.
     pub fn handler(&self) -> McpHandler {
         McpHandler::new(self.registry.clone(), self.options.clone())
     }
 
     /// Serves one client on this process's stdin and stdout (the client started this process),
-    /// until the client closes the connection.
+    /// until the client closes stdin; calls still running then are cancelled.
     ///
     /// Nothing else may write to stdout meanwhile: log to stderr.
     pub async fn serve_stdio(&self) -> Result<(), McpServerError> {
-        let (stdin, stdout) = rmcp::transport::stdio();
-        self.serve_io(stdin, stdout).await
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
     }
 
     /// Serves one client on a byte stream pair (newline-delimited JSON-RPC, as on stdio), until
-    /// the client closes the connection.
+    /// the client closes the connection; calls still running then are cancelled. A message
+    /// over [`McpOptions::max_line_bytes`] is answered with a JSON-RPC error.
     pub async fn serve_io<R, W>(&self, reader: R, writer: W) -> Result<(), McpServerError>
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        let closed = tokio_util::sync::CancellationToken::new();
+        let reader = stdio::LimitedLines::new(reader, self.options.max_line_bytes, closed.clone());
+        // The limit is enforced (with an answer) by `LimitedLines`; rmcp's own would drop the
+        // stand-in line of a message just under it.
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
+            reader, writer,
+        )
+        .with_max_line_length(usize::MAX);
         let running = self
             .handler()
-            .serve((reader, writer))
+            .with_closed(closed)
+            .serve(transport)
             .await
             .map_err(|error| McpServerError::Handshake(Box::new(error)))?;
+        // Ends when the client closes the connection; the end of input has already cancelled
+        // the calls still running (each call's cancellation token fires).
         running.waiting().await.map_err(McpServerError::Task)?;
         Ok(())
     }

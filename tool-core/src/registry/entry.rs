@@ -71,6 +71,7 @@ static DEFAULT_METADATA: ToolMetadata = ToolMetadata {
     needs_approval: false,
     max_retries: None,
     lenient_arguments: None,
+    output_schema: None,
 };
 
 /// What a [`ToolEntry`] works out from its definition when first asked.

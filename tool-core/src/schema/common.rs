@@ -119,6 +119,60 @@ pub(super) fn numeric_format(format: &str, known: bool) -> NumericFormat {
     }
 }
 
+/// Removes the numeric `format` values schemars writes for Rust types (`int64`, `uint32`,
+/// `double`, `uint8`, ...) from every subschema of `schema`, in place: strict JSON Schema
+/// validators refuse formats they do not know. The bounds such a format implies stay (schemars
+/// writes `minimum`/`maximum` beside the small ones; `uint32` gets `maximum: 4294967295` when it
+/// has none). Standard formats (`date-time`, `uri`, `email`, ...) are kept. The walk is bounded
+/// by [`MAX_DEPTH`].
+pub(crate) fn drop_rust_formats(schema: &mut Value) {
+    drop_rust_formats_at(schema, 0);
+}
+
+fn drop_rust_formats_at(schema: &mut Value, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::String(format)) = map.get("format") {
+                match numeric_format(format, false) {
+                    NumericFormat::Drop => {
+                        map.remove("format");
+                    }
+                    NumericFormat::DropWithMaximum(maximum) => {
+                        map.remove("format");
+                        map.entry("maximum").or_insert(Value::from(maximum));
+                    }
+                    NumericFormat::Keep | NumericFormat::Rename(_) | NumericFormat::NotNumeric => {}
+                }
+            }
+            for (key, value) in map.iter_mut() {
+                match (key.as_str(), value) {
+                    // Maps from names to schemas: a property may be called `const`.
+                    (
+                        "properties" | "patternProperties" | "$defs" | "definitions",
+                        Value::Object(schemas),
+                    ) => {
+                        for schema in schemas.values_mut() {
+                            drop_rust_formats_at(schema, depth + 1);
+                        }
+                    }
+                    // Values that are data, not schemas, keep their contents as they are.
+                    ("const" | "enum" | "default" | "examples", _) => {}
+                    (_, value) => drop_rust_formats_at(value, depth + 1),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                drop_rust_formats_at(item, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Whether a (sub)schema only admits `null`: `{"type":"null"}`, `{"const":null}` or
 /// `{"enum":[null]}`.
 pub(super) fn is_null_schema(schema: &Value) -> bool {
@@ -248,5 +302,43 @@ mod tests {
         assert!(is_null_schema(&json!({ "enum": [null] })));
         assert!(!is_null_schema(&json!({ "type": "string" })));
         assert!(!is_null_schema(&json!({ "enum": ["a", null] })));
+    }
+
+    #[test]
+    fn rust_formats_go_and_their_bounds_stay() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255},
+                "big": {"type": "integer", "format": "int64"},
+                "id": {"type": "integer", "format": "uint32", "minimum": 0},
+                "ratio": {"type": ["number", "null"], "format": "double"},
+                "when": {"type": "string", "format": "date-time"},
+                "site": {"type": "string", "format": "uri"},
+                "format": {"type": "string", "format": "email"},
+                "const": {"const": {"format": "int64"}},
+                "list": {"type": "array", "items": {"type": "number", "format": "float"}}
+            },
+            "$defs": {"Inner": {"anyOf": [{"type": "integer", "format": "uint"}, {"type": "null"}]}}
+        });
+        drop_rust_formats(&mut schema);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "count": {"type": "integer", "minimum": 0, "maximum": 255},
+                    "big": {"type": "integer"},
+                    "id": {"type": "integer", "minimum": 0, "maximum": 4_294_967_295_u64},
+                    "ratio": {"type": ["number", "null"]},
+                    "when": {"type": "string", "format": "date-time"},
+                    "site": {"type": "string", "format": "uri"},
+                    "format": {"type": "string", "format": "email"},
+                    "const": {"const": {"format": "int64"}},
+                    "list": {"type": "array", "items": {"type": "number"}}
+                },
+                "$defs": {"Inner": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}
+            })
+        );
     }
 }

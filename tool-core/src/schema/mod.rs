@@ -8,10 +8,16 @@
 //!
 //! | provider | tool shape | parameters |
 //! |---|---|---|
-//! | OpenAI, Ollama | `{"type":"function","function":{name, description, parameters}}` | canonical, minus `$schema` and the root `title` |
+//! | OpenAI, Ollama | `{"type":"function","function":{name, description, parameters}}` | canonical, minus `$schema`, the root `title` and Rust-only numeric formats |
 //! | OpenAI strict | same, plus `"strict": true` | closed objects, every property required, optional ones nullable |
 //! | Gemini | `{name, description, parameters}` in `{"functionDeclarations":[…]}` | the OpenAPI 3.0 subset of Gemini's `Schema` object |
-//! | Anthropic | `{name, description, input_schema}` | canonical, minus `$schema` and the root `title` |
+//! | Anthropic | `{name, description, input_schema}` | canonical, minus `$schema`, the root `title` and Rust-only numeric formats |
+//!
+//! **Rust-only formats.** schemars writes `format: int64`, `uint32`, `double`, `uint8` and the
+//! like for Rust's number types; strict validators refuse formats they do not know, so every
+//! adapter (and the MCP server) removes them and keeps the bounds they imply as
+//! `minimum`/`maximum` (Gemini keeps `int32`, `int64`, `float` and `double`, which its schema
+//! defines). Standard formats such as `date-time`, `uri` or `email` stay.
 //!
 //! **Gemini.** References are inlined (a recursive type is an error), `null` types and null
 //! branches become `nullable`, `oneOf` becomes `anyOf`, `allOf` is merged, `const` becomes a
@@ -46,6 +52,8 @@ use serde_json::{Map, Value, json};
 use crate::tool::ChatTool;
 
 pub(crate) use arguments::OptionalNulls;
+#[cfg(feature = "mcp")]
+pub(crate) use common::drop_rust_formats;
 pub(crate) use common::excerpt;
 pub(crate) use lenient::coerce_logged;
 pub use lenient::{Coercion, coerce_arguments};

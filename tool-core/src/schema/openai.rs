@@ -56,13 +56,15 @@ const MAX_TOTAL_CHARS: usize = 120_000;
 const LARGE_ENUM: usize = 250;
 const MAX_LARGE_ENUM_CHARS: usize = 15_000;
 
-/// The canonical schema as OpenAI (and Anthropic, and Ollama) take it.
+/// The canonical schema as OpenAI (and Anthropic, and Ollama) take it, without the Rust-only
+/// numeric formats.
 pub(super) fn parameters(schema: &Value) -> Value {
     let mut schema = schema.clone();
     if let Value::Object(root) = &mut schema {
         root.remove("$schema");
         root.remove("title");
     }
+    super::common::drop_rust_formats(&mut schema);
     schema
 }
 
