@@ -307,11 +307,109 @@ fn configs_read_their_variables() {
         ("OPENAI_BASE_URL", "https://openrouter.ai/api/v1"),
         ("OPENAI_MODEL", "openai/gpt-4o"),
     ]));
-    assert_eq!(config.api_key.as_deref(), Some("sk-env"));
-    assert_eq!(config.base_url, "https://openrouter.ai/api/v1");
-    assert_eq!(config.model, "openai/gpt-4o");
+    assert_eq!(config.endpoint.api_key.as_deref(), Some("sk-env"));
+    assert_eq!(config.endpoint.base_url, "https://openrouter.ai/api/v1");
+    assert_eq!(config.endpoint.model, "openai/gpt-4o");
     let defaults = OpenAiConfig::from_vars(&vars(&[]));
     assert_eq!(defaults, OpenAiConfig::default());
     let ollama = model::OllamaConfig::from_vars(&vars(&[("OLLAMA_HOST", "0.0.0.0:9999")]));
-    assert_eq!(ollama.host, "http://0.0.0.0:9999");
+    assert_eq!(ollama.endpoint.base_url, "http://0.0.0.0:9999");
+}
+
+#[test]
+fn every_config_reads_its_own_variables_over_its_defaults() {
+    use model::{AnthropicConfig, GeminiConfig, OllamaConfig};
+
+    let endpoint = |e: &model::Endpoint| {
+        (
+            e.api_key.clone(),
+            e.base_url.clone(),
+            e.model.clone(),
+            e.headers.len(),
+            e.http == HttpOptions::default(),
+        )
+    };
+    let owned = |key: Option<&str>, base: &str, model: &str| {
+        (
+            key.map(str::to_owned),
+            base.to_owned(),
+            model.to_owned(),
+            0,
+            true,
+        )
+    };
+    let none = vars(&[]);
+    assert_eq!(
+        endpoint(&OpenAiConfig::from_vars(&none).endpoint),
+        owned(None, "https://api.openai.com/v1", "gpt-4o-mini")
+    );
+    assert!(OpenAiConfig::default().include_usage);
+    assert_eq!(
+        endpoint(&AnthropicConfig::from_vars(&none).endpoint),
+        owned(None, "https://api.anthropic.com", "claude-sonnet-4-5")
+    );
+    let anthropic = AnthropicConfig::default();
+    assert_eq!(
+        (
+            anthropic.max_tokens,
+            anthropic.version.as_str(),
+            anthropic.beta.len()
+        ),
+        (4096, "2023-06-01", 0)
+    );
+    assert_eq!(
+        endpoint(&GeminiConfig::from_vars(&none).endpoint),
+        owned(
+            None,
+            "https://generativelanguage.googleapis.com/v1beta",
+            "gemini-2.5-flash"
+        )
+    );
+    assert_eq!(
+        endpoint(&OllamaConfig::from_vars(&none).endpoint),
+        owned(None, "http://localhost:11434", "llama3.2")
+    );
+
+    let anthropic = AnthropicConfig::from_vars(&vars(&[
+        ("ANTHROPIC_API_KEY", "ant-env"),
+        ("ANTHROPIC_BASE_URL", "http://proxy.test"),
+        ("ANTHROPIC_MODEL", "claude-haiku-4-5"),
+        ("OPENAI_API_KEY", "sk-not-mine"),
+    ]));
+    assert_eq!(
+        endpoint(&anthropic.endpoint),
+        owned(Some("ant-env"), "http://proxy.test", "claude-haiku-4-5")
+    );
+    // `GEMINI_API_KEY` wins over `GOOGLE_API_KEY`, which is read when it is alone or the
+    // other is blank.
+    let gemini = |pairs: &[(&str, &str)]| GeminiConfig::from_vars(&vars(pairs)).endpoint;
+    assert_eq!(
+        gemini(&[("GEMINI_API_KEY", "gm"), ("GOOGLE_API_KEY", "gg")]).api_key,
+        Some("gm".to_owned())
+    );
+    assert_eq!(
+        gemini(&[("GEMINI_API_KEY", " "), ("GOOGLE_API_KEY", "gg")]).api_key,
+        Some("gg".to_owned())
+    );
+    assert_eq!(
+        endpoint(&gemini(&[
+            ("GOOGLE_API_KEY", " gg "),
+            ("GEMINI_BASE_URL", "http://vertex.test/v1"),
+            ("GEMINI_MODEL", "tunedModels/mine"),
+        ])),
+        owned(Some("gg"), "http://vertex.test/v1", "tunedModels/mine")
+    );
+    let ollama = OllamaConfig::from_vars(&vars(&[
+        ("OLLAMA_HOST", "https://ollama.example"),
+        ("OLLAMA_MODEL", "qwen3"),
+        ("OLLAMA_API_KEY", "ol-key"),
+    ]));
+    assert_eq!(
+        endpoint(&ollama.endpoint),
+        owned(Some("ol-key"), "https://ollama.example", "qwen3")
+    );
+    assert_eq!(
+        OllamaConfig::default().with_host("[::1]").endpoint.base_url,
+        "http://[::1]:11434"
+    );
 }

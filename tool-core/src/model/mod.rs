@@ -21,6 +21,8 @@ mod accumulate;
 #[cfg(feature = "http")]
 mod decode;
 #[cfg(feature = "http")]
+mod endpoint;
+#[cfg(feature = "http")]
 mod framing;
 #[cfg(feature = "http")]
 mod http;
@@ -37,6 +39,8 @@ pub mod openai;
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use choice::ToolChoice;
+#[cfg(feature = "http")]
+pub use endpoint::Endpoint;
 pub use env::{from_env, from_vars};
 #[cfg(feature = "gemini")]
 pub use gemini::{GeminiClient, GeminiConfig};
