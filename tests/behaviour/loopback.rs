@@ -75,6 +75,12 @@ impl Reply {
         Self::new(status, "application/json", body)
     }
 
+    /// The same reply with another body (one built by the test).
+    pub(crate) fn body(mut self, body: impl Into<Bytes>) -> Self {
+        self.body = body.into();
+        self
+    }
+
     /// Adds a header.
     pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.into(), value.into()));

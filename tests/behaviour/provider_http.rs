@@ -130,49 +130,6 @@ async fn a_refused_connection_is_a_transport_error_after_retries() {
     );
 }
 
-/// A streamed or whole answer from one of the four provider clients, configured with `http`
-/// against `server`, for tests that hold for every provider.
-struct Wire {
-    provider: Provider,
-    connect: fn(&Server, HttpOptions) -> Box<dyn ChatModel>,
-    stream_body: Reply,
-    whole_body: Reply,
-}
-
-fn wires() -> Vec<Wire> {
-    use crate::{provider_anthropic, provider_gemini, provider_ollama, provider_openai};
-    vec![
-        Wire {
-            provider: Provider::OpenAi,
-            connect: |server, http| Box::new(provider_openai::client_with(server, http)),
-            stream_body: Reply::sse(TEXT),
-            whole_body: Reply::json(include_bytes!("../transcripts/openai/completion_text.json")),
-        },
-        Wire {
-            provider: Provider::Anthropic,
-            connect: |server, http| Box::new(provider_anthropic::client_with(server, http)),
-            stream_body: Reply::sse(include_bytes!("../transcripts/anthropic/text.sse")),
-            whole_body: Reply::json(include_bytes!(
-                "../transcripts/anthropic/message_tool_use.json"
-            )),
-        },
-        Wire {
-            provider: Provider::Gemini,
-            connect: |server, http| Box::new(provider_gemini::client_with(server, http)),
-            stream_body: Reply::sse(include_bytes!("../transcripts/gemini/text.sse")),
-            whole_body: Reply::json(include_bytes!(
-                "../transcripts/gemini/unary_function_calls.json"
-            )),
-        },
-        Wire {
-            provider: Provider::Ollama,
-            connect: |server, http| Box::new(provider_ollama::client_with(server, http)),
-            stream_body: Reply::ndjson(include_bytes!("../transcripts/ollama/text.ndjson")),
-            whole_body: Reply::json(include_bytes!("../transcripts/ollama/chat_tool_call.json")),
-        },
-    ]
-}
-
 /// Any `Retry-After` a busy provider sends, however large, negative, fractional or malformed,
 /// becomes a wait of at most `max_backoff` (or is ignored): the request is retried once and
 /// succeeds, streamed and not, on every provider. A value like `1e300` used to panic while
@@ -192,17 +149,17 @@ async fn hostile_retry_after_headers_never_panic_and_are_bounded_on_every_provid
     ];
     // A cap the test can wait for: without it an hour-long header would stall it.
     let http = fast_retries().with_max_backoff(Duration::from_millis(20));
-    for wire in wires() {
+    for wire in crate::provider_wires::all() {
         for streamed in [true, false] {
             for (name, value) in headers {
                 let success = if streamed {
-                    wire.stream_body.clone()
+                    (wire.streamed)(wire.text.recording)
                 } else {
-                    wire.whole_body.clone()
+                    Reply::json(wire.whole[0].recording)
                 };
                 let server =
                     Server::start(vec![Reply::error(429, DOWN).header(name, value), success]).await;
-                let model = (wire.connect)(&server, http.clone());
+                let model = wire.client(&server, http.clone());
                 let what = format!("{} streamed={streamed} {name}: {value}", wire.provider);
                 let outcome = tokio::time::timeout(Duration::from_secs(20), async {
                     if streamed {

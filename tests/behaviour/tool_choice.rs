@@ -27,43 +27,21 @@ struct Link {
     model: Box<dyn ChatModel>,
 }
 
-/// Connects a provider client to a loopback server.
-type Connect = fn(&Server) -> Box<dyn ChatModel>;
-
 /// More answers than any test sends requests over one link.
 const ANSWERS: usize = 16;
 
 async fn link(provider: Provider, streamed: bool) -> Link {
-    use crate::{provider_anthropic, provider_gemini, provider_ollama, provider_openai};
-    let (stream_body, whole_body, connect): (Reply, Reply, Connect) = match provider {
-        Provider::OpenAi => (
-            Reply::sse(include_bytes!("../transcripts/openai/text.sse")),
-            Reply::json(include_bytes!("../transcripts/openai/completion_text.json")),
-            |server| Box::new(provider_openai::client_with(server, fast_retries())),
-        ),
-        Provider::Anthropic => (
-            Reply::sse(include_bytes!("../transcripts/anthropic/text.sse")),
-            Reply::json(include_bytes!(
-                "../transcripts/anthropic/message_tool_use.json"
-            )),
-            |server| Box::new(provider_anthropic::client_with(server, fast_retries())),
-        ),
-        Provider::Gemini => (
-            Reply::sse(include_bytes!("../transcripts/gemini/text.sse")),
-            Reply::json(include_bytes!(
-                "../transcripts/gemini/unary_function_calls.json"
-            )),
-            |server| Box::new(provider_gemini::client_with(server, fast_retries())),
-        ),
-        Provider::Ollama => (
-            Reply::ndjson(include_bytes!("../transcripts/ollama/text.ndjson")),
-            Reply::json(include_bytes!("../transcripts/ollama/chat_tool_call.json")),
-            |server| Box::new(provider_ollama::client_with(server, fast_retries())),
-        ),
+    let wire = match provider {
+        Provider::OpenAi => crate::provider_wires::openai(),
+        Provider::Anthropic => crate::provider_wires::anthropic(),
+        Provider::Gemini => crate::provider_wires::gemini(),
+        Provider::Ollama => crate::provider_wires::ollama(),
     };
+    let stream_body = (wire.streamed)(wire.text.recording);
+    let whole_body = Reply::json(wire.whole[0].recording);
     let reply = if streamed { stream_body } else { whole_body };
     let server = Server::start(vec![reply; ANSWERS]).await;
-    let model = connect(&server);
+    let model = wire.client(&server, fast_retries());
     Link {
         provider,
         streamed,
