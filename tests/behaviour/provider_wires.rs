@@ -268,7 +268,10 @@ pub(crate) fn openai() -> Wire {
             usage: Usage::new(21, 8),
             sent: Sent {
                 uri: "/v1/chat/completions",
-                headers: vec![("authorization", Some("Bearer sk-test"))],
+                headers: vec![
+                    ("authorization", Some("Bearer sk-test")),
+                    ("accept", Some("text/event-stream")),
+                ],
                 body: vec![
                     ("/model", json!("gpt-4o-mini")),
                     ("/stream", json!(true)),
@@ -398,7 +401,7 @@ pub(crate) fn openai() -> Wire {
         ],
         whole_request: Sent {
             uri: "/v1/chat/completions",
-            headers: vec![],
+            headers: vec![("accept", Some("*/*"))],
             body: vec![("/stream", json!(false))],
             absent: vec!["/stream_options"],
         },
@@ -509,6 +512,7 @@ pub(crate) fn anthropic() -> Wire {
                     ("anthropic-version", Some("2023-06-01")),
                     ("anthropic-beta", None),
                     ("authorization", None),
+                    ("accept", Some("text/event-stream")),
                 ],
                 body: vec![
                     ("/model", json!("claude-test")),
@@ -630,7 +634,7 @@ pub(crate) fn anthropic() -> Wire {
         }],
         whole_request: Sent {
             uri: "/v1/messages",
-            headers: vec![],
+            headers: vec![("accept", Some("*/*"))],
             body: vec![("/stream", json!(false))],
             absent: vec![],
         },
@@ -749,7 +753,11 @@ pub(crate) fn gemini() -> Wire {
             usage: Usage::new(8, 7),
             sent: Sent {
                 uri: "/v1beta/models/gemini-test:streamGenerateContent?alt=sse",
-                headers: vec![("x-goog-api-key", Some("gm-test")), ("authorization", None)],
+                headers: vec![
+                    ("x-goog-api-key", Some("gm-test")),
+                    ("authorization", None),
+                    ("accept", Some("*/*")),
+                ],
                 body: vec![
                     (
                         "/systemInstruction",
@@ -880,7 +888,7 @@ pub(crate) fn gemini() -> Wire {
         }],
         whole_request: Sent {
             uri: "/v1beta/models/gemini-test:generateContent",
-            headers: vec![],
+            headers: vec![("accept", Some("*/*"))],
             body: vec![],
             absent: vec!["/stream"],
         },
@@ -964,7 +972,10 @@ pub(crate) fn ollama() -> Wire {
             usage: Usage::new(169, 15),
             sent: Sent {
                 uri: "/api/chat",
-                headers: vec![("authorization", Some("Bearer ol-test"))],
+                headers: vec![
+                    ("authorization", Some("Bearer ol-test")),
+                    ("accept", Some("*/*")),
+                ],
                 body: vec![
                     ("/model", json!("llama3.2")),
                     ("/stream", json!(true)),
@@ -1074,7 +1085,7 @@ pub(crate) fn ollama() -> Wire {
         }],
         whole_request: Sent {
             uri: "/api/chat",
-            headers: vec![],
+            headers: vec![("accept", Some("*/*"))],
             body: vec![("/stream", json!(false))],
             absent: vec![],
         },

@@ -25,7 +25,7 @@ use super::{
     ProviderError, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
-    endpoint::{Endpoint, EnvNames, endpoint_setters},
+    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
     http::Http,
 };
@@ -114,8 +114,6 @@ impl AnthropicConfig {
 pub struct AnthropicClient {
     config: Arc<AnthropicConfig>,
     http: Http,
-    api_key: String,
-    beta: String,
     url: String,
 }
 
@@ -123,16 +121,18 @@ impl AnthropicClient {
     /// A client with these settings; fails without an API key.
     pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
         let endpoint = &config.endpoint;
-        let api_key = endpoint.required_key(
-            "no Anthropic API key: set ANTHROPIC_API_KEY or AnthropicConfig::with_api_key",
-        )?;
-        let http = Http::new(PROVIDER, endpoint.http.clone())?;
+        let key = KeyHeader::Required {
+            header: "x-api-key",
+            missing: "no Anthropic API key: set ANTHROPIC_API_KEY or AnthropicConfig::with_api_key",
+        };
+        let version = ("anthropic-version", config.version.clone());
+        // No `anthropic-beta` header when no beta feature is on.
+        let beta = (!config.beta.is_empty()).then(|| ("anthropic-beta", config.beta.join(",")));
+        let http = endpoint.connect(PROVIDER, key, [version].into_iter().chain(beta), true)?;
         let url = endpoint.url("/v1/messages");
         Ok(Self {
-            beta: config.beta.join(","),
             config: Arc::new(config),
             http,
-            api_key,
             url,
         })
     }
@@ -153,22 +153,7 @@ impl AnthropicClient {
         stream: bool,
     ) -> Result<reqwest::Response, ProviderError> {
         let body = request_body(&self.config, request, stream)?;
-        let own = [
-            ("x-api-key", self.api_key.as_str()),
-            ("anthropic-version", self.config.version.as_str()),
-            ("anthropic-beta", self.beta.as_str()),
-        ];
-        // No `anthropic-beta` header when no beta feature is on.
-        let own = if self.beta.is_empty() {
-            &own[..2]
-        } else {
-            &own[..]
-        };
-        let mut headers = self.config.endpoint.request_headers(own);
-        if stream {
-            headers.push(("accept", "text/event-stream"));
-        }
-        self.http.post(&self.url, &headers, body, stream).await
+        self.http.post(&self.url, body, stream).await
     }
 }
 

@@ -4,18 +4,12 @@
 //! and adds only what is its own (Anthropic's `max_tokens` and beta features, OpenAI's
 //! `include_usage`).
 
-// Shared by the provider clients; a build with only some of them leaves parts unused.
-#![cfg_attr(
-    not(all(
-        feature = "openai",
-        feature = "ollama",
-        feature = "gemini",
-        feature = "anthropic"
-    )),
-    allow(dead_code, unused_macros, unused_imports)
-)]
-
-use super::{ProviderError, env::var, http::HttpOptions};
+use super::{
+    ProviderError,
+    env::var,
+    http::{Http, HttpOptions},
+};
+use crate::schema::Provider;
 
 /// Where and how a provider client sends its requests; the part of
 /// [`OpenAiConfig`](super::OpenAiConfig), [`AnthropicConfig`](super::AnthropicConfig),
@@ -80,29 +74,50 @@ impl Endpoint {
         format!("{}{path}", self.base_url.trim_end_matches('/'))
     }
 
-    /// The API key, or a [`ProviderError::Config`] with `missing` when there is none.
-    pub(crate) fn required_key(&self, missing: &str) -> Result<String, ProviderError> {
-        self.api_key
-            .clone()
-            .ok_or_else(|| ProviderError::Config(missing.to_owned()))
+    /// The HTTP side of `provider`'s client: every request carries the key as `key` says, then
+    /// the provider's `own` headers, then the extra [`headers`](Self::headers); streamed ones
+    /// ask for `text/event-stream` if `event_stream`. Fails when the key is required and
+    /// missing.
+    pub(crate) fn connect(
+        &self,
+        provider: Provider,
+        key: KeyHeader,
+        own: impl IntoIterator<Item = (&'static str, String)>,
+        event_stream: bool,
+    ) -> Result<Http, ProviderError> {
+        let mut headers = Vec::new();
+        match (key, &self.api_key) {
+            (KeyHeader::Bearer, Some(key)) => {
+                headers.push((String::from("authorization"), format!("Bearer {key}")));
+            }
+            (KeyHeader::Bearer, None) => {}
+            (KeyHeader::Required { header, .. }, Some(key)) => {
+                headers.push((header.to_owned(), key.clone()));
+            }
+            (KeyHeader::Required { missing, .. }, None) => {
+                return Err(ProviderError::Config(missing.to_owned()));
+            }
+        }
+        headers.extend(
+            own.into_iter()
+                .map(|(name, value)| (name.to_owned(), value)),
+        );
+        headers.extend(self.headers.iter().cloned());
+        Http::new(provider, self.http.clone(), headers, event_stream)
     }
+}
 
-    /// `Authorization: Bearer …` with the API key, when there is one.
-    pub(crate) fn bearer(&self) -> Option<String> {
-        self.api_key.as_ref().map(|key| format!("Bearer {key}"))
-    }
-
-    /// The headers of a request: the provider's own (`first`), then the extra
-    /// [`headers`](Self::headers).
-    pub(crate) fn request_headers<'a>(
-        &'a self,
-        first: &[(&'a str, &'a str)],
-    ) -> Vec<(&'a str, &'a str)> {
-        let mut headers = Vec::with_capacity(first.len() + self.headers.len() + 1);
-        headers.extend_from_slice(first);
-        headers.extend(self.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())));
-        headers
-    }
+/// How a provider wants the API key.
+// A build with only some of the clients leaves one way unused.
+#[allow(dead_code)]
+pub(crate) enum KeyHeader {
+    /// As `Authorization: Bearer …`, when there is one.
+    Bearer,
+    /// In `header`; without a key no client is built, and the error says `missing`.
+    Required {
+        header: &'static str,
+        missing: &'static str,
+    },
 }
 
 /// The environment variables a provider's endpoint is read from.

@@ -25,7 +25,7 @@ use super::{
     ProviderError, ToolCall, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decode_whole, decoded, stream_error, truncated, unreadable},
-    endpoint::{Endpoint, EnvNames, endpoint_setters},
+    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
     http::Http,
 };
@@ -88,7 +88,6 @@ impl GeminiConfig {
 pub struct GeminiClient {
     config: Arc<GeminiConfig>,
     http: Http,
-    api_key: String,
     unary_url: String,
     stream_url: String,
 }
@@ -97,9 +96,11 @@ impl GeminiClient {
     /// A client with these settings; fails without an API key.
     pub fn new(config: GeminiConfig) -> Result<Self, ProviderError> {
         let endpoint = &config.endpoint;
-        let api_key = endpoint
-            .required_key("no Gemini API key: set GEMINI_API_KEY or GeminiConfig::with_api_key")?;
-        let http = Http::new(PROVIDER, endpoint.http.clone())?;
+        let key = KeyHeader::Required {
+            header: "x-goog-api-key",
+            missing: "no Gemini API key: set GEMINI_API_KEY or GeminiConfig::with_api_key",
+        };
+        let http = endpoint.connect(PROVIDER, key, [], false)?;
         let model = if endpoint.model.contains('/') {
             endpoint.model.clone()
         } else {
@@ -110,7 +111,6 @@ impl GeminiClient {
             stream_url: endpoint.url(&format!("/{model}:streamGenerateContent?alt=sse")),
             config: Arc::new(config),
             http,
-            api_key,
         })
     }
 
@@ -130,16 +130,12 @@ impl GeminiClient {
         stream: bool,
     ) -> Result<reqwest::Response, ProviderError> {
         let body = request_body(request)?;
-        let headers = self
-            .config
-            .endpoint
-            .request_headers(&[("x-goog-api-key", self.api_key.as_str())]);
         let url = if stream {
             &self.stream_url
         } else {
             &self.unary_url
         };
-        self.http.post(url, &headers, body, stream).await
+        self.http.post(url, body, stream).await
     }
 }
 

@@ -197,16 +197,27 @@ fn seconds(text: &str, unit: f64) -> Option<Duration> {
     Some(Duration::try_from_secs_f64(number * unit).unwrap_or(Duration::MAX))
 }
 
-/// The HTTP side of a provider client: one `reqwest` client and the retry policy.
+/// The HTTP side of a provider client: one `reqwest` client, the retry policy, and the headers
+/// every request carries.
 #[derive(Clone, Debug)]
 pub(crate) struct Http {
     client: reqwest::Client,
     options: HttpOptions,
     provider: Provider,
+    headers: Vec<(String, String)>,
+    /// Whether streamed requests ask for `text/event-stream`.
+    event_stream: bool,
 }
 
 impl Http {
-    pub(crate) fn new(provider: Provider, options: HttpOptions) -> Result<Self, ProviderError> {
+    /// A client for `provider` sending `headers` with every request, and
+    /// `Accept: text/event-stream` with streamed ones if `event_stream`.
+    pub(crate) fn new(
+        provider: Provider,
+        options: HttpOptions,
+        headers: Vec<(String, String)>,
+        event_stream: bool,
+    ) -> Result<Self, ProviderError> {
         let client = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
             .read_timeout(options.read_timeout)
@@ -219,17 +230,18 @@ impl Http {
             client,
             options,
             provider,
+            headers,
+            event_stream,
         })
     }
 
-    /// POSTs `body` (JSON) to `url` with `headers`, retrying 429s, 5xx and failed connections,
+    /// POSTs `body` (JSON) to `url`, retrying 429s, 5xx and failed connections,
     /// and returns the first successful response. A non-streamed request is bounded by the
     /// request timeout as a whole; a streamed one only until its headers arrive (its body by the
     /// read timeout between chunks).
     pub(crate) async fn post(
         &self,
         url: &str,
-        headers: &[(&str, &str)],
         body: Bytes,
         streaming: bool,
     ) -> Result<Response, ProviderError> {
@@ -242,8 +254,11 @@ impl Http {
                 .post(url)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
-            for (name, value) in headers {
-                request = request.header(*name, *value);
+            for (name, value) in &self.headers {
+                request = request.header(name, value);
+            }
+            if streaming && self.event_stream {
+                request = request.header(reqwest::header::ACCEPT, "text/event-stream");
             }
             if !streaming {
                 request = request.timeout(self.options.request_timeout);

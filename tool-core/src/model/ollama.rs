@@ -26,7 +26,7 @@ use super::{
     ProviderError, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
-    endpoint::{Endpoint, EnvNames, endpoint_setters},
+    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
     http::Http,
 };
@@ -126,21 +126,18 @@ pub struct OllamaClient {
     config: Arc<OllamaConfig>,
     http: Http,
     url: String,
-    bearer: Option<String>,
 }
 
 impl OllamaClient {
     /// A client with these settings.
     pub fn new(config: OllamaConfig) -> Result<Self, ProviderError> {
         let endpoint = &config.endpoint;
-        let http = Http::new(PROVIDER, endpoint.http.clone())?;
+        let http = endpoint.connect(PROVIDER, KeyHeader::Bearer, [], false)?;
         let url = endpoint.url("/api/chat");
-        let bearer = endpoint.bearer();
         Ok(Self {
             config: Arc::new(config),
             http,
             url,
-            bearer,
         })
     }
 
@@ -160,12 +157,7 @@ impl OllamaClient {
         stream: bool,
     ) -> Result<reqwest::Response, ProviderError> {
         let body = request_body(&self.config, request, stream)?;
-        let auth = self
-            .bearer
-            .as_deref()
-            .map(|bearer| ("authorization", bearer));
-        let headers = self.config.endpoint.request_headers(auth.as_slice());
-        self.http.post(&self.url, &headers, body, stream).await
+        self.http.post(&self.url, body, stream).await
     }
 }
 

@@ -22,7 +22,7 @@ use super::{
     ProviderError, ToolChoice, Usage,
     accumulate::Answer,
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
-    endpoint::{Endpoint, EnvNames, endpoint_setters},
+    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
     http::Http,
 };
@@ -108,21 +108,18 @@ pub struct OpenAiClient {
     config: Arc<OpenAiConfig>,
     http: Http,
     url: String,
-    bearer: Option<String>,
 }
 
 impl OpenAiClient {
     /// A client with these settings.
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
         let endpoint = &config.endpoint;
-        let http = Http::new(PROVIDER, endpoint.http.clone())?;
+        let http = endpoint.connect(PROVIDER, KeyHeader::Bearer, [], true)?;
         let url = endpoint.url("/chat/completions");
-        let bearer = endpoint.bearer();
         Ok(Self {
             config: Arc::new(config),
             http,
             url,
-            bearer,
         })
     }
 
@@ -142,15 +139,7 @@ impl OpenAiClient {
         stream: bool,
     ) -> Result<reqwest::Response, ProviderError> {
         let body = request_body(&self.config, request, stream)?;
-        let auth = self
-            .bearer
-            .as_deref()
-            .map(|bearer| ("authorization", bearer));
-        let mut headers = self.config.endpoint.request_headers(auth.as_slice());
-        if stream {
-            headers.push(("accept", "text/event-stream"));
-        }
-        self.http.post(&self.url, &headers, body, stream).await
+        self.http.post(&self.url, body, stream).await
     }
 }
 
