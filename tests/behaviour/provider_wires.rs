@@ -7,8 +7,9 @@ use serde_json::{Value, json};
 use tool_core::{
     Provider,
     model::{
-        AnthropicClient, AnthropicConfig, ChatModel, FinishReason, GeminiClient, GeminiConfig,
-        HttpOptions, OllamaClient, OllamaConfig, OpenAiClient, OpenAiConfig, ProviderError, Usage,
+        AnthropicClient, AnthropicConfig, ChatModel, Endpoint, FinishReason, GeminiClient,
+        GeminiConfig, HttpOptions, OllamaClient, OllamaConfig, OpenAiClient, OpenAiConfig,
+        ProviderError, Usage,
     },
 };
 
@@ -75,6 +76,20 @@ pub(crate) struct Setup {
 }
 
 impl Setup {
+    /// Sets `endpoint` up for a test: `base_url`, `model`, `key` if the setup has a key, and
+    /// the setup's headers, timeouts and retries.
+    fn apply(self, endpoint: &mut Endpoint, base_url: String, model: &str, key: &str) {
+        endpoint.base_url = base_url;
+        endpoint.model = model.to_owned();
+        endpoint.api_key = self.key.then(|| key.to_owned());
+        endpoint.headers = self
+            .headers
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect();
+        endpoint.http = self.http;
+    }
+
     /// The test key, no extra headers, these timeouts and retries.
     pub(crate) fn with(http: HttpOptions) -> Self {
         Self {
@@ -244,16 +259,9 @@ pub(crate) fn openai() -> Wire {
     Wire {
         provider: Provider::OpenAi,
         connect: |server, setup| {
-            let mut config = OpenAiConfig::default()
-                .with_base_url(format!("{}/v1", server.url()))
-                .with_model("gpt-4o-mini")
-                .with_http(setup.http);
-            if setup.key {
-                config = config.with_api_key("sk-test");
-            }
-            for (name, value) in setup.headers {
-                config = config.with_header(name, value);
-            }
+            let mut config = OpenAiConfig::default();
+            let base_url = format!("{}/v1", server.url());
+            setup.apply(&mut config.endpoint, base_url, "gpt-4o-mini", "sk-test");
             Ok(Box::new(OpenAiClient::new(config)?))
         },
         streamed: Reply::sse,
@@ -483,16 +491,9 @@ pub(crate) fn anthropic() -> Wire {
     Wire {
         provider: Provider::Anthropic,
         connect: |server, setup| {
-            let mut config = AnthropicConfig::default()
-                .with_base_url(server.url())
-                .with_model("claude-test")
-                .with_http(setup.http);
-            if setup.key {
-                config = config.with_api_key("sk-ant-test");
-            }
-            for (name, value) in setup.headers {
-                config = config.with_header(name, value);
-            }
+            let mut config = AnthropicConfig::default();
+            let base_url = server.url().to_owned();
+            setup.apply(&mut config.endpoint, base_url, "claude-test", "sk-ant-test");
             Ok(Box::new(AnthropicClient::new(config)?))
         },
         streamed: Reply::sse,
@@ -728,16 +729,9 @@ pub(crate) fn gemini() -> Wire {
     Wire {
         provider: Provider::Gemini,
         connect: |server, setup| {
-            let mut config = GeminiConfig::default()
-                .with_base_url(format!("{}/v1beta", server.url()))
-                .with_model("gemini-test")
-                .with_http(setup.http);
-            if setup.key {
-                config = config.with_api_key("gm-test");
-            }
-            for (name, value) in setup.headers {
-                config = config.with_header(name, value);
-            }
+            let mut config = GeminiConfig::default();
+            let base_url = format!("{}/v1beta", server.url());
+            setup.apply(&mut config.endpoint, base_url, "gemini-test", "gm-test");
             Ok(Box::new(GeminiClient::new(config)?))
         },
         // CRLF framing.
@@ -948,16 +942,9 @@ pub(crate) fn ollama() -> Wire {
     Wire {
         provider: Provider::Ollama,
         connect: |server, setup| {
-            let mut config = OllamaConfig::default()
-                .with_host(server.url())
-                .with_model("llama3.2")
-                .with_http(setup.http);
-            if setup.key {
-                config = config.with_api_key("ol-test");
-            }
-            for (name, value) in setup.headers {
-                config = config.with_header(name, value);
-            }
+            let mut config = OllamaConfig::default();
+            let base_url = server.url().to_owned();
+            setup.apply(&mut config.endpoint, base_url, "llama3.2", "ol-test");
             Ok(Box::new(OllamaClient::new(config)?))
         },
         streamed: Reply::ndjson,
