@@ -39,7 +39,7 @@ async fn anthropic_data_only_stream_with_padded_data_lines() {
 async fn anthropic_tool_without_arguments_gets_an_empty_object() {
     let (out, _server) = stream(
         Reply::sse(transcript!("no_arguments.sse")),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     assert_eq!(
@@ -53,7 +53,7 @@ async fn anthropic_tool_without_arguments_gets_an_empty_object() {
 async fn anthropic_max_tokens_inside_tool_input_reports_the_invalid_input_without_ending_it() {
     let (out, _server) = stream(
         Reply::sse(transcript!("max_tokens_in_tool_input.sse")),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     let (_, finish) = out.done();
@@ -76,7 +76,7 @@ async fn anthropic_max_tokens_inside_tool_input_reports_the_invalid_input_withou
 async fn anthropic_server_tools_are_passed_through_not_reported_as_calls() {
     let (out, _server) = stream(
         Reply::sse(transcript!("server_tool.sse")),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     let (message, finish) = out.done();
@@ -94,7 +94,7 @@ async fn anthropic_connection_cut_mid_call_says_how_far_the_stream_got() {
         Reply::sse(body)
             .chunked(4096, Duration::from_millis(10))
             .cut_after(cut),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     assert_eq!(out.text(), "I'll check the weather.");
@@ -115,7 +115,7 @@ async fn anthropic_stream_that_stops_mid_call_names_the_call() {
     let end = find(body, b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\": ");
     let (out, _server) = stream(
         Reply::sse_owned(&body[..end]),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     let error = out.error.expect("the stream ended early");

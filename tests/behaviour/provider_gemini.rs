@@ -35,7 +35,7 @@ async fn gemini_call_ids_are_echoed_in_the_function_responses() {
     let mut messages = question();
     let first = Collected::from(
         model
-            .stream(ChatRequest::new(messages.clone()).with_tools(tools()))
+            .stream(ChatRequest::new(messages.clone()).tools(tools()))
             .await
             .unwrap(),
     )
@@ -78,7 +78,7 @@ async fn gemini_call_ids_are_echoed_in_the_function_responses() {
 async fn gemini_streamed_partial_args_are_assembled() {
     let (out, _server) = stream(
         Reply::sse(transcript!("partial_args.sse")),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     let calls = out.calls();

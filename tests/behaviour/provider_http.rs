@@ -20,9 +20,9 @@ const DOWN: &[u8] =
 fn client(base: &str, http: HttpOptions) -> OpenAiClient {
     OpenAiClient::new(
         OpenAiConfig::default()
-            .with_api_key("sk-test")
-            .with_base_url(format!("{base}/v1"))
-            .with_http(http),
+            .api_key("sk-test")
+            .base_url(format!("{base}/v1"))
+            .http(http),
     )
     .unwrap()
 }
@@ -33,8 +33,8 @@ fn hello() -> ChatRequest {
 
 fn patient() -> HttpOptions {
     HttpOptions::default()
-        .with_initial_backoff(Duration::from_secs(600))
-        .with_max_backoff(Duration::from_secs(600))
+        .initial_backoff(Duration::from_secs(600))
+        .max_backoff(Duration::from_secs(600))
 }
 
 #[tokio::test]
@@ -46,7 +46,7 @@ async fn server_errors_are_retried_then_reported_as_unavailable() {
         Reply::sse(TEXT),
     ])
     .await;
-    let model = client(server.url(), fast_retries().with_max_retries(2));
+    let model = client(server.url(), fast_retries().max_retries(2));
     let error = model
         .stream(hello())
         .await
@@ -97,7 +97,7 @@ async fn retry_after_is_capped_by_max_backoff() {
         Reply::sse(TEXT),
     ])
     .await;
-    let http = HttpOptions::default().with_max_backoff(Duration::from_millis(100));
+    let http = HttpOptions::default().max_backoff(Duration::from_millis(100));
     let model = client(server.url(), http);
     let out = tokio::time::timeout(Duration::from_secs(60), async {
         Collected::from(model.stream(hello()).await.unwrap()).await
@@ -113,10 +113,7 @@ async fn a_refused_connection_is_a_transport_error_after_retries() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     drop(listener);
-    let model = client(
-        &format!("http://{address}"),
-        fast_retries().with_max_retries(1),
-    );
+    let model = client(&format!("http://{address}"), fast_retries().max_retries(1));
     let error = model.chat(hello()).await.unwrap_err();
     assert!(
         matches!(
@@ -148,7 +145,7 @@ async fn hostile_retry_after_headers_never_panic_and_are_bounded_on_every_provid
         ("retry-after-ms", "-1"),
     ];
     // A cap the test can wait for: without it an hour-long header would stall it.
-    let http = fast_retries().with_max_backoff(Duration::from_millis(20));
+    let http = fast_retries().max_backoff(Duration::from_millis(20));
     for wire in crate::provider_wires::all() {
         for streamed in [true, false] {
             for (name, value) in headers {
@@ -366,7 +363,7 @@ fn every_config_reads_its_own_variables_over_its_defaults() {
         owned(Some("ol-key"), "https://ollama.example", "qwen3")
     );
     assert_eq!(
-        OllamaConfig::default().with_host("[::1]").endpoint.base_url,
+        OllamaConfig::default().host("[::1]").endpoint.base_url,
         "http://[::1]:11434"
     );
 }

@@ -28,7 +28,7 @@ async fn stream(reply: Reply, request: ChatRequest) -> (Collected, Server) {
 async fn ollama_call_in_the_done_line() {
     let (out, _server) = stream(
         Reply::ndjson(transcript!("call_in_done_line.ndjson")),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     assert_eq!(out.text(), "Checking.");
@@ -52,7 +52,7 @@ async fn ollama_text_in_the_done_line_is_kept() {
 async fn ollama_call_ids_from_newer_servers_are_kept() {
     let (out, _server) = stream(
         Reply::ndjson(transcript!("calls_with_ids.ndjson")),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     assert_eq!(

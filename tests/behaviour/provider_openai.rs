@@ -34,7 +34,7 @@ async fn stream(reply: Reply, request: ChatRequest) -> (Collected, Server) {
 async fn openai_tool_call_index_starting_at_1_with_empty_fragments() {
     let (out, _server) = stream(
         Reply::sse(transcript!("index_starts_at_1.sse")),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     assert_eq!(out.text(), "Checking.");
@@ -69,7 +69,7 @@ async fn openai_empty_choices_chunks_are_skipped() {
 async fn openai_whole_call_in_one_chunk_with_its_finish_reason() {
     let (out, _server) = stream(
         Reply::sse(transcript!("whole_call_with_finish.sse")),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     let calls = out.calls();
@@ -94,7 +94,7 @@ async fn openai_answer_complete_without_done_marker() {
 async fn openai_calls_all_numbered_0_with_distinct_ids_are_separate() {
     let (out, _server) = stream(
         Reply::sse(transcript!("calls_all_index_0.sse")),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     assert_eq!(
@@ -112,7 +112,7 @@ async fn openai_calls_all_numbered_0_with_distinct_ids_are_separate() {
 async fn openai_id_then_name_then_unicode_escaped_arguments() {
     let (out, _server) = stream(
         Reply::sse(transcript!("id_then_name.sse")),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     let calls = out.calls();
@@ -132,9 +132,9 @@ async fn openai_id_then_name_then_unicode_escaped_arguments() {
 async fn openai_local_server_without_key_gets_no_authorization_header() {
     let server = Server::start(vec![Reply::sse(transcript!("text.sse"))]).await;
     let config = OpenAiConfig::default()
-        .with_base_url(format!("{}/v1/", server.url()))
-        .with_header("HTTP-Referer", "https://example.com/app")
-        .with_include_usage(false);
+        .base_url(format!("{}/v1/", server.url()))
+        .header("HTTP-Referer", "https://example.com/app")
+        .include_usage(false);
     let model = OpenAiClient::new(config).unwrap();
     Collected::from(model.stream(ChatRequest::new(question())).await.unwrap())
         .await
@@ -158,7 +158,7 @@ async fn openai_connection_cut_mid_call_says_how_far_the_stream_got() {
         Reply::sse(body)
             .chunked(4096, Duration::from_millis(10))
             .cut_after(cut),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     assert_eq!(out.argument_deltas(0), "{\"city\": \"");

@@ -176,7 +176,7 @@ async fn streams_plain_text_and_sends_no_tools(wire: Wire) {
 }
 
 async fn streams_one_tool_call_and_sends_the_tools(wire: Wire) {
-    let request = ChatRequest::new(question()).with_tools(tools());
+    let request = ChatRequest::new(question()).tools(tools());
     // The provider format of the tools, as a list: Gemini's is one object, which its request
     // puts in a list of one.
     let expected_tools =
@@ -215,7 +215,7 @@ async fn streams_parallel_tool_calls_with_escaped_arguments(wire: Wire) {
     let (out, _server) = stream(
         &wire,
         (wire.streamed)(case.recording),
-        ChatRequest::new(question()).with_tools(tools()),
+        ChatRequest::new(question()).tools(tools()),
     )
     .await;
     assert_eq!(out.text(), case.text);
@@ -238,7 +238,7 @@ async fn streams_parallel_tool_calls_with_escaped_arguments(wire: Wire) {
 /// aside).
 async fn slow_chunked_stream_gives_the_same_events(wire: Wire) {
     let recording = wire.parallel_calls.recording;
-    let request = ChatRequest::new(question()).with_tools(tools());
+    let request = ChatRequest::new(question()).tools(tools());
     let (whole, _a) = stream(&wire, (wire.streamed)(recording), request.clone()).await;
     let slow = (wire.streamed)(recording).chunked(3, Duration::from_millis(1));
     let (chunked, _b) = stream(&wire, slow, request).await;
@@ -264,7 +264,7 @@ async fn multi_step_sends_the_calls_and_their_results_back(wire: Wire) {
     let mut messages = question();
     let first = Collected::from(
         model
-            .stream(ChatRequest::new(messages.clone()).with_tools(tools()))
+            .stream(ChatRequest::new(messages.clone()).tools(tools()))
             .await
             .unwrap(),
     )
@@ -279,7 +279,7 @@ async fn multi_step_sends_the_calls_and_their_results_back(wire: Wire) {
     }
     let second = Collected::from(
         model
-            .stream(ChatRequest::new(messages).with_tools(tools()))
+            .stream(ChatRequest::new(messages).tools(tools()))
             .await
             .unwrap(),
     )
@@ -378,8 +378,8 @@ async fn busy_then_success_honours_retry_after(wire: Wire) {
     .await;
     // Without Retry-After the client would wait ten minutes; the test's own timeout fails it.
     let patient = fast_retries()
-        .with_initial_backoff(Duration::from_secs(600))
-        .with_max_backoff(Duration::from_secs(600));
+        .initial_backoff(Duration::from_secs(600))
+        .max_backoff(Duration::from_secs(600));
     let model = wire.client(&server, patient);
     let out = tokio::time::timeout(Duration::from_secs(60), async {
         Collected::from(model.stream(ChatRequest::new(question())).await.unwrap()).await
@@ -406,7 +406,7 @@ async fn busy_then_success_retries_at_once_without_retry_after(wire: Wire) {
 
 async fn busy_every_time_is_unavailable_after_the_retries(wire: Wire) {
     let server = Server::start(vec![Reply::error(wire.busy.status, wire.busy.body); 3]).await;
-    let model = wire.client(&server, fast_retries().with_max_retries(2));
+    let model = wire.client(&server, fast_retries().max_retries(2));
     let error = model.chat(ChatRequest::new(question())).await.unwrap_err();
     match error {
         ProviderError::Unavailable {
@@ -460,7 +460,7 @@ async fn chat_reads_whole_answers(wire: Wire) {
         let server = Server::start(vec![Reply::json(case.recording)]).await;
         let response = wire
             .client(&server, fast_retries())
-            .chat(ChatRequest::new(question()).with_tools(tools()))
+            .chat(ChatRequest::new(question()).tools(tools()))
             .await
             .unwrap();
         let Message::Assistant {
@@ -487,11 +487,7 @@ async fn five_megabyte_argument_in_one_event_arrives_whole(wire: Wire) {
         .chunked(16 * 1024, Duration::ZERO);
     let out = tokio::time::timeout(
         Duration::from_secs(120),
-        stream(
-            &wire,
-            reply,
-            ChatRequest::new(question()).with_tools(tools()),
-        ),
+        stream(&wire, reply, ChatRequest::new(question()).tools(tools())),
     )
     .await
     .expect("the stream finished")
@@ -507,7 +503,7 @@ async fn request_timeout_is_a_transport_error(wire: Wire) {
         (wire.streamed)(wire.text.recording).delayed(Duration::from_secs(30)),
     ])
     .await;
-    let http = fast_retries().with_request_timeout(Duration::from_millis(200));
+    let http = fast_retries().request_timeout(Duration::from_millis(200));
     let error = wire
         .client(&server, http)
         .stream(ChatRequest::new(question()))
@@ -528,7 +524,7 @@ async fn stalled_stream_hits_the_read_timeout(wire: Wire) {
         (wire.streamed)(wire.text.recording).chunked(64, Duration::from_secs(30)),
     ])
     .await;
-    let http = fast_retries().with_read_timeout(Duration::from_millis(200));
+    let http = fast_retries().read_timeout(Duration::from_millis(200));
     let stream = wire
         .client(&server, http)
         .stream(ChatRequest::new(question()))

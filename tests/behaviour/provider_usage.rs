@@ -16,17 +16,17 @@ use crate::{
 #[test]
 fn usage_adds_every_count_and_saturates() {
     let a = Usage::new(10, 5)
-        .with_cache_read_tokens(4)
-        .with_cache_write_tokens(3)
-        .with_reasoning_tokens(2);
+        .cache_read_tokens(4)
+        .cache_write_tokens(3)
+        .reasoning_tokens(2);
     let b = Usage::new(100, 50)
-        .with_cache_read_tokens(40)
-        .with_cache_write_tokens(30)
-        .with_reasoning_tokens(20);
+        .cache_read_tokens(40)
+        .cache_write_tokens(30)
+        .reasoning_tokens(20);
     let expected = Usage::new(110, 55)
-        .with_cache_read_tokens(44)
-        .with_cache_write_tokens(33)
-        .with_reasoning_tokens(22);
+        .cache_read_tokens(44)
+        .cache_write_tokens(33)
+        .reasoning_tokens(22);
     assert_eq!(a + b, expected);
     let mut sum = a;
     sum += b;
@@ -74,8 +74,8 @@ fn cached_turn() -> Vec<Reply> {
 /// 61 written; 20 out).
 fn cached_turn_usage() -> Usage {
     Usage::new(890, 68)
-        .with_cache_read_tokens(824)
-        .with_cache_write_tokens(61)
+        .cache_read_tokens(824)
+        .cache_write_tokens(61)
 }
 
 #[tokio::test]
@@ -102,8 +102,8 @@ async fn agent_chat_sums_every_count_over_the_steps_of_a_turn() {
         response.usage,
         Some(
             Usage::new(1619, 83)
-                .with_cache_read_tokens(412)
-                .with_cache_write_tokens(1200)
+                .cache_read_tokens(412)
+                .cache_write_tokens(1200)
         )
     );
     assert_eq!(server.requests().len(), 2);
@@ -136,10 +136,10 @@ async fn agent_stream_reports_each_step_and_the_turn_sum() {
     assert_eq!(
         steps,
         [
-            Usage::new(415, 48).with_cache_read_tokens(412),
+            Usage::new(415, 48).cache_read_tokens(412),
             Usage::new(475, 20)
-                .with_cache_read_tokens(412)
-                .with_cache_write_tokens(61),
+                .cache_read_tokens(412)
+                .cache_write_tokens(61),
         ]
     );
     let response = done.expect("the turn finished");

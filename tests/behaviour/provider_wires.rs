@@ -433,8 +433,8 @@ pub(crate) fn openai() -> Wire {
                 streamed: true,
                 text: Some("Paris."),
                 usage: Usage::new(1250, 340)
-                    .with_cache_read_tokens(1152)
-                    .with_reasoning_tokens(256),
+                    .cache_read_tokens(1152)
+                    .reasoning_tokens(256),
                 uncached_input: 98,
                 total: 1590,
             },
@@ -443,8 +443,8 @@ pub(crate) fn openai() -> Wire {
                 streamed: false,
                 text: None,
                 usage: Usage::new(2006, 150)
-                    .with_cache_read_tokens(1920)
-                    .with_reasoning_tokens(128),
+                    .cache_read_tokens(1920)
+                    .reasoning_tokens(128),
                 uncached_input: 86,
                 total: 2156,
             },
@@ -455,8 +455,8 @@ pub(crate) fn openai() -> Wire {
                 streamed: true,
                 text: Some("Paris."),
                 usage: Usage::new(90, 60)
-                    .with_cache_read_tokens(64)
-                    .with_reasoning_tokens(48),
+                    .cache_read_tokens(64)
+                    .reasoning_tokens(48),
                 uncached_input: 26,
                 total: 150,
             },
@@ -651,7 +651,7 @@ pub(crate) fn anthropic() -> Wire {
                 recording: recording!("anthropic/cached_tool_use.sse"),
                 streamed: true,
                 text: None,
-                usage: Usage::new(415, 48).with_cache_read_tokens(412),
+                usage: Usage::new(415, 48).cache_read_tokens(412),
                 uncached_input: 3,
                 total: 463,
             },
@@ -661,8 +661,8 @@ pub(crate) fn anthropic() -> Wire {
                 streamed: true,
                 text: Some("That file does not exist."),
                 usage: Usage::new(475, 20)
-                    .with_cache_read_tokens(412)
-                    .with_cache_write_tokens(61),
+                    .cache_read_tokens(412)
+                    .cache_write_tokens(61),
                 uncached_input: 2,
                 total: 495,
             },
@@ -671,7 +671,7 @@ pub(crate) fn anthropic() -> Wire {
                 recording: recording!("anthropic/message_cache_write.json"),
                 streamed: false,
                 text: None,
-                usage: Usage::new(1204, 35).with_cache_write_tokens(1200),
+                usage: Usage::new(1204, 35).cache_write_tokens(1200),
                 uncached_input: 4,
                 total: 1239,
             },
@@ -776,7 +776,7 @@ pub(crate) fn gemini() -> Wire {
                 arguments: r#"{"city": "Paris"}"#,
                 metadata: Some(json!({ "thoughtSignature": SIGNATURE })),
             }],
-            usage: Some(Usage::new(30, 49).with_reasoning_tokens(40)),
+            usage: Some(Usage::new(30, 49).reasoning_tokens(40)),
         },
         // No ids, and a call without `args`.
         parallel_calls: Calls {
@@ -899,8 +899,8 @@ pub(crate) fn gemini() -> Wire {
                 streamed: true,
                 text: Some("Paris."),
                 usage: Usage::new(2100, 97)
-                    .with_cache_read_tokens(2048)
-                    .with_reasoning_tokens(85),
+                    .cache_read_tokens(2048)
+                    .reasoning_tokens(85),
                 uncached_input: 52,
                 total: 2197,
             },
@@ -909,8 +909,8 @@ pub(crate) fn gemini() -> Wire {
                 streamed: false,
                 text: None,
                 usage: Usage::new(4120, 43)
-                    .with_cache_read_tokens(4096)
-                    .with_reasoning_tokens(40),
+                    .cache_read_tokens(4096)
+                    .reasoning_tokens(40),
                 uncached_input: 24,
                 total: 4163,
             },

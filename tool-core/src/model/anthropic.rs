@@ -96,14 +96,14 @@ impl AnthropicConfig {
 
     /// Sets the default `max_tokens`.
     #[must_use]
-    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
         self
     }
 
     /// Turns on an `anthropic-beta` feature.
     #[must_use]
-    pub fn with_beta(mut self, feature: impl Into<String>) -> Self {
+    pub fn beta(mut self, feature: impl Into<String>) -> Self {
         self.beta.push(feature.into());
         self
     }
@@ -123,7 +123,7 @@ impl AnthropicClient {
         let endpoint = &config.endpoint;
         let key = KeyHeader::Required {
             header: "x-api-key",
-            missing: "no Anthropic API key: set ANTHROPIC_API_KEY or AnthropicConfig::with_api_key",
+            missing: "no Anthropic API key: set ANTHROPIC_API_KEY or AnthropicConfig::api_key",
         };
         let version = ("anthropic-version", config.version.clone());
         // No `anthropic-beta` header when no beta feature is on.
@@ -411,8 +411,8 @@ impl WireUsage {
             .saturating_add(read)
             .saturating_add(written);
         Usage::new(input, self.output_tokens.unwrap_or_default())
-            .with_cache_read_tokens(read)
-            .with_cache_write_tokens(written)
+            .cache_read_tokens(read)
+            .cache_write_tokens(written)
     }
 }
 

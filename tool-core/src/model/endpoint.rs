@@ -16,8 +16,8 @@ use crate::schema::Provider;
 /// [`GeminiConfig`](super::GeminiConfig) and [`OllamaConfig`](super::OllamaConfig) that they
 /// have in common.
 ///
-/// Each configuration's setters (`with_api_key`, `with_base_url`, `with_model`, `with_header`,
-/// `with_http`) write here.
+/// Each configuration's setters (`api_key`, `base_url`, `model`, `header`, `http`) write
+/// here.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Endpoint {
@@ -136,39 +136,35 @@ macro_rules! endpoint_setters {
         impl $config {
             /// Sets the API key.
             #[must_use]
-            pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+            pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
                 self.endpoint.api_key = Some(api_key.into());
                 self
             }
 
             /// Sets the base URL.
             #[must_use]
-            pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+            pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
                 self.endpoint.base_url = base_url.into();
                 self
             }
 
             /// Sets the model.
             #[must_use]
-            pub fn with_model(mut self, model: impl Into<String>) -> Self {
+            pub fn model(mut self, model: impl Into<String>) -> Self {
                 self.endpoint.model = model.into();
                 self
             }
 
             /// Adds a header to every request.
             #[must_use]
-            pub fn with_header(
-                mut self,
-                name: impl Into<String>,
-                value: impl Into<String>,
-            ) -> Self {
+            pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
                 self.endpoint.headers.push((name.into(), value.into()));
                 self
             }
 
             /// Sets the timeouts and retries.
             #[must_use]
-            pub fn with_http(mut self, http: $crate::model::HttpOptions) -> Self {
+            pub fn http(mut self, http: $crate::model::HttpOptions) -> Self {
                 self.endpoint.http = http;
                 self
             }

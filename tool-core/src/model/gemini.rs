@@ -98,7 +98,7 @@ impl GeminiClient {
         let endpoint = &config.endpoint;
         let key = KeyHeader::Required {
             header: "x-goog-api-key",
-            missing: "no Gemini API key: set GEMINI_API_KEY or GeminiConfig::with_api_key",
+            missing: "no Gemini API key: set GEMINI_API_KEY or GeminiConfig::api_key",
         };
         let http = endpoint.connect(PROVIDER, key, [], false)?;
         let model = if endpoint.model.contains('/') {
@@ -441,8 +441,8 @@ impl From<UsageMetadata> for Usage {
                 .candidates_token_count
                 .saturating_add(usage.thoughts_token_count),
         )
-        .with_cache_read_tokens(usage.cached_content_token_count)
-        .with_reasoning_tokens(usage.thoughts_token_count)
+        .cache_read_tokens(usage.cached_content_token_count)
+        .reasoning_tokens(usage.thoughts_token_count)
     }
 }
 

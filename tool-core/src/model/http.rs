@@ -35,8 +35,8 @@ use crate::schema::Provider;
 /// use tool_core::model::HttpOptions;
 ///
 /// let options = HttpOptions::default()
-///     .with_max_retries(5)
-///     .with_connect_timeout(Duration::from_secs(3));
+///     .max_retries(5)
+///     .connect_timeout(Duration::from_secs(3));
 /// assert_eq!(options.max_retries, 5);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,42 +81,42 @@ impl HttpOptions {
 
     /// Sets the connect timeout.
     #[must_use]
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
     /// Sets the request timeout.
     #[must_use]
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
 
     /// Sets the read timeout of streamed answers.
     #[must_use]
-    pub fn with_read_timeout(mut self, timeout: Duration) -> Self {
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
         self.read_timeout = timeout;
         self
     }
 
     /// Sets the number of retries.
     #[must_use]
-    pub fn with_max_retries(mut self, retries: u32) -> Self {
+    pub fn max_retries(mut self, retries: u32) -> Self {
         self.max_retries = retries;
         self
     }
 
     /// Sets the first backoff delay.
     #[must_use]
-    pub fn with_initial_backoff(mut self, delay: Duration) -> Self {
+    pub fn initial_backoff(mut self, delay: Duration) -> Self {
         self.initial_backoff = delay;
         self
     }
 
     /// Sets the cap on any wait between attempts.
     #[must_use]
-    pub fn with_max_backoff(mut self, delay: Duration) -> Self {
+    pub fn max_backoff(mut self, delay: Duration) -> Self {
         self.max_backoff = delay;
         self
     }
@@ -535,7 +535,7 @@ mod tests {
         for pair in ignored {
             assert_eq!(retry_after(&headers(&[pair]), now), None, "{pair:?}");
         }
-        let options = HttpOptions::default().with_max_backoff(Duration::from_secs(5));
+        let options = HttpOptions::default().max_backoff(Duration::from_secs(5));
         for pair in huge {
             assert_eq!(
                 options.retry_delay(1, &headers(&[pair])),
@@ -556,8 +556,8 @@ mod tests {
     #[test]
     fn backoff_ceiling_doubles_and_is_capped() {
         let options = HttpOptions::default()
-            .with_initial_backoff(Duration::from_secs(1))
-            .with_max_backoff(Duration::from_secs(5));
+            .initial_backoff(Duration::from_secs(1))
+            .max_backoff(Duration::from_secs(5));
         let ceilings: Vec<u64> = [1, 2, 3, 4, 40, u32::MAX]
             .into_iter()
             .map(|n| options.backoff_ceiling(n).as_secs())

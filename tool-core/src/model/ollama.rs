@@ -88,10 +88,10 @@ impl OllamaConfig {
     }
 
     /// Sets the server as `OLLAMA_HOST` names it: a URL, or `host[:port]` (the scheme defaults
-    /// to `http`, and the port of `http` to 11434). [`with_base_url`](Self::with_base_url)
+    /// to `http`, and the port of `http` to 11434). [`base_url`](Self::base_url)
     /// takes the URL as it is.
     #[must_use]
-    pub fn with_host(mut self, host: impl AsRef<str>) -> Self {
+    pub fn host(mut self, host: impl AsRef<str>) -> Self {
         self.endpoint.base_url = host_url(host.as_ref());
         self
     }

@@ -37,8 +37,8 @@ const PROVIDER: Provider = Provider::OpenAi;
 ///
 /// // A local vLLM or llama.cpp server needs no key.
 /// let config = OpenAiConfig::default()
-///     .with_base_url("http://localhost:8000/v1")
-///     .with_model("Qwen/Qwen2.5-7B-Instruct");
+///     .base_url("http://localhost:8000/v1")
+///     .model("Qwen/Qwen2.5-7B-Instruct");
 /// assert_eq!(config.endpoint.api_key, None);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
@@ -96,7 +96,7 @@ impl OpenAiConfig {
 
     /// Turns `stream_options.include_usage` on or off.
     #[must_use]
-    pub fn with_include_usage(mut self, include_usage: bool) -> Self {
+    pub fn include_usage(mut self, include_usage: bool) -> Self {
         self.include_usage = include_usage;
         self
     }
@@ -416,8 +416,8 @@ impl From<WireUsage> for Usage {
             output = output.saturating_add(reasoning);
         }
         Usage::new(input, output)
-            .with_cache_read_tokens(cached)
-            .with_reasoning_tokens(reasoning)
+            .cache_read_tokens(cached)
+            .reasoning_tokens(reasoning)
     }
 }
 
