@@ -15,7 +15,7 @@ use tool_core::{
 use crate::{
     agent_support::assert_every_call_answered,
     loopback::{Reply, Server, fast_retries},
-    provider_anthropic, provider_gemini, provider_ollama, provider_openai,
+    provider_wires,
 };
 
 /// `get_weather`, which must be approved before it runs (it never does here).
@@ -83,25 +83,25 @@ async fn a_denied_call_goes_back_to_every_provider_in_its_own_form() {
             "openai",
             Reply::sse(include_bytes!("../transcripts/openai/tool_call.sse")),
             Reply::sse(include_bytes!("../transcripts/openai/final_answer.sse")),
-            |server, http| Arc::new(provider_openai::client_with(server, http)),
+            |server, http| Arc::new(provider_wires::openai().client(server, http)),
         ),
         (
             "anthropic",
             Reply::sse(include_bytes!("../transcripts/anthropic/tool_use.sse")),
             Reply::sse(include_bytes!("../transcripts/anthropic/final_answer.sse")),
-            |server, http| Arc::new(provider_anthropic::client_with(server, http)),
+            |server, http| Arc::new(provider_wires::anthropic().client(server, http)),
         ),
         (
             "gemini",
             Reply::sse(include_bytes!("../transcripts/gemini/function_call.sse")),
             Reply::sse(include_bytes!("../transcripts/gemini/final_answer.sse")),
-            |server, http| Arc::new(provider_gemini::client_with(server, http)),
+            |server, http| Arc::new(provider_wires::gemini().client(server, http)),
         ),
         (
             "ollama",
             Reply::ndjson(include_bytes!("../transcripts/ollama/tool_call.ndjson")),
             Reply::ndjson(include_bytes!("../transcripts/ollama/final_answer.ndjson")),
-            |server, http| Arc::new(provider_ollama::client_with(server, http)),
+            |server, http| Arc::new(provider_wires::ollama().client(server, http)),
         ),
     ];
     for (provider, call, answer, connect) in wires {

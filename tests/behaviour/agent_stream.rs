@@ -43,8 +43,8 @@ async fn stream_events_come_in_the_order_things_happen() {
                 ToolCall::new("c2", "echo", r#"{"text": "two"}"#),
             ])
             .with_text("Let me check.")
-            .with_usage(Usage::new(10, 5)),
-            ScriptedResponse::text("All done here.").with_usage(Usage::new(20, 3)),
+            .usage(Usage::new(10, 5)),
+            ScriptedResponse::text("All done here.").usage(Usage::new(20, 3)),
         ],
     );
     agent.add_tool(Echo).unwrap();

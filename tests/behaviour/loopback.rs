@@ -75,6 +75,12 @@ impl Reply {
         Self::new(status, "application/json", body)
     }
 
+    /// The same reply with another body (one built by the test).
+    pub(crate) fn body(mut self, body: impl Into<Bytes>) -> Self {
+        self.body = body.into();
+        self
+    }
+
     /// Adds a header.
     pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.into(), value.into()));
@@ -217,8 +223,8 @@ async fn answer(State(script): State<Arc<Mutex<Script>>>, request: Request) -> R
 /// Retries that happen at once (the tests count requests, they do not time them).
 pub(crate) fn fast_retries() -> HttpOptions {
     HttpOptions::default()
-        .with_initial_backoff(Duration::from_millis(1))
-        .with_max_backoff(Duration::from_millis(50))
+        .initial_backoff(Duration::from_millis(1))
+        .max_backoff(Duration::from_millis(50))
 }
 
 /// The conversation the provider tests send: a terse system prompt and a question about the

@@ -20,9 +20,9 @@ const DOWN: &[u8] =
 fn client(base: &str, http: HttpOptions) -> OpenAiClient {
     OpenAiClient::new(
         OpenAiConfig::default()
-            .with_api_key("sk-test")
-            .with_base_url(format!("{base}/v1"))
-            .with_http(http),
+            .api_key("sk-test")
+            .base_url(format!("{base}/v1"))
+            .http(http),
     )
     .unwrap()
 }
@@ -33,8 +33,8 @@ fn hello() -> ChatRequest {
 
 fn patient() -> HttpOptions {
     HttpOptions::default()
-        .with_initial_backoff(Duration::from_secs(600))
-        .with_max_backoff(Duration::from_secs(600))
+        .initial_backoff(Duration::from_secs(600))
+        .max_backoff(Duration::from_secs(600))
 }
 
 #[tokio::test]
@@ -46,7 +46,7 @@ async fn server_errors_are_retried_then_reported_as_unavailable() {
         Reply::sse(TEXT),
     ])
     .await;
-    let model = client(server.url(), fast_retries().with_max_retries(2));
+    let model = client(server.url(), fast_retries().max_retries(2));
     let error = model
         .stream(hello())
         .await
@@ -97,7 +97,7 @@ async fn retry_after_is_capped_by_max_backoff() {
         Reply::sse(TEXT),
     ])
     .await;
-    let http = HttpOptions::default().with_max_backoff(Duration::from_millis(100));
+    let http = HttpOptions::default().max_backoff(Duration::from_millis(100));
     let model = client(server.url(), http);
     let out = tokio::time::timeout(Duration::from_secs(60), async {
         Collected::from(model.stream(hello()).await.unwrap()).await
@@ -113,10 +113,7 @@ async fn a_refused_connection_is_a_transport_error_after_retries() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     drop(listener);
-    let model = client(
-        &format!("http://{address}"),
-        fast_retries().with_max_retries(1),
-    );
+    let model = client(&format!("http://{address}"), fast_retries().max_retries(1));
     let error = model.chat(hello()).await.unwrap_err();
     assert!(
         matches!(
@@ -128,49 +125,6 @@ async fn a_refused_connection_is_a_transport_error_after_retries() {
         ),
         "{error:?}"
     );
-}
-
-/// A streamed or whole answer from one of the four provider clients, configured with `http`
-/// against `server`, for tests that hold for every provider.
-struct Wire {
-    provider: Provider,
-    connect: fn(&Server, HttpOptions) -> Box<dyn ChatModel>,
-    stream_body: Reply,
-    whole_body: Reply,
-}
-
-fn wires() -> Vec<Wire> {
-    use crate::{provider_anthropic, provider_gemini, provider_ollama, provider_openai};
-    vec![
-        Wire {
-            provider: Provider::OpenAi,
-            connect: |server, http| Box::new(provider_openai::client_with(server, http)),
-            stream_body: Reply::sse(TEXT),
-            whole_body: Reply::json(include_bytes!("../transcripts/openai/completion_text.json")),
-        },
-        Wire {
-            provider: Provider::Anthropic,
-            connect: |server, http| Box::new(provider_anthropic::client_with(server, http)),
-            stream_body: Reply::sse(include_bytes!("../transcripts/anthropic/text.sse")),
-            whole_body: Reply::json(include_bytes!(
-                "../transcripts/anthropic/message_tool_use.json"
-            )),
-        },
-        Wire {
-            provider: Provider::Gemini,
-            connect: |server, http| Box::new(provider_gemini::client_with(server, http)),
-            stream_body: Reply::sse(include_bytes!("../transcripts/gemini/text.sse")),
-            whole_body: Reply::json(include_bytes!(
-                "../transcripts/gemini/unary_function_calls.json"
-            )),
-        },
-        Wire {
-            provider: Provider::Ollama,
-            connect: |server, http| Box::new(provider_ollama::client_with(server, http)),
-            stream_body: Reply::ndjson(include_bytes!("../transcripts/ollama/text.ndjson")),
-            whole_body: Reply::json(include_bytes!("../transcripts/ollama/chat_tool_call.json")),
-        },
-    ]
 }
 
 /// Any `Retry-After` a busy provider sends, however large, negative, fractional or malformed,
@@ -191,18 +145,18 @@ async fn hostile_retry_after_headers_never_panic_and_are_bounded_on_every_provid
         ("retry-after-ms", "-1"),
     ];
     // A cap the test can wait for: without it an hour-long header would stall it.
-    let http = fast_retries().with_max_backoff(Duration::from_millis(20));
-    for wire in wires() {
+    let http = fast_retries().max_backoff(Duration::from_millis(20));
+    for wire in crate::provider_wires::all() {
         for streamed in [true, false] {
             for (name, value) in headers {
                 let success = if streamed {
-                    wire.stream_body.clone()
+                    (wire.streamed)(wire.text.recording)
                 } else {
-                    wire.whole_body.clone()
+                    Reply::json(wire.whole[0].recording)
                 };
                 let server =
                     Server::start(vec![Reply::error(429, DOWN).header(name, value), success]).await;
-                let model = (wire.connect)(&server, http.clone());
+                let model = wire.client(&server, http.clone());
                 let what = format!("{} streamed={streamed} {name}: {value}", wire.provider);
                 let outcome = tokio::time::timeout(Duration::from_secs(20), async {
                     if streamed {
@@ -307,11 +261,109 @@ fn configs_read_their_variables() {
         ("OPENAI_BASE_URL", "https://openrouter.ai/api/v1"),
         ("OPENAI_MODEL", "openai/gpt-4o"),
     ]));
-    assert_eq!(config.api_key.as_deref(), Some("sk-env"));
-    assert_eq!(config.base_url, "https://openrouter.ai/api/v1");
-    assert_eq!(config.model, "openai/gpt-4o");
+    assert_eq!(config.endpoint.api_key.as_deref(), Some("sk-env"));
+    assert_eq!(config.endpoint.base_url, "https://openrouter.ai/api/v1");
+    assert_eq!(config.endpoint.model, "openai/gpt-4o");
     let defaults = OpenAiConfig::from_vars(&vars(&[]));
     assert_eq!(defaults, OpenAiConfig::default());
     let ollama = model::OllamaConfig::from_vars(&vars(&[("OLLAMA_HOST", "0.0.0.0:9999")]));
-    assert_eq!(ollama.host, "http://0.0.0.0:9999");
+    assert_eq!(ollama.endpoint.base_url, "http://0.0.0.0:9999");
+}
+
+#[test]
+fn every_config_reads_its_own_variables_over_its_defaults() {
+    use model::{AnthropicConfig, GeminiConfig, OllamaConfig};
+
+    let endpoint = |e: &model::Endpoint| {
+        (
+            e.api_key.clone(),
+            e.base_url.clone(),
+            e.model.clone(),
+            e.headers.len(),
+            e.http == HttpOptions::default(),
+        )
+    };
+    let owned = |key: Option<&str>, base: &str, model: &str| {
+        (
+            key.map(str::to_owned),
+            base.to_owned(),
+            model.to_owned(),
+            0,
+            true,
+        )
+    };
+    let none = vars(&[]);
+    assert_eq!(
+        endpoint(&OpenAiConfig::from_vars(&none).endpoint),
+        owned(None, "https://api.openai.com/v1", "gpt-4o-mini")
+    );
+    assert!(OpenAiConfig::default().include_usage);
+    assert_eq!(
+        endpoint(&AnthropicConfig::from_vars(&none).endpoint),
+        owned(None, "https://api.anthropic.com", "claude-sonnet-4-5")
+    );
+    let anthropic = AnthropicConfig::default();
+    assert_eq!(
+        (
+            anthropic.max_tokens,
+            anthropic.version.as_str(),
+            anthropic.beta.len()
+        ),
+        (4096, "2023-06-01", 0)
+    );
+    assert_eq!(
+        endpoint(&GeminiConfig::from_vars(&none).endpoint),
+        owned(
+            None,
+            "https://generativelanguage.googleapis.com/v1beta",
+            "gemini-2.5-flash"
+        )
+    );
+    assert_eq!(
+        endpoint(&OllamaConfig::from_vars(&none).endpoint),
+        owned(None, "http://localhost:11434", "llama3.2")
+    );
+
+    let anthropic = AnthropicConfig::from_vars(&vars(&[
+        ("ANTHROPIC_API_KEY", "ant-env"),
+        ("ANTHROPIC_BASE_URL", "http://proxy.test"),
+        ("ANTHROPIC_MODEL", "claude-haiku-4-5"),
+        ("OPENAI_API_KEY", "sk-not-mine"),
+    ]));
+    assert_eq!(
+        endpoint(&anthropic.endpoint),
+        owned(Some("ant-env"), "http://proxy.test", "claude-haiku-4-5")
+    );
+    // `GEMINI_API_KEY` wins over `GOOGLE_API_KEY`, which is read when it is alone or the
+    // other is blank.
+    let gemini = |pairs: &[(&str, &str)]| GeminiConfig::from_vars(&vars(pairs)).endpoint;
+    assert_eq!(
+        gemini(&[("GEMINI_API_KEY", "gm"), ("GOOGLE_API_KEY", "gg")]).api_key,
+        Some("gm".to_owned())
+    );
+    assert_eq!(
+        gemini(&[("GEMINI_API_KEY", " "), ("GOOGLE_API_KEY", "gg")]).api_key,
+        Some("gg".to_owned())
+    );
+    assert_eq!(
+        endpoint(&gemini(&[
+            ("GOOGLE_API_KEY", " gg "),
+            ("GEMINI_BASE_URL", "http://vertex.test/v1"),
+            ("GEMINI_MODEL", "tunedModels/mine"),
+        ])),
+        owned(Some("gg"), "http://vertex.test/v1", "tunedModels/mine")
+    );
+    let ollama = OllamaConfig::from_vars(&vars(&[
+        ("OLLAMA_HOST", "https://ollama.example"),
+        ("OLLAMA_MODEL", "qwen3"),
+        ("OLLAMA_API_KEY", "ol-key"),
+    ]));
+    assert_eq!(
+        endpoint(&ollama.endpoint),
+        owned(Some("ol-key"), "https://ollama.example", "qwen3")
+    );
+    assert_eq!(
+        OllamaConfig::default().host("[::1]").endpoint.base_url,
+        "http://[::1]:11434"
+    );
 }

@@ -1,6 +1,6 @@
-//! Failed tool calls: flagged in the conversation, kept in saved sessions, and sent to each
-//! provider the way its format documents (or, where it has no place for a flag, as the error
-//! text alone).
+//! Failed tool calls: flagged in the conversation, kept in saved sessions, and sent flagged.
+//! How each wire sends the flag (or, where it has no place for one, the error text alone) is a
+//! scenario of `provider_scenarios` (`results_of_failed_calls_are_sent_in_the_wire_form`).
 
 use std::time::Duration;
 
@@ -8,117 +8,19 @@ use serde_json::json;
 use tool_core::{
     Agent, AgentError, AgentOptions,
     context::SavedConversation,
-    model::{ChatModel, ChatRequest, Message, ScriptedResponse, ToolCall},
+    model::{ChatModel, Message, ScriptedResponse, ToolCall},
 };
 
 use crate::{
     agent_support::{Boom, Echo, Fail, Slow, scripted_agent, scripted_agent_with},
-    loopback::{Reply, Server, question_about, stream_once},
+    loopback::{Reply, Server},
 };
 
-use crate::{
-    provider_anthropic::client as anthropic, provider_gemini::client as gemini,
-    provider_ollama::client as ollama, provider_openai::client as openai,
-};
+use crate::{provider_scenarios::one_ok_one_failed, provider_wires};
 
-const FAILURE: &str = "Error executing read_file: missing.txt does not exist";
-
-/// A conversation whose last step made two calls: the first succeeded, the second failed.
-fn one_ok_one_failed() -> ChatRequest {
-    let mut messages = question_about("Paris");
-    messages.push(Message::Assistant {
-        content: String::new(),
-        tool_calls: vec![
-            ToolCall::new("call_1", "get_weather", r#"{"city":"Paris"}"#),
-            ToolCall::new("call_2", "read_file", r#"{"path":"missing.txt"}"#),
-        ],
-    });
-    messages.push(Message::tool_result("call_1", "get_weather", "18°C"));
-    messages.push(Message::tool_error("call_2", "read_file", FAILURE));
-    ChatRequest::new(messages)
-}
-
-#[tokio::test]
-async fn anthropic_tool_result_of_a_failed_call_carries_is_error() {
-    let (out, server) = stream_once(
-        Reply::sse(include_bytes!("../transcripts/anthropic/text.sse")),
-        one_ok_one_failed(),
-        anthropic,
-    )
-    .await;
-    out.done();
-    let body = server.requests()[0].json();
-    assert_eq!(
-        body["messages"][2],
-        json!({
-            "role": "user",
-            "content": [
-                { "type": "tool_result", "tool_use_id": "call_1", "content": "18°C" },
-                { "type": "tool_result", "tool_use_id": "call_2", "content": FAILURE,
-                  "is_error": true }
-            ]
-        })
-    );
-}
-
-#[tokio::test]
-async fn gemini_function_response_of_a_failed_call_uses_the_error_key() {
-    let (out, server) = stream_once(
-        Reply::sse(include_bytes!("../transcripts/gemini/text.sse")),
-        one_ok_one_failed(),
-        gemini,
-    )
-    .await;
-    out.done();
-    let body = server.requests()[0].json();
-    assert_eq!(
-        body["contents"][2],
-        json!({
-            "role": "user",
-            "parts": [
-                { "functionResponse": { "name": "get_weather", "response": { "result": "18°C" } } },
-                { "functionResponse": { "name": "read_file", "response": { "error": FAILURE } } }
-            ]
-        })
-    );
-}
-
-#[tokio::test]
-async fn openai_tool_message_has_no_error_flag_so_the_failure_is_the_content() {
-    let (out, server) = stream_once(
-        Reply::sse(include_bytes!("../transcripts/openai/text.sse")),
-        one_ok_one_failed(),
-        openai,
-    )
-    .await;
-    out.done();
-    let body = server.requests()[0].json();
-    assert_eq!(
-        body["messages"].as_array().unwrap()[3..],
-        [
-            json!({ "role": "tool", "tool_call_id": "call_1", "content": "18°C" }),
-            json!({ "role": "tool", "tool_call_id": "call_2", "content": FAILURE }),
-        ]
-    );
-}
-
-#[tokio::test]
-async fn ollama_tool_message_has_no_error_flag_so_the_failure_is_the_content() {
-    let (out, server) = stream_once(
-        Reply::ndjson(include_bytes!("../transcripts/ollama/text.ndjson")),
-        one_ok_one_failed(),
-        ollama,
-    )
-    .await;
-    out.done();
-    let body = server.requests()[0].json();
-    assert_eq!(
-        body["messages"].as_array().unwrap()[3..],
-        [
-            json!({ "role": "tool", "content": "18°C", "tool_name": "get_weather" }),
-            json!({ "role": "tool", "content": FAILURE, "tool_name": "read_file" }),
-        ]
-    );
+/// The Anthropic client with quick retries against `server`.
+fn anthropic(server: &Server) -> Box<dyn ChatModel> {
+    provider_wires::client(provider_wires::anthropic)(server)
 }
 
 /// The flag of each tool result, by call id.

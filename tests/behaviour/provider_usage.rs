@@ -1,220 +1,32 @@
-//! Token counts with prompt caching and reasoning, normalised to one meaning for every
-//! provider, streamed and not, and summed over an agent's turn.
+//! Token counts added up, and summed over an agent's turn. Each wire's counts, with prompt
+//! caching and reasoning normalised to one meaning, streamed and not, are a scenario of
+//! `provider_scenarios` (`token_counts_have_one_meaning`).
 
-use tool_core::{
-    Agent, AgentEvent, AgentOptions,
-    model::{ChatModel, ChatRequest, Message, Usage},
-};
+use tool_core::{Agent, AgentEvent, AgentOptions, model::Usage};
 
 use std::time::Duration;
 
 use futures::StreamExt as _;
 
 use crate::{
-    loopback::{Reply, Server, question_about, stream_once},
-    provider_anthropic::client as anthropic,
-    provider_gemini::client as gemini,
-    provider_ollama::client as ollama,
-    provider_openai::client as openai,
+    loopback::{Reply, Server},
+    provider_wires::{self, client},
 };
-
-fn question() -> ChatRequest {
-    ChatRequest::new(question_about("Paris"))
-}
-
-/// The usage of a non-streamed answer to `reply`.
-async fn chat_usage<M: ChatModel>(reply: Reply, connect: impl FnOnce(&Server) -> M) -> Usage {
-    let server = Server::start(vec![reply]).await;
-    let response = connect(&server).chat(question()).await.unwrap();
-    response.usage.expect("the answer reports usage")
-}
-
-#[tokio::test]
-async fn anthropic_stream_counts_cache_reads_in_the_input() {
-    let (out, _server) = stream_once(
-        Reply::sse(include_bytes!(
-            "../transcripts/anthropic/cached_tool_use.sse"
-        )),
-        question(),
-        anthropic,
-    )
-    .await;
-    out.done();
-    // 3 uncached input tokens, 412 read from the cache; `message_delta` repeats the input
-    // counts beside the final output count.
-    let usage = out.usage().unwrap();
-    assert_eq!(usage, Usage::new(415, 48).with_cache_read_tokens(412));
-    assert_eq!(usage.total_input_tokens(), 415);
-    assert_eq!(usage.uncached_input_tokens(), 3);
-}
-
-#[tokio::test]
-async fn anthropic_stream_keeps_the_start_cache_counts_when_the_delta_has_only_output() {
-    let (out, _server) = stream_once(
-        Reply::sse(include_bytes!(
-            "../transcripts/anthropic/cached_final_answer.sse"
-        )),
-        question(),
-        anthropic,
-    )
-    .await;
-    assert_eq!(out.text(), "That file does not exist.");
-    assert_eq!(
-        out.usage(),
-        Some(
-            Usage::new(475, 20)
-                .with_cache_read_tokens(412)
-                .with_cache_write_tokens(61)
-        )
-    );
-}
-
-#[tokio::test]
-async fn anthropic_chat_counts_cache_writes_in_the_input() {
-    let usage = chat_usage(
-        Reply::json(include_bytes!(
-            "../transcripts/anthropic/message_cache_write.json"
-        )),
-        anthropic,
-    )
-    .await;
-    assert_eq!(usage, Usage::new(1204, 35).with_cache_write_tokens(1200));
-    assert_eq!(usage.uncached_input_tokens(), 4);
-    assert_eq!(usage.total_tokens(), 1239);
-}
-
-#[tokio::test]
-async fn openai_stream_reports_cached_and_reasoning_tokens() {
-    let (out, _server) = stream_once(
-        Reply::sse(include_bytes!("../transcripts/openai/cached_reasoning.sse")),
-        question(),
-        openai,
-    )
-    .await;
-    assert_eq!(out.done().0, &Message::assistant("Paris."));
-    // OpenAI's prompt count already includes the cached tokens, and its completion count the
-    // reasoning tokens.
-    let usage = out.usage().unwrap();
-    assert_eq!(
-        usage,
-        Usage::new(1250, 340)
-            .with_cache_read_tokens(1152)
-            .with_reasoning_tokens(256)
-    );
-    assert_eq!(usage.total_tokens(), 1590);
-    assert_eq!(usage.uncached_input_tokens(), 98);
-}
-
-#[tokio::test]
-async fn openai_chat_reports_cached_and_reasoning_tokens() {
-    let usage = chat_usage(
-        Reply::json(include_bytes!(
-            "../transcripts/openai/completion_cached_reasoning.json"
-        )),
-        openai,
-    )
-    .await;
-    assert_eq!(
-        usage,
-        Usage::new(2006, 150)
-            .with_cache_read_tokens(1920)
-            .with_reasoning_tokens(128)
-    );
-}
-
-#[tokio::test]
-async fn openai_compatible_reasoning_counted_beside_completion_is_added_to_the_output() {
-    let (out, _server) = stream_once(
-        Reply::sse(include_bytes!(
-            "../transcripts/openai/reasoning_beside_completion.sse"
-        )),
-        question(),
-        openai,
-    )
-    .await;
-    assert_eq!(out.done().0, &Message::assistant("Paris."));
-    // total_tokens 150 = 90 prompt + 12 completion + 48 reasoning: the server counted the
-    // reasoning outside `completion_tokens`.
-    let usage = out.usage().unwrap();
-    assert_eq!(
-        usage,
-        Usage::new(90, 60)
-            .with_cache_read_tokens(64)
-            .with_reasoning_tokens(48)
-    );
-    assert_eq!(usage.total_tokens(), 150);
-}
-
-#[tokio::test]
-async fn gemini_stream_reports_cached_content_and_thoughts() {
-    let (out, _server) = stream_once(
-        Reply::sse(include_bytes!("../transcripts/gemini/cached_thoughts.sse")),
-        question(),
-        gemini,
-    )
-    .await;
-    assert_eq!(out.done().0, &Message::assistant("Paris."));
-    // 12 answer tokens and 85 thought tokens are the output; the thoughts are its reasoning.
-    let usage = out.usage().unwrap();
-    assert_eq!(
-        usage,
-        Usage::new(2100, 97)
-            .with_cache_read_tokens(2048)
-            .with_reasoning_tokens(85)
-    );
-    assert_eq!(usage.total_tokens(), 2197);
-}
-
-#[tokio::test]
-async fn gemini_chat_reports_cached_content_and_thoughts() {
-    let usage = chat_usage(
-        Reply::json(include_bytes!(
-            "../transcripts/gemini/unary_cached_content.json"
-        )),
-        gemini,
-    )
-    .await;
-    assert_eq!(
-        usage,
-        Usage::new(4120, 43)
-            .with_cache_read_tokens(4096)
-            .with_reasoning_tokens(40)
-    );
-    assert_eq!(usage.total_tokens(), 4163);
-}
-
-#[tokio::test]
-async fn ollama_reports_prompt_and_eval_counts_streamed_and_not() {
-    let (out, _server) = stream_once(
-        Reply::ndjson(include_bytes!("../transcripts/ollama/text.ndjson")),
-        question(),
-        ollama,
-    )
-    .await;
-    assert_eq!(out.usage(), Some(Usage::new(169, 15)));
-
-    let usage = chat_usage(
-        Reply::json(include_bytes!("../transcripts/ollama/chat_tool_call.json")),
-        ollama,
-    )
-    .await;
-    assert_eq!(usage, Usage::new(122, 33));
-}
 
 #[test]
 fn usage_adds_every_count_and_saturates() {
     let a = Usage::new(10, 5)
-        .with_cache_read_tokens(4)
-        .with_cache_write_tokens(3)
-        .with_reasoning_tokens(2);
+        .cache_read_tokens(4)
+        .cache_write_tokens(3)
+        .reasoning_tokens(2);
     let b = Usage::new(100, 50)
-        .with_cache_read_tokens(40)
-        .with_cache_write_tokens(30)
-        .with_reasoning_tokens(20);
+        .cache_read_tokens(40)
+        .cache_write_tokens(30)
+        .reasoning_tokens(20);
     let expected = Usage::new(110, 55)
-        .with_cache_read_tokens(44)
-        .with_cache_write_tokens(33)
-        .with_reasoning_tokens(22);
+        .cache_read_tokens(44)
+        .cache_write_tokens(33)
+        .reasoning_tokens(22);
     assert_eq!(a + b, expected);
     let mut sum = a;
     sum += b;
@@ -262,15 +74,18 @@ fn cached_turn() -> Vec<Reply> {
 /// 61 written; 20 out).
 fn cached_turn_usage() -> Usage {
     Usage::new(890, 68)
-        .with_cache_read_tokens(824)
-        .with_cache_write_tokens(61)
+        .cache_read_tokens(824)
+        .cache_write_tokens(61)
 }
 
 #[tokio::test]
 async fn agent_chat_sums_every_count_over_the_steps_of_a_turn() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(whole_cached_turn()).await;
-    let agent = Agent::new(anthropic(&server), AgentOptions::new().root_dir(dir.path()));
+    let agent = Agent::new(
+        client(provider_wires::anthropic)(&server),
+        AgentOptions::new().root_dir(dir.path()),
+    );
 
     let response = tokio::time::timeout(
         Duration::from_secs(30),
@@ -287,8 +102,8 @@ async fn agent_chat_sums_every_count_over_the_steps_of_a_turn() {
         response.usage,
         Some(
             Usage::new(1619, 83)
-                .with_cache_read_tokens(412)
-                .with_cache_write_tokens(1200)
+                .cache_read_tokens(412)
+                .cache_write_tokens(1200)
         )
     );
     assert_eq!(server.requests().len(), 2);
@@ -298,7 +113,10 @@ async fn agent_chat_sums_every_count_over_the_steps_of_a_turn() {
 async fn agent_stream_reports_each_step_and_the_turn_sum() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(cached_turn()).await;
-    let agent = Agent::new(anthropic(&server), AgentOptions::new().root_dir(dir.path()));
+    let agent = Agent::new(
+        client(provider_wires::anthropic)(&server),
+        AgentOptions::new().root_dir(dir.path()),
+    );
 
     let mut stream = agent.stream_chat("What is in missing.txt?");
     let mut steps = Vec::new();
@@ -318,10 +136,10 @@ async fn agent_stream_reports_each_step_and_the_turn_sum() {
     assert_eq!(
         steps,
         [
-            Usage::new(415, 48).with_cache_read_tokens(412),
+            Usage::new(415, 48).cache_read_tokens(412),
             Usage::new(475, 20)
-                .with_cache_read_tokens(412)
-                .with_cache_write_tokens(61),
+                .cache_read_tokens(412)
+                .cache_write_tokens(61),
         ]
     );
     let response = done.expect("the turn finished");

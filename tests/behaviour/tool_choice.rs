@@ -27,43 +27,21 @@ struct Link {
     model: Box<dyn ChatModel>,
 }
 
-/// Connects a provider client to a loopback server.
-type Connect = fn(&Server) -> Box<dyn ChatModel>;
-
 /// More answers than any test sends requests over one link.
 const ANSWERS: usize = 16;
 
 async fn link(provider: Provider, streamed: bool) -> Link {
-    use crate::{provider_anthropic, provider_gemini, provider_ollama, provider_openai};
-    let (stream_body, whole_body, connect): (Reply, Reply, Connect) = match provider {
-        Provider::OpenAi => (
-            Reply::sse(include_bytes!("../transcripts/openai/text.sse")),
-            Reply::json(include_bytes!("../transcripts/openai/completion_text.json")),
-            |server| Box::new(provider_openai::client_with(server, fast_retries())),
-        ),
-        Provider::Anthropic => (
-            Reply::sse(include_bytes!("../transcripts/anthropic/text.sse")),
-            Reply::json(include_bytes!(
-                "../transcripts/anthropic/message_tool_use.json"
-            )),
-            |server| Box::new(provider_anthropic::client_with(server, fast_retries())),
-        ),
-        Provider::Gemini => (
-            Reply::sse(include_bytes!("../transcripts/gemini/text.sse")),
-            Reply::json(include_bytes!(
-                "../transcripts/gemini/unary_function_calls.json"
-            )),
-            |server| Box::new(provider_gemini::client_with(server, fast_retries())),
-        ),
-        Provider::Ollama => (
-            Reply::ndjson(include_bytes!("../transcripts/ollama/text.ndjson")),
-            Reply::json(include_bytes!("../transcripts/ollama/chat_tool_call.json")),
-            |server| Box::new(provider_ollama::client_with(server, fast_retries())),
-        ),
+    let wire = match provider {
+        Provider::OpenAi => crate::provider_wires::openai(),
+        Provider::Anthropic => crate::provider_wires::anthropic(),
+        Provider::Gemini => crate::provider_wires::gemini(),
+        Provider::Ollama => crate::provider_wires::ollama(),
     };
+    let stream_body = (wire.streamed)(wire.text.recording);
+    let whole_body = Reply::json(wire.whole[0].recording);
     let reply = if streamed { stream_body } else { whole_body };
     let server = Server::start(vec![reply; ANSWERS]).await;
-    let model = connect(&server);
+    let model = wire.client(&server, fast_retries());
     Link {
         provider,
         streamed,
@@ -83,8 +61,8 @@ const ALL: [Provider; 4] = [
 /// `choice`.
 fn asking(choice: ToolChoice) -> ChatRequest {
     ChatRequest::new(question_about("Paris"))
-        .with_tools(tools())
-        .with_tool_choice(choice)
+        .tools(tools())
+        .tool_choice(choice)
 }
 
 /// Sends `request` over `link` and returns the request body the server received.
@@ -230,8 +208,8 @@ async fn auto_sends_no_choice_on_any_wire() {
                     RequestTools::default()
                 };
                 let request = ChatRequest::new(question_about("Paris"))
-                    .with_tools(tools)
-                    .with_tool_choice(ToolChoice::Auto);
+                    .tools(tools)
+                    .tool_choice(ToolChoice::Auto);
                 let body = json_of(&sent(&link, request).await);
                 let mut sent_fields: Vec<&str> = body
                     .as_object()
@@ -256,7 +234,7 @@ async fn without_tools_none_sends_neither_tools_nor_a_choice() {
         for streamed in [true, false] {
             let link = link(provider, streamed).await;
             let plain = ChatRequest::new(question_about("Paris"));
-            let none = plain.clone().with_tool_choice(ToolChoice::None);
+            let none = plain.clone().tool_choice(ToolChoice::None);
             let body = sent(&link, none).await;
             let what = format!("{provider} streamed={streamed}");
             for key in ["tools", "tool_choice", "toolConfig"] {
@@ -299,7 +277,7 @@ async fn ollama_refuses_to_force_a_tool_call_before_sending() {
             // Without tools the request could not be honoured anywhere, but the reason that
             // holds whatever the tools is the one given.
             (
-                ChatRequest::new(question_about("Paris")).with_tool_choice(ToolChoice::Required),
+                ChatRequest::new(question_about("Paris")).tool_choice(ToolChoice::Required),
                 "ollama cannot force a tool call: /api/chat has no tool choice (asked for `required`)",
             ),
         ];
@@ -318,11 +296,11 @@ async fn a_forced_call_the_tools_cannot_satisfy_fails_before_sending() {
             let link = link(provider, streamed).await;
             let cases = [
                 (
-                    no_tools().with_tool_choice(ToolChoice::Required),
+                    no_tools().tool_choice(ToolChoice::Required),
                     "tool choice `required` needs tools, and the request has none",
                 ),
                 (
-                    no_tools().with_tool_choice(ToolChoice::tool("get_weather")),
+                    no_tools().tool_choice(ToolChoice::tool("get_weather")),
                     "tool choice names `get_weather`, and the request has no tools",
                 ),
                 (
@@ -360,8 +338,8 @@ async fn a_named_tool_must_be_enabled_in_the_snapshot_sent() {
     assert!(registry.disable("read_notes"));
     let snapshot_request = |choice: ToolChoice| {
         ChatRequest::new(question_about("Paris"))
-            .with_tools(RequestTools::from_snapshot(registry.snapshot()))
-            .with_tool_choice(choice)
+            .tools(RequestTools::from_snapshot(registry.snapshot()))
+            .tool_choice(choice)
     };
     let link = link(Provider::OpenAi, false).await;
     let error = refused(&link, snapshot_request(ToolChoice::tool("read_notes"))).await;
@@ -495,8 +473,8 @@ async fn test_model_calls_only_the_named_tool() {
     let answer = model
         .chat(
             ChatRequest::new(messages)
-                .with_tools(tools())
-                .with_tool_choice(ToolChoice::tool("read_file")),
+                .tools(tools())
+                .tool_choice(ToolChoice::tool("read_file")),
         )
         .await
         .unwrap();
@@ -519,7 +497,7 @@ async fn test_model_calls_every_tool_when_a_call_is_required_and_checks_like_a_p
     assert_eq!(names, ["get_weather", "read_file"]);
 
     let error = TestModel::new()
-        .chat(ChatRequest::new(question_about("Paris")).with_tool_choice(ToolChoice::Required))
+        .chat(ChatRequest::new(question_about("Paris")).tool_choice(ToolChoice::Required))
         .await
         .unwrap_err();
     assert_eq!(

@@ -186,9 +186,9 @@ async fn run_turn(
             ToolChoice::Auto
         };
         let request = ChatRequest::new(request_messages(context))
-            .with_tools(tools)
-            .with_tool_choice(choice)
-            .with_settings(shared.settings.clone());
+            .tools(tools)
+            .tool_choice(choice)
+            .settings(shared.settings.clone());
         let answer = model_call(shared, request, step, events).await?;
         if let Some(counts) = answer.usage {
             *usage.get_or_insert_default() += counts;

@@ -25,9 +25,9 @@ use super::{
     ProviderError, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
-    env::var,
+    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
-    http::{Http, HttpOptions},
+    http::Http,
 };
 use crate::schema::Provider;
 
@@ -36,39 +36,42 @@ const PROVIDER: Provider = Provider::Anthropic;
 /// The `anthropic-version` header sent by default.
 pub const API_VERSION: &str = "2023-06-01";
 
-/// Settings of an [`AnthropicClient`].
+/// Settings of an [`AnthropicClient`]: its [`Endpoint`], the default `max_tokens`, the API
+/// version and beta features.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct AnthropicConfig {
-    /// Sent as `x-api-key`; required.
-    pub api_key: Option<String>,
-    /// The API root, without `/v1`. Default `https://api.anthropic.com`.
-    pub base_url: String,
-    /// The model. Default `claude-sonnet-4-5`.
-    pub model: String,
+    /// The key (sent as `x-api-key`; required), the API root without `/v1` (default
+    /// `https://api.anthropic.com`), the model (default `claude-sonnet-4-5`), extra headers,
+    /// timeouts and retries.
+    pub endpoint: Endpoint,
     /// `max_tokens` when the request does not set it (Anthropic requires one). Default 4096.
     pub max_tokens: u32,
     /// The `anthropic-version` header. Default [`API_VERSION`].
     pub version: String,
     /// `anthropic-beta` features to turn on, if any.
     pub beta: Vec<String>,
-    /// Timeouts and retries.
-    pub http: HttpOptions,
 }
+
+/// The variables [`AnthropicConfig::from_env`] reads.
+const ENV: EnvNames = EnvNames {
+    api_key: &["ANTHROPIC_API_KEY"],
+    base_url: "ANTHROPIC_BASE_URL",
+    model: "ANTHROPIC_MODEL",
+};
 
 impl Default for AnthropicConfig {
     fn default() -> Self {
         Self {
-            api_key: None,
-            base_url: String::from("https://api.anthropic.com"),
-            model: String::from("claude-sonnet-4-5"),
+            endpoint: Endpoint::new("https://api.anthropic.com", "claude-sonnet-4-5"),
             max_tokens: 4096,
             version: String::from(API_VERSION),
             beta: Vec::new(),
-            http: HttpOptions::default(),
         }
     }
 }
+
+endpoint_setters!(AnthropicConfig);
 
 impl AnthropicConfig {
     /// The defaults.
@@ -84,58 +87,24 @@ impl AnthropicConfig {
 
     /// The settings from variables looked up with `vars`.
     pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
-        let mut config = Self {
-            api_key: var(vars, "ANTHROPIC_API_KEY"),
-            ..Self::default()
-        };
-        if let Some(base_url) = var(vars, "ANTHROPIC_BASE_URL") {
-            config.base_url = base_url;
+        let defaults = Self::default();
+        Self {
+            endpoint: defaults.endpoint.overridden_by(vars, &ENV),
+            ..defaults
         }
-        if let Some(model) = var(vars, "ANTHROPIC_MODEL") {
-            config.model = model;
-        }
-        config
-    }
-
-    /// Sets the API key.
-    #[must_use]
-    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(api_key.into());
-        self
-    }
-
-    /// Sets the base URL.
-    #[must_use]
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
-        self
-    }
-
-    /// Sets the model.
-    #[must_use]
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
     }
 
     /// Sets the default `max_tokens`.
     #[must_use]
-    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
         self
     }
 
     /// Turns on an `anthropic-beta` feature.
     #[must_use]
-    pub fn with_beta(mut self, feature: impl Into<String>) -> Self {
+    pub fn beta(mut self, feature: impl Into<String>) -> Self {
         self.beta.push(feature.into());
-        self
-    }
-
-    /// Sets the timeouts and retries.
-    #[must_use]
-    pub fn with_http(mut self, http: HttpOptions) -> Self {
-        self.http = http;
         self
     }
 }
@@ -145,26 +114,25 @@ impl AnthropicConfig {
 pub struct AnthropicClient {
     config: Arc<AnthropicConfig>,
     http: Http,
-    api_key: String,
-    beta: String,
     url: String,
 }
 
 impl AnthropicClient {
     /// A client with these settings; fails without an API key.
     pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
-        let api_key = config.api_key.clone().ok_or_else(|| {
-            ProviderError::Config(String::from(
-                "no Anthropic API key: set ANTHROPIC_API_KEY or AnthropicConfig::with_api_key",
-            ))
-        })?;
-        let http = Http::new(PROVIDER, config.http.clone())?;
-        let url = format!("{}/v1/messages", config.base_url.trim_end_matches('/'));
+        let endpoint = &config.endpoint;
+        let key = KeyHeader::Required {
+            header: "x-api-key",
+            missing: "no Anthropic API key: set ANTHROPIC_API_KEY or AnthropicConfig::api_key",
+        };
+        let version = ("anthropic-version", config.version.clone());
+        // No `anthropic-beta` header when no beta feature is on.
+        let beta = (!config.beta.is_empty()).then(|| ("anthropic-beta", config.beta.join(",")));
+        let http = endpoint.connect(PROVIDER, key, [version].into_iter().chain(beta), true)?;
+        let url = endpoint.url("/v1/messages");
         Ok(Self {
-            beta: config.beta.join(","),
             config: Arc::new(config),
             http,
-            api_key,
             url,
         })
     }
@@ -185,17 +153,7 @@ impl AnthropicClient {
         stream: bool,
     ) -> Result<reqwest::Response, ProviderError> {
         let body = request_body(&self.config, request, stream)?;
-        let mut headers = vec![
-            ("x-api-key", self.api_key.as_str()),
-            ("anthropic-version", self.config.version.as_str()),
-        ];
-        if !self.beta.is_empty() {
-            headers.push(("anthropic-beta", self.beta.as_str()));
-        }
-        if stream {
-            headers.push(("accept", "text/event-stream"));
-        }
-        self.http.post(&self.url, &headers, body, stream).await
+        self.http.post(&self.url, body, stream).await
     }
 }
 
@@ -206,7 +164,7 @@ impl ChatModel for AnthropicClient {
     }
 
     fn model_name(&self) -> &str {
-        &self.config.model
+        &self.config.endpoint.model
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
@@ -323,7 +281,7 @@ fn request_body(
     let system = system.join("\n\n");
     let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
     let body = RequestBody {
-        model: &config.model,
+        model: &config.endpoint.model,
         max_tokens: request.settings.max_tokens.unwrap_or(config.max_tokens),
         system: (!system.is_empty()).then_some(system.as_str()),
         messages,
@@ -453,8 +411,8 @@ impl WireUsage {
             .saturating_add(read)
             .saturating_add(written);
         Usage::new(input, self.output_tokens.unwrap_or_default())
-            .with_cache_read_tokens(read)
-            .with_cache_write_tokens(written)
+            .cache_read_tokens(read)
+            .cache_write_tokens(written)
     }
 }
 

@@ -6,7 +6,7 @@ use super::{ProviderError, RequestTools};
 
 /// Whether the model may, must or must not call tools, and which one.
 ///
-/// Set it on a request with [`ChatRequest::with_tool_choice`](super::ChatRequest::with_tool_choice).
+/// Set it on a request with [`ChatRequest::tool_choice`](super::ChatRequest::tool_choice).
 /// Each client sends it in its provider's own form:
 ///
 /// | choice | OpenAI `tool_choice` | Anthropic `tool_choice` | Gemini `toolConfig.functionCallingConfig` | Ollama `/api/chat` |
@@ -33,7 +33,7 @@ use super::{ProviderError, RequestTools};
 /// use tool_core::model::{ChatRequest, Message, ToolChoice};
 ///
 /// let request = ChatRequest::new(vec![Message::user("What is the weather in Paris?")])
-///     .with_tool_choice(ToolChoice::tool("get_weather"));
+///     .tool_choice(ToolChoice::tool("get_weather"));
 /// assert_eq!(request.tool_choice, ToolChoice::Tool("get_weather".into()));
 /// assert_eq!(ToolChoice::default(), ToolChoice::Auto);
 ///

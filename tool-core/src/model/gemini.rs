@@ -25,38 +25,43 @@ use super::{
     ProviderError, ToolCall, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decode_whole, decoded, stream_error, truncated, unreadable},
-    env::var,
+    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
-    http::{Http, HttpOptions},
+    http::Http,
 };
 use crate::schema::Provider;
 
 const PROVIDER: Provider = Provider::Gemini;
 
-/// Settings of a [`GeminiClient`].
+/// Settings of a [`GeminiClient`]: its [`Endpoint`].
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct GeminiConfig {
-    /// Sent as `x-goog-api-key`; required.
-    pub api_key: Option<String>,
-    /// The API root. Default `https://generativelanguage.googleapis.com/v1beta`.
-    pub base_url: String,
-    /// The model. Default `gemini-2.5-flash`.
-    pub model: String,
-    /// Timeouts and retries.
-    pub http: HttpOptions,
+    /// The key (sent as `x-goog-api-key`; required), the API root (default
+    /// `https://generativelanguage.googleapis.com/v1beta`), the model (default
+    /// `gemini-2.5-flash`), extra headers, timeouts and retries.
+    pub endpoint: Endpoint,
 }
+
+/// The variables [`GeminiConfig::from_env`] reads.
+const ENV: EnvNames = EnvNames {
+    api_key: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    base_url: "GEMINI_BASE_URL",
+    model: "GEMINI_MODEL",
+};
 
 impl Default for GeminiConfig {
     fn default() -> Self {
         Self {
-            api_key: None,
-            base_url: String::from("https://generativelanguage.googleapis.com/v1beta"),
-            model: String::from("gemini-2.5-flash"),
-            http: HttpOptions::default(),
+            endpoint: Endpoint::new(
+                "https://generativelanguage.googleapis.com/v1beta",
+                "gemini-2.5-flash",
+            ),
         }
     }
 }
+
+endpoint_setters!(GeminiConfig);
 
 impl GeminiConfig {
     /// The defaults.
@@ -72,45 +77,9 @@ impl GeminiConfig {
 
     /// The settings from variables looked up with `vars`.
     pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
-        let mut config = Self {
-            api_key: var(vars, "GEMINI_API_KEY").or_else(|| var(vars, "GOOGLE_API_KEY")),
-            ..Self::default()
-        };
-        if let Some(base_url) = var(vars, "GEMINI_BASE_URL") {
-            config.base_url = base_url;
+        Self {
+            endpoint: Self::default().endpoint.overridden_by(vars, &ENV),
         }
-        if let Some(model) = var(vars, "GEMINI_MODEL") {
-            config.model = model;
-        }
-        config
-    }
-
-    /// Sets the API key.
-    #[must_use]
-    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(api_key.into());
-        self
-    }
-
-    /// Sets the base URL.
-    #[must_use]
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
-        self
-    }
-
-    /// Sets the model.
-    #[must_use]
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
-
-    /// Sets the timeouts and retries.
-    #[must_use]
-    pub fn with_http(mut self, http: HttpOptions) -> Self {
-        self.http = http;
-        self
     }
 }
 
@@ -119,7 +88,6 @@ impl GeminiConfig {
 pub struct GeminiClient {
     config: Arc<GeminiConfig>,
     http: Http,
-    api_key: String,
     unary_url: String,
     stream_url: String,
 }
@@ -127,24 +95,22 @@ pub struct GeminiClient {
 impl GeminiClient {
     /// A client with these settings; fails without an API key.
     pub fn new(config: GeminiConfig) -> Result<Self, ProviderError> {
-        let api_key = config.api_key.clone().ok_or_else(|| {
-            ProviderError::Config(String::from(
-                "no Gemini API key: set GEMINI_API_KEY or GeminiConfig::with_api_key",
-            ))
-        })?;
-        let http = Http::new(PROVIDER, config.http.clone())?;
-        let model = if config.model.contains('/') {
-            config.model.clone()
-        } else {
-            format!("models/{}", config.model)
+        let endpoint = &config.endpoint;
+        let key = KeyHeader::Required {
+            header: "x-goog-api-key",
+            missing: "no Gemini API key: set GEMINI_API_KEY or GeminiConfig::api_key",
         };
-        let base = config.base_url.trim_end_matches('/');
+        let http = endpoint.connect(PROVIDER, key, [], false)?;
+        let model = if endpoint.model.contains('/') {
+            endpoint.model.clone()
+        } else {
+            format!("models/{}", endpoint.model)
+        };
         Ok(Self {
-            unary_url: format!("{base}/{model}:generateContent"),
-            stream_url: format!("{base}/{model}:streamGenerateContent?alt=sse"),
+            unary_url: endpoint.url(&format!("/{model}:generateContent")),
+            stream_url: endpoint.url(&format!("/{model}:streamGenerateContent?alt=sse")),
             config: Arc::new(config),
             http,
-            api_key,
         })
     }
 
@@ -164,13 +130,12 @@ impl GeminiClient {
         stream: bool,
     ) -> Result<reqwest::Response, ProviderError> {
         let body = request_body(request)?;
-        let headers = [("x-goog-api-key", self.api_key.as_str())];
         let url = if stream {
             &self.stream_url
         } else {
             &self.unary_url
         };
-        self.http.post(url, &headers, body, stream).await
+        self.http.post(url, body, stream).await
     }
 }
 
@@ -181,7 +146,7 @@ impl ChatModel for GeminiClient {
     }
 
     fn model_name(&self) -> &str {
-        &self.config.model
+        &self.config.endpoint.model
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
@@ -476,8 +441,8 @@ impl From<UsageMetadata> for Usage {
                 .candidates_token_count
                 .saturating_add(usage.thoughts_token_count),
         )
-        .with_cache_read_tokens(usage.cached_content_token_count)
-        .with_reasoning_tokens(usage.thoughts_token_count)
+        .cache_read_tokens(usage.cached_content_token_count)
+        .reasoning_tokens(usage.thoughts_token_count)
     }
 }
 

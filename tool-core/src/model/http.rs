@@ -35,8 +35,8 @@ use crate::schema::Provider;
 /// use tool_core::model::HttpOptions;
 ///
 /// let options = HttpOptions::default()
-///     .with_max_retries(5)
-///     .with_connect_timeout(Duration::from_secs(3));
+///     .max_retries(5)
+///     .connect_timeout(Duration::from_secs(3));
 /// assert_eq!(options.max_retries, 5);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,42 +81,42 @@ impl HttpOptions {
 
     /// Sets the connect timeout.
     #[must_use]
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
     /// Sets the request timeout.
     #[must_use]
-    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.request_timeout = timeout;
         self
     }
 
     /// Sets the read timeout of streamed answers.
     #[must_use]
-    pub fn with_read_timeout(mut self, timeout: Duration) -> Self {
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
         self.read_timeout = timeout;
         self
     }
 
     /// Sets the number of retries.
     #[must_use]
-    pub fn with_max_retries(mut self, retries: u32) -> Self {
+    pub fn max_retries(mut self, retries: u32) -> Self {
         self.max_retries = retries;
         self
     }
 
     /// Sets the first backoff delay.
     #[must_use]
-    pub fn with_initial_backoff(mut self, delay: Duration) -> Self {
+    pub fn initial_backoff(mut self, delay: Duration) -> Self {
         self.initial_backoff = delay;
         self
     }
 
     /// Sets the cap on any wait between attempts.
     #[must_use]
-    pub fn with_max_backoff(mut self, delay: Duration) -> Self {
+    pub fn max_backoff(mut self, delay: Duration) -> Self {
         self.max_backoff = delay;
         self
     }
@@ -197,16 +197,27 @@ fn seconds(text: &str, unit: f64) -> Option<Duration> {
     Some(Duration::try_from_secs_f64(number * unit).unwrap_or(Duration::MAX))
 }
 
-/// The HTTP side of a provider client: one `reqwest` client and the retry policy.
+/// The HTTP side of a provider client: one `reqwest` client, the retry policy, and the headers
+/// every request carries.
 #[derive(Clone, Debug)]
 pub(crate) struct Http {
     client: reqwest::Client,
     options: HttpOptions,
     provider: Provider,
+    headers: Vec<(String, String)>,
+    /// Whether streamed requests ask for `text/event-stream`.
+    event_stream: bool,
 }
 
 impl Http {
-    pub(crate) fn new(provider: Provider, options: HttpOptions) -> Result<Self, ProviderError> {
+    /// A client for `provider` sending `headers` with every request, and
+    /// `Accept: text/event-stream` with streamed ones if `event_stream`.
+    pub(crate) fn new(
+        provider: Provider,
+        options: HttpOptions,
+        headers: Vec<(String, String)>,
+        event_stream: bool,
+    ) -> Result<Self, ProviderError> {
         let client = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
             .read_timeout(options.read_timeout)
@@ -219,17 +230,18 @@ impl Http {
             client,
             options,
             provider,
+            headers,
+            event_stream,
         })
     }
 
-    /// POSTs `body` (JSON) to `url` with `headers`, retrying 429s, 5xx and failed connections,
+    /// POSTs `body` (JSON) to `url`, retrying 429s, 5xx and failed connections,
     /// and returns the first successful response. A non-streamed request is bounded by the
     /// request timeout as a whole; a streamed one only until its headers arrive (its body by the
     /// read timeout between chunks).
     pub(crate) async fn post(
         &self,
         url: &str,
-        headers: &[(&str, &str)],
         body: Bytes,
         streaming: bool,
     ) -> Result<Response, ProviderError> {
@@ -242,8 +254,11 @@ impl Http {
                 .post(url)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
-            for (name, value) in headers {
-                request = request.header(*name, *value);
+            for (name, value) in &self.headers {
+                request = request.header(name, value);
+            }
+            if streaming && self.event_stream {
+                request = request.header(reqwest::header::ACCEPT, "text/event-stream");
             }
             if !streaming {
                 request = request.timeout(self.options.request_timeout);
@@ -520,7 +535,7 @@ mod tests {
         for pair in ignored {
             assert_eq!(retry_after(&headers(&[pair]), now), None, "{pair:?}");
         }
-        let options = HttpOptions::default().with_max_backoff(Duration::from_secs(5));
+        let options = HttpOptions::default().max_backoff(Duration::from_secs(5));
         for pair in huge {
             assert_eq!(
                 options.retry_delay(1, &headers(&[pair])),
@@ -541,8 +556,8 @@ mod tests {
     #[test]
     fn backoff_ceiling_doubles_and_is_capped() {
         let options = HttpOptions::default()
-            .with_initial_backoff(Duration::from_secs(1))
-            .with_max_backoff(Duration::from_secs(5));
+            .initial_backoff(Duration::from_secs(1))
+            .max_backoff(Duration::from_secs(5));
         let ceilings: Vec<u64> = [1, 2, 3, 4, 40, u32::MAX]
             .into_iter()
             .map(|n| options.backoff_ceiling(n).as_secs())

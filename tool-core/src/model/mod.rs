@@ -21,6 +21,8 @@ mod accumulate;
 #[cfg(feature = "http")]
 mod decode;
 #[cfg(feature = "http")]
+mod endpoint;
+#[cfg(feature = "http")]
 mod framing;
 #[cfg(feature = "http")]
 mod http;
@@ -37,6 +39,8 @@ pub mod openai;
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use choice::ToolChoice;
+#[cfg(feature = "http")]
+pub use endpoint::Endpoint;
 pub use env::{from_env, from_vars};
 #[cfg(feature = "gemini")]
 pub use gemini::{GeminiClient, GeminiConfig};
@@ -140,21 +144,21 @@ impl ChatRequest {
 
     /// Sets the tools.
     #[must_use]
-    pub fn with_tools(mut self, tools: RequestTools) -> Self {
+    pub fn tools(mut self, tools: RequestTools) -> Self {
         self.tools = tools;
         self
     }
 
     /// Sets the sampling settings.
     #[must_use]
-    pub fn with_settings(mut self, settings: ModelSettings) -> Self {
+    pub fn settings(mut self, settings: ModelSettings) -> Self {
         self.settings = settings;
         self
     }
 
     /// Sets whether, and which, tool the model must call.
     #[must_use]
-    pub fn with_tool_choice(mut self, tool_choice: ToolChoice) -> Self {
+    pub fn tool_choice(mut self, tool_choice: ToolChoice) -> Self {
         self.tool_choice = tool_choice;
         self
     }
@@ -291,10 +295,10 @@ impl ChatResponse {
 /// use tool_core::model::Usage;
 ///
 /// // Anthropic: 2 uncached input tokens, 400 read from the cache, 10 written to it.
-/// let step = Usage::new(412, 30).with_cache_read_tokens(400).with_cache_write_tokens(10);
+/// let step = Usage::new(412, 30).cache_read_tokens(400).cache_write_tokens(10);
 /// assert_eq!(step.total_input_tokens(), 412);
 /// assert_eq!(step.uncached_input_tokens(), 2);
-/// let turn = step + Usage::new(500, 20).with_cache_read_tokens(410);
+/// let turn = step + Usage::new(500, 20).cache_read_tokens(410);
 /// assert_eq!(turn.total_input_tokens(), 912);
 /// assert_eq!(turn.cache_read_tokens, 810);
 /// assert_eq!(turn.total_tokens(), 962);
@@ -330,21 +334,21 @@ impl Usage {
 
     /// Sets how many of the input tokens were read from the prompt cache.
     #[must_use]
-    pub fn with_cache_read_tokens(mut self, tokens: u64) -> Self {
+    pub fn cache_read_tokens(mut self, tokens: u64) -> Self {
         self.cache_read_tokens = tokens;
         self
     }
 
     /// Sets how many of the input tokens were written to the prompt cache.
     #[must_use]
-    pub fn with_cache_write_tokens(mut self, tokens: u64) -> Self {
+    pub fn cache_write_tokens(mut self, tokens: u64) -> Self {
         self.cache_write_tokens = tokens;
         self
     }
 
     /// Sets how many of the output tokens were spent on reasoning.
     #[must_use]
-    pub fn with_reasoning_tokens(mut self, tokens: u64) -> Self {
+    pub fn reasoning_tokens(mut self, tokens: u64) -> Self {
         self.reasoning_tokens = tokens;
         self
     }

@@ -26,45 +26,47 @@ use super::{
     ProviderError, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
-    env::var,
+    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
-    http::{Http, HttpOptions},
+    http::Http,
 };
 use crate::schema::Provider;
 
 const PROVIDER: Provider = Provider::Ollama;
 
-/// Settings of an [`OllamaClient`].
+/// Settings of an [`OllamaClient`]: its [`Endpoint`], whose base URL is the server's.
 ///
 /// ```
 /// use tool_core::model::OllamaConfig;
 ///
 /// let config = OllamaConfig::from_vars(&|name| (name == "OLLAMA_HOST").then(|| "gpu-box".into()));
-/// assert_eq!(config.host, "http://gpu-box:11434");
+/// assert_eq!(config.endpoint.base_url, "http://gpu-box:11434");
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct OllamaConfig {
-    /// The server's URL. Default `http://localhost:11434`.
-    pub host: String,
-    /// The model. Default `llama3.2`.
-    pub model: String,
-    /// Sent as `Authorization: Bearer …` (Ollama's hosted service, or a proxy); usually none.
-    pub api_key: Option<String>,
-    /// Timeouts and retries.
-    pub http: HttpOptions,
+    /// The server's URL (default `http://localhost:11434`), the model (default `llama3.2`), the
+    /// key (sent as `Authorization: Bearer …`, for Ollama's hosted service or a proxy; usually
+    /// none), extra headers, timeouts and retries.
+    pub endpoint: Endpoint,
 }
+
+/// The variables [`OllamaConfig::from_env`] reads.
+const ENV: EnvNames = EnvNames {
+    api_key: &["OLLAMA_API_KEY"],
+    base_url: "OLLAMA_HOST",
+    model: "OLLAMA_MODEL",
+};
 
 impl Default for OllamaConfig {
     fn default() -> Self {
         Self {
-            host: String::from("http://localhost:11434"),
-            model: String::from("llama3.2"),
-            api_key: None,
-            http: HttpOptions::default(),
+            endpoint: Endpoint::new("http://localhost:11434", "llama3.2"),
         }
     }
 }
+
+endpoint_setters!(OllamaConfig);
 
 impl OllamaConfig {
     /// The defaults.
@@ -80,42 +82,17 @@ impl OllamaConfig {
 
     /// The settings from variables looked up with `vars`.
     pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
-        let mut config = Self::default();
-        if let Some(host) = var(vars, "OLLAMA_HOST") {
-            config.host = host_url(&host);
-        }
-        if let Some(model) = var(vars, "OLLAMA_MODEL") {
-            config.model = model;
-        }
-        config.api_key = var(vars, "OLLAMA_API_KEY");
-        config
+        let mut endpoint = Self::default().endpoint.overridden_by(vars, &ENV);
+        endpoint.base_url = host_url(&endpoint.base_url);
+        Self { endpoint }
     }
 
-    /// Sets the server (a URL, or `host[:port]` as in `OLLAMA_HOST`).
+    /// Sets the server as `OLLAMA_HOST` names it: a URL, or `host[:port]` (the scheme defaults
+    /// to `http`, and the port of `http` to 11434). [`base_url`](Self::base_url)
+    /// takes the URL as it is.
     #[must_use]
-    pub fn with_host(mut self, host: impl AsRef<str>) -> Self {
-        self.host = host_url(host.as_ref());
-        self
-    }
-
-    /// Sets the model.
-    #[must_use]
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
-    }
-
-    /// Sets the API key.
-    #[must_use]
-    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(api_key.into());
-        self
-    }
-
-    /// Sets the timeouts and retries.
-    #[must_use]
-    pub fn with_http(mut self, http: HttpOptions) -> Self {
-        self.http = http;
+    pub fn host(mut self, host: impl AsRef<str>) -> Self {
+        self.endpoint.base_url = host_url(host.as_ref());
         self
     }
 }
@@ -154,8 +131,9 @@ pub struct OllamaClient {
 impl OllamaClient {
     /// A client with these settings.
     pub fn new(config: OllamaConfig) -> Result<Self, ProviderError> {
-        let http = Http::new(PROVIDER, config.http.clone())?;
-        let url = format!("{}/api/chat", config.host.trim_end_matches('/'));
+        let endpoint = &config.endpoint;
+        let http = endpoint.connect(PROVIDER, KeyHeader::Bearer, [], false)?;
+        let url = endpoint.url("/api/chat");
         Ok(Self {
             config: Arc::new(config),
             http,
@@ -179,16 +157,7 @@ impl OllamaClient {
         stream: bool,
     ) -> Result<reqwest::Response, ProviderError> {
         let body = request_body(&self.config, request, stream)?;
-        let auth = self
-            .config
-            .api_key
-            .as_ref()
-            .map(|key| format!("Bearer {key}"));
-        let mut headers: Vec<(&str, &str)> = Vec::new();
-        if let Some(auth) = &auth {
-            headers.push(("authorization", auth));
-        }
-        self.http.post(&self.url, &headers, body, stream).await
+        self.http.post(&self.url, body, stream).await
     }
 }
 
@@ -199,7 +168,7 @@ impl ChatModel for OllamaClient {
     }
 
     fn model_name(&self) -> &str {
-        &self.config.model
+        &self.config.endpoint.model
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
@@ -271,7 +240,7 @@ fn request_body(
             num_predict: settings.max_tokens,
         });
     let body = RequestBody {
-        model: &config.model,
+        model: &config.endpoint.model,
         messages: request.messages.iter().map(WireMessage::from).collect(),
         stream,
         tools: tools.as_deref(),

@@ -22,56 +22,55 @@ use super::{
     ProviderError, ToolChoice, Usage,
     accumulate::Answer,
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
-    env::var,
+    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
-    http::{Http, HttpOptions},
+    http::Http,
 };
 use crate::schema::Provider;
 
 const PROVIDER: Provider = Provider::OpenAi;
 
-/// Settings of an [`OpenAiClient`].
+/// Settings of an [`OpenAiClient`]: its [`Endpoint`] and whether streamed answers report usage.
 ///
 /// ```
 /// use tool_core::model::OpenAiConfig;
 ///
 /// // A local vLLM or llama.cpp server needs no key.
 /// let config = OpenAiConfig::default()
-///     .with_base_url("http://localhost:8000/v1")
-///     .with_model("Qwen/Qwen2.5-7B-Instruct");
-/// assert_eq!(config.api_key, None);
+///     .base_url("http://localhost:8000/v1")
+///     .model("Qwen/Qwen2.5-7B-Instruct");
+/// assert_eq!(config.endpoint.api_key, None);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct OpenAiConfig {
-    /// Sent as `Authorization: Bearer …`; none for local servers.
-    pub api_key: Option<String>,
-    /// The API root, up to and including the version (`/v1`). Default
-    /// `https://api.openai.com/v1`.
-    pub base_url: String,
-    /// The model. Default `gpt-4o-mini`.
-    pub model: String,
+    /// The key (sent as `Authorization: Bearer …`; none for local servers), the API root up to
+    /// and including the version (default `https://api.openai.com/v1`), the model (default
+    /// `gpt-4o-mini`), extra headers (for example OpenRouter's `HTTP-Referer`), timeouts and
+    /// retries.
+    pub endpoint: Endpoint,
     /// Ask streamed answers to end with token counts (`stream_options.include_usage`).
     /// Default on; turn it off for servers that reject the option.
     pub include_usage: bool,
-    /// More headers for every request (for example OpenRouter's `HTTP-Referer`).
-    pub headers: Vec<(String, String)>,
-    /// Timeouts and retries.
-    pub http: HttpOptions,
 }
+
+/// The variables [`OpenAiConfig::from_env`] reads.
+const ENV: EnvNames = EnvNames {
+    api_key: &["OPENAI_API_KEY"],
+    base_url: "OPENAI_BASE_URL",
+    model: "OPENAI_MODEL",
+};
 
 impl Default for OpenAiConfig {
     fn default() -> Self {
         Self {
-            api_key: None,
-            base_url: String::from("https://api.openai.com/v1"),
-            model: String::from("gpt-4o-mini"),
+            endpoint: Endpoint::new("https://api.openai.com/v1", "gpt-4o-mini"),
             include_usage: true,
-            headers: Vec::new(),
-            http: HttpOptions::default(),
         }
     }
 }
+
+endpoint_setters!(OpenAiConfig);
 
 impl OpenAiConfig {
     /// The defaults.
@@ -88,58 +87,17 @@ impl OpenAiConfig {
     /// The settings from variables looked up with `vars` (the environment in
     /// [`from_env`](Self::from_env)).
     pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
-        let mut config = Self {
-            api_key: var(vars, "OPENAI_API_KEY"),
-            ..Self::default()
-        };
-        if let Some(base_url) = var(vars, "OPENAI_BASE_URL") {
-            config.base_url = base_url;
+        let defaults = Self::default();
+        Self {
+            endpoint: defaults.endpoint.overridden_by(vars, &ENV),
+            ..defaults
         }
-        if let Some(model) = var(vars, "OPENAI_MODEL") {
-            config.model = model;
-        }
-        config
-    }
-
-    /// Sets the API key.
-    #[must_use]
-    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
-        self.api_key = Some(api_key.into());
-        self
-    }
-
-    /// Sets the base URL.
-    #[must_use]
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
-        self
-    }
-
-    /// Sets the model.
-    #[must_use]
-    pub fn with_model(mut self, model: impl Into<String>) -> Self {
-        self.model = model.into();
-        self
     }
 
     /// Turns `stream_options.include_usage` on or off.
     #[must_use]
-    pub fn with_include_usage(mut self, include_usage: bool) -> Self {
+    pub fn include_usage(mut self, include_usage: bool) -> Self {
         self.include_usage = include_usage;
-        self
-    }
-
-    /// Adds a header to every request.
-    #[must_use]
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Sets the timeouts and retries.
-    #[must_use]
-    pub fn with_http(mut self, http: HttpOptions) -> Self {
-        self.http = http;
         self
     }
 }
@@ -155,8 +113,9 @@ pub struct OpenAiClient {
 impl OpenAiClient {
     /// A client with these settings.
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let http = Http::new(PROVIDER, config.http.clone())?;
-        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        let endpoint = &config.endpoint;
+        let http = endpoint.connect(PROVIDER, KeyHeader::Bearer, [], true)?;
+        let url = endpoint.url("/chat/completions");
         Ok(Self {
             config: Arc::new(config),
             http,
@@ -180,25 +139,7 @@ impl OpenAiClient {
         stream: bool,
     ) -> Result<reqwest::Response, ProviderError> {
         let body = request_body(&self.config, request, stream)?;
-        let auth = self
-            .config
-            .api_key
-            .as_ref()
-            .map(|key| format!("Bearer {key}"));
-        let mut headers: Vec<(&str, &str)> = Vec::new();
-        if let Some(auth) = &auth {
-            headers.push(("authorization", auth));
-        }
-        headers.extend(
-            self.config
-                .headers
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.as_str())),
-        );
-        if stream {
-            headers.push(("accept", "text/event-stream"));
-        }
-        self.http.post(&self.url, &headers, body, stream).await
+        self.http.post(&self.url, body, stream).await
     }
 }
 
@@ -209,7 +150,7 @@ impl ChatModel for OpenAiClient {
     }
 
     fn model_name(&self) -> &str {
-        &self.config.model
+        &self.config.endpoint.model
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
@@ -252,7 +193,7 @@ fn request_body(
     request.tool_choice.check(&request.tools)?;
     let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
     let body = RequestBody {
-        model: &config.model,
+        model: &config.endpoint.model,
         messages: request.messages.iter().map(WireMessage::from).collect(),
         stream,
         stream_options: (stream && config.include_usage).then_some(StreamOptions {
@@ -475,8 +416,8 @@ impl From<WireUsage> for Usage {
             output = output.saturating_add(reasoning);
         }
         Usage::new(input, output)
-            .with_cache_read_tokens(cached)
-            .with_reasoning_tokens(reasoning)
+            .cache_read_tokens(cached)
+            .reasoning_tokens(reasoning)
     }
 }
 

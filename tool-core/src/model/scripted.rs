@@ -116,7 +116,7 @@ impl ScriptedResponse {
 
     /// Sets the token counts a reply reports.
     #[must_use]
-    pub fn with_usage(mut self, counts: Usage) -> Self {
+    pub fn usage(mut self, counts: Usage) -> Self {
         if let Self::Reply { usage, .. } = &mut self {
             *usage = Some(counts);
         }
