@@ -287,7 +287,7 @@ pub use tool_macros::tool;
 /// Turns the `#[tool]` methods of an impl block into tools that share `&self` as their state.
 ///
 /// Put `#[toolbox]` on an inherent `impl` block and `#[tool]` on the methods the model may call;
-/// each takes `&self` and otherwise follows the rules of [`tool`] (plain parameters or one typed
+/// each takes `&self` and otherwise follows the rules of [`tool`](macro@tool) (plain parameters or one typed
 /// struct, the same attribute arguments). The block gains
 /// `fn tools(self: Arc<Self>) -> Vec<Arc<dyn ExecutableTool>>`, which yields every tool holding
 /// the shared state, ready for [`ToolRegistry::register_all`]. Other methods stay as they are,

@@ -61,6 +61,67 @@
 //! # Ok::<(), tool_core::mcp::McpServerError>(())
 //! # }).unwrap();
 //! ```
+//!
+//! # Using a server's tools
+//!
+//! The other direction: any MCP server's tools in a [`ToolRegistry`].
+//!
+//! [`McpClient::connect`] starts a server as a child process (stdio) or reaches it over
+//! streamable HTTP, negotiates the protocol (`2025-11-25`, or older versions the server
+//! answers with) and lists its tools, page after page. [`McpClient::register_into`] registers
+//! each tool as an [`ExecutableTool`](crate::ExecutableTool) and keeps the registry in sync:
+//!
+//! - names MCP allows but providers reject (`files.read`, `a/b`, past 64 characters) are
+//!   mapped to valid, unique names and back (see [`McpToolInfo`]); a
+//!   [prefix](McpServerConfig::prefix) keeps two servers' tools apart;
+//! - calls go through the registry like any tool's (argument validation, timeout, panic
+//!   guard); a result with `isError: true` is a tool error carrying the server's text; text,
+//!   embedded text resources and (when there is no text) structured content become the text
+//!   the model reads, and what cannot be text is named instead
+//!   (`[image omitted: image/png, 1234 bytes]`);
+//! - `notifications/tools/list_changed` re-lists the tools and adds, removes or replaces them
+//!   in the registry, so the next request to the model sends the new list;
+//! - progress notifications of a call are logged with `tracing` and sent to
+//!   [`McpClient::subscribe_progress`] receivers;
+//! - a server that exits or drops the connection makes its tools answer
+//!   `the MCP server 'NAME' is not connected: REASON` until the client has reconnected, with
+//!   backoff and jitter ([`ReconnectPolicy`]); a stdio server is started again;
+//! - [`McpRegistration::close`] (or dropping the registration) unregisters the tools;
+//!   [`McpClient::close`] (or dropping the last clone of the client) ends the connection and
+//!   stops a child process.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use tool_core::{
+//!     ToolRegistry,
+//!     mcp::{McpClient, McpServerConfig},
+//! };
+//!
+//! # async fn run() -> Result<(), tool_core::mcp::McpClientError> {
+//! let registry = Arc::new(ToolRegistry::new());
+//! let everything = McpClient::connect(
+//!     McpServerConfig::command("npx", ["-y", "@modelcontextprotocol/server-everything"])
+//!         .env("NODE_ENV", "production")
+//!         .prefix("everything"),
+//! )
+//! .await?;
+//! let remote = McpClient::connect(
+//!     McpServerConfig::url("http://127.0.0.1:3001/mcp").header("authorization", "Bearer x"),
+//! )
+//! .await?;
+//!
+//! let tools = everything.register_into(&registry).await?;
+//! let _more = remote.register_into(&registry).await?;
+//! assert!(tools.tool_names().contains(&"everything_echo".to_owned()));
+//! let args = serde_json::from_str(r#"{"message": "hi"}"#).unwrap();
+//! println!("{}", registry.execute("everything_echo", args).await);
+//!
+//! tools.close().await; // the tools leave the registry
+//! everything.close().await; // the server process stops
+//! # Ok(())
+//! # }
+//! ```
 
 #[cfg(feature = "mcp-client")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp-client")))]

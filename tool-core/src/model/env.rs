@@ -1,15 +1,4 @@
-//! Picking a provider client from the environment.
-//!
-//! | variable | meaning |
-//! |---|---|
-//! | `TOOL_CORE_PROVIDER` | `openai`, `ollama`, `gemini` or `anthropic`: use this one |
-//! | `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL` | OpenAI-compatible Chat Completions |
-//! | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL` | Anthropic Messages |
-//! | `GEMINI_API_KEY` (or `GOOGLE_API_KEY`), `GEMINI_BASE_URL`, `GEMINI_MODEL` | Gemini |
-//! | `OLLAMA_HOST`, `OLLAMA_MODEL`, `OLLAMA_API_KEY` | Ollama's native API |
-//!
-//! Without `TOOL_CORE_PROVIDER`, the first configured of OpenAI (`OPENAI_API_KEY` or
-//! `OPENAI_BASE_URL`), Anthropic, Gemini and Ollama (`OLLAMA_HOST`) is used.
+//! Picking a provider client from the environment (documented on [`from_env`]).
 
 use std::sync::Arc;
 
@@ -28,8 +17,18 @@ pub(crate) fn var(vars: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<S
         .filter(|value| !value.is_empty())
 }
 
-/// The model client the environment configures, or `None` when it configures none. See the
-/// [module docs](self) for the variables.
+/// The model client the environment configures, or `None` when it configures none.
+///
+/// | variable | meaning |
+/// |---|---|
+/// | `TOOL_CORE_PROVIDER` | `openai`, `ollama`, `gemini` or `anthropic`: use this one |
+/// | `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL` | OpenAI-compatible Chat Completions |
+/// | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL` | Anthropic Messages |
+/// | `GEMINI_API_KEY` (or `GOOGLE_API_KEY`), `GEMINI_BASE_URL`, `GEMINI_MODEL` | Gemini |
+/// | `OLLAMA_HOST`, `OLLAMA_MODEL`, `OLLAMA_API_KEY` | Ollama's native API |
+///
+/// Without `TOOL_CORE_PROVIDER`, the first configured of OpenAI (`OPENAI_API_KEY` or
+/// `OPENAI_BASE_URL`), Anthropic, Gemini and Ollama (`OLLAMA_HOST`) is used.
 ///
 /// A configuration that asks for something impossible is an error, not "no provider": a
 /// `TOOL_CORE_PROVIDER` that names no provider, a provider this build does not include, or a

@@ -1,6 +1,6 @@
 //! [`RegistryEvent`]: what [`ToolRegistry::subscribe`](super::ToolRegistry::subscribe)rs are told.
 
-/// A change to a registry, sent to every [`subscribe`](ToolRegistry::subscribe)r.
+/// A change to a registry, sent to every [`subscribe`](super::ToolRegistry::subscribe)r.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RegistryEvent {

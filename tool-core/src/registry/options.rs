@@ -5,7 +5,7 @@ use std::time::Duration;
 #[allow(unused_imports)]
 use crate::tool::ToolMetadata;
 
-/// Settings of a [`ToolRegistry`]. `Default` validates arguments, keeps them strict and sets no
+/// Settings of a [`ToolRegistry`](super::ToolRegistry). `Default` validates arguments, keeps them strict and sets no
 /// timeout.
 #[derive(Clone, Debug)]
 #[non_exhaustive]

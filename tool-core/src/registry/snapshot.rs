@@ -122,7 +122,7 @@ impl RegistrySnapshot {
         })
     }
 
-    /// See [`ToolRegistry::tools_for_provider`].
+    /// See [`ToolRegistry::tools_for_provider`](super::ToolRegistry::tools_for_provider).
     pub fn tools_for_provider(
         &self,
         provider: Provider,
@@ -142,7 +142,7 @@ impl RegistrySnapshot {
         list::wrap(provider, tools)
     }
 
-    /// See [`ToolRegistry::try_tools_for_provider`].
+    /// See [`ToolRegistry::try_tools_for_provider`](super::ToolRegistry::try_tools_for_provider).
     pub fn try_tools_for_provider(
         &self,
         provider: Provider,
@@ -160,7 +160,7 @@ impl RegistrySnapshot {
     }
 
     /// Runs a tool of this snapshot; a tool disabled in the snapshot gets the "not available"
-    /// string even if it was enabled since. See [`ToolRegistry::execute`].
+    /// string even if it was enabled since. See [`ToolRegistry::execute`](super::ToolRegistry::execute).
     pub async fn execute(&self, name: &str, args: JsonObject) -> String {
         // One state machine around the tool's future, as in `ToolRegistry::execute`.
         let call = match self.start(name, args, None, None) {
@@ -180,7 +180,7 @@ impl RegistrySnapshot {
     }
 
     /// Like [`try_execute`](Self::try_execute), handing the tool the facts of this call (see
-    /// [`ToolRegistry::execute_with`]).
+    /// [`ToolRegistry::execute_with`](super::ToolRegistry::execute_with)).
     pub async fn try_execute_with(
         &self,
         name: &str,

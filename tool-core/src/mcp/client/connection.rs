@@ -708,7 +708,7 @@ fn tool_info(server: &str, config: &McpServerConfig, tool: Tool, local: String) 
     };
     metadata.timeout = config.call_timeout;
     McpToolInfo {
-        schema: ChatTool::new(&local, description, Value::Object(parameters)),
+        definition: ChatTool::new(&local, description, Value::Object(parameters)),
         local_name: local,
         remote_name: tool.name.into_owned(),
         metadata,

@@ -1,61 +1,5 @@
-//! The other direction: any MCP server's tools in a [`ToolRegistry`].
-//!
-//! [`McpClient::connect`] starts a server as a child process (stdio) or reaches it over
-//! streamable HTTP, negotiates the protocol (`2025-11-25`, or older versions the server
-//! answers with) and lists its tools, page after page. [`McpClient::register_into`] registers
-//! each tool as an [`ExecutableTool`](crate::ExecutableTool) and keeps the registry in sync:
-//!
-//! - names MCP allows but providers reject (`files.read`, `a/b`, past 64 characters) are
-//!   mapped to valid, unique names and back (see [`McpToolInfo`]); a
-//!   [prefix](McpServerConfig::prefix) keeps two servers' tools apart;
-//! - calls go through the registry like any tool's (argument validation, timeout, panic
-//!   guard); a result with `isError: true` is a tool error carrying the server's text; text,
-//!   embedded text resources and (when there is no text) structured content become the text
-//!   the model reads, and what cannot be text is named instead
-//!   (`[image omitted: image/png, 1234 bytes]`);
-//! - `notifications/tools/list_changed` re-lists the tools and adds, removes or replaces them
-//!   in the registry, so the next request to the model sends the new list;
-//! - progress notifications of a call are logged with `tracing` and sent to
-//!   [`McpClient::subscribe_progress`] receivers;
-//! - a server that exits or drops the connection makes its tools answer
-//!   `the MCP server 'NAME' is not connected: REASON` until the client has reconnected, with
-//!   backoff and jitter ([`ReconnectPolicy`]); a stdio server is started again;
-//! - [`McpRegistration::close`] (or dropping the registration) unregisters the tools;
-//!   [`McpClient::close`] (or dropping the last clone of the client) ends the connection and
-//!   stops a child process.
-//!
-//! ```no_run
-//! use std::sync::Arc;
-//!
-//! use tool_core::{
-//!     ToolRegistry,
-//!     mcp::{McpClient, McpServerConfig},
-//! };
-//!
-//! # async fn run() -> Result<(), tool_core::mcp::McpClientError> {
-//! let registry = Arc::new(ToolRegistry::new());
-//! let everything = McpClient::connect(
-//!     McpServerConfig::command("npx", ["-y", "@modelcontextprotocol/server-everything"])
-//!         .env("NODE_ENV", "production")
-//!         .prefix("everything"),
-//! )
-//! .await?;
-//! let remote = McpClient::connect(
-//!     McpServerConfig::url("http://127.0.0.1:3001/mcp").header("authorization", "Bearer x"),
-//! )
-//! .await?;
-//!
-//! let tools = everything.register_into(&registry).await?;
-//! let _more = remote.register_into(&registry).await?;
-//! assert!(tools.tool_names().contains(&"everything_echo".to_owned()));
-//! let args = serde_json::from_str(r#"{"message": "hi"}"#).unwrap();
-//! println!("{}", registry.execute("everything_echo", args).await);
-//!
-//! tools.close().await; // the tools leave the registry
-//! everything.close().await; // the server process stops
-//! # Ok(())
-//! # }
-//! ```
+//! The MCP client: an MCP server's tools in a registry. Its documentation is the
+//! "Using a server's tools" section of the [`mcp`](crate::mcp) module.
 
 mod config;
 mod connection;
@@ -188,18 +132,18 @@ pub struct McpProgress {
 #[non_exhaustive]
 pub struct McpToolInfo {
     /// The name in the registry: `{prefix}_{name}`, or a valid replacement when the MCP name is
-    /// not a valid provider tool name (see the [module docs](self)).
+    /// not a valid provider tool name (see the [module docs](crate::mcp)).
     pub local_name: String,
     /// The name on the server.
     pub remote_name: String,
     /// The definition registered (description and input schema from the server).
-    pub schema: crate::tool::ChatTool,
+    pub definition: crate::tool::ChatTool,
     /// Title, hints (from the MCP annotations), icon, the server's name as category and the
     /// configured call timeout.
     pub metadata: ToolMetadata,
 }
 
-/// A connection to one MCP server; see the [module docs](self).
+/// A connection to one MCP server; see the [module docs](crate::mcp).
 ///
 /// Cloning is cheap and shares the connection. The connection ends with [`close`](Self::close)
 /// or when the last clone (including those held by [`McpRegistration`]s) is dropped.

@@ -184,7 +184,7 @@ impl ExecutableTool for McpTool {
     }
 
     fn get_schema(&self) -> ChatTool {
-        self.info.schema.clone()
+        self.info.definition.clone()
     }
 
     fn metadata(&self) -> ToolMetadata {
