@@ -26,7 +26,7 @@ use crate::{
     execute::ExecuteError,
     registry::{RegistryEvent, ToolRegistry},
     schema::drop_rust_formats,
-    tool::{ChatTool, JsonObject, ToolMetadata},
+    tool::{ChatTool, JsonObject, ToolHints, ToolMetadata},
 };
 
 /// The protocol versions the server speaks, oldest first. `initialize` echoes one of these when
@@ -411,7 +411,7 @@ pub(crate) fn to_mcp_tool(
         }
     }
     let hints = metadata.hints;
-    if has_annotations && (hints != Default::default() || metadata.title.is_some()) {
+    if has_annotations && (hints != ToolHints::default() || metadata.title.is_some()) {
         // `annotations.title` is how 2025-03-26 clients learn the title; later clients read
         // `title` first and fall back to it.
         tool.annotations = Some(ToolAnnotations::from_raw(

@@ -79,21 +79,20 @@ impl<R> LimitedLines<R> {
 
     fn end_line(&mut self) {
         if let Some(scanner) = self.skipping.take() {
-            match scanner.id() {
-                Some(id) => {
-                    let request = serde_json::json!({
-                        "jsonrpc": "2.0",
-                        "id": id,
-                        "method": TOO_LARGE_METHOD,
-                        "params": {"limit": self.limit},
-                    });
-                    self.ready.extend_from_slice(request.to_string().as_bytes());
-                    self.ready.push(b'\n');
-                }
-                None => tracing::warn!(
+            if let Some(id) = scanner.id() {
+                let request = serde_json::json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "method": TOO_LARGE_METHOD,
+                    "params": {"limit": self.limit},
+                });
+                self.ready.extend_from_slice(request.to_string().as_bytes());
+                self.ready.push(b'\n');
+            } else {
+                tracing::warn!(
                     limit = self.limit,
                     "dropped an mcp message over the size limit that has no id to answer"
-                ),
+                );
             }
         } else {
             self.ready.append(&mut self.line);
@@ -148,6 +147,9 @@ impl<R: AsyncRead + Unpin> AsyncRead for LimitedLines<R> {
 
 /// Finds the value of the top-level `"id"` member of a JSON object read in pieces, keeping
 /// only the key being read and the id's own bytes.
+// The flags are a byte scanner's state (inside a string, after a backslash, ...), each read
+// on every byte; an enum of their combinations would be harder to follow.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Default)]
 struct IdScanner {
     depth: usize,
@@ -176,13 +178,13 @@ impl IdScanner {
     fn step(&mut self, byte: u8) {
         if let Some(value) = &mut self.value {
             let ends = !self.in_string && self.depth == 1 && matches!(byte, b',' | b'}');
-            if !ends {
+            if ends {
+                self.found = self.value.take();
+            } else {
                 value.push(byte);
                 if value.len() > MAX_ID_BYTES {
                     self.value = None;
                 }
-            } else {
-                self.found = self.value.take();
             }
         }
         if self.in_string {

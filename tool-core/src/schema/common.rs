@@ -202,7 +202,7 @@ pub(super) fn compact(value: &Value) -> String {
 }
 
 /// Rebuilds every object with its keys in sorted order, so the output is byte-identical from
-/// one conversion to the next whether or not serde_json keeps insertion order
+/// one conversion to the next whether or not `serde_json` keeps insertion order
 /// (`preserve_order`), and provider prompt caches hit.
 pub(super) fn sorted(value: Value) -> Value {
     match value {

@@ -338,12 +338,12 @@ fn parse(types: Types, text: &str) -> Option<Value> {
 
 /// A float with no fractional part as an integer, where integers but not numbers are admitted.
 fn integral(types: Types, number: &Number) -> Option<Value> {
+    // 2^63 and -2^63 are exact in f64; the casts below are exact for integral floats in range.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
     if !types.has(Types::INTEGER) || types.has(Types::NUMBER) || !number.is_f64() {
         return None;
     }
     let float = number.as_f64()?;
-    // 2^63 and -2^63 are exact in f64; the casts below are exact for integral floats in range.
-    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
     if float.fract() != 0.0 || !float.is_finite() {
         return None;
     }

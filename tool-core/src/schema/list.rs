@@ -46,9 +46,7 @@ fn assemble(provider: Provider, fragments: &[&RawValue]) -> Arc<RawValue> {
         }),
         _ => serde_json::value::to_raw_value(fragments),
     };
-    assembled
-        .map(Arc::from)
-        .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()))
+    assembled.map_or_else(|_| Arc::from(RawValue::NULL.to_owned()), Arc::from)
 }
 
 /// One tool in a provider's format: the value, and the same as JSON text ready to splice into a

@@ -146,6 +146,9 @@ impl Shared {
         Ok(connection)
     }
 
+    // Connecting, the handshake and listing every page are one sequence of awaits with their
+    // error handling; split up, the steps would pass half a connection around.
+    #[allow(clippy::too_many_lines)]
     async fn open_unbounded(self: &Arc<Self>) -> Result<Connection, McpClientError> {
         let handler = ClientSide {
             shared: Arc::downgrade(self),
@@ -302,10 +305,10 @@ impl Shared {
         });
     }
 
-    fn set_disconnected(&self, reason: String) {
+    fn set_disconnected(&self, reason: &str) {
         lock(&self.peer).take();
         self.status.send_replace(McpStatus::Disconnected {
-            reason: reason.clone(),
+            reason: reason.to_owned(),
         });
         tracing::warn!(server = %self.name(), "the MCP server is not connected: {reason}");
     }
@@ -488,17 +491,13 @@ pub(super) async fn supervise(
             return;
         };
         let reason = shutdown_with_reason(&shared, connection, reason).await;
-        shared.set_disconnected(reason.clone());
-        match reconnect(&shared, reason).await {
-            Some(next) => {
-                connection = next;
-                tracing::info!(server = %shared.name(), "the MCP server is connected again");
-            }
-            None => {
-                closed(&shared);
-                return;
-            }
-        }
+        shared.set_disconnected(&reason);
+        let Some(next) = reconnect(&shared, reason).await else {
+            closed(&shared);
+            return;
+        };
+        connection = next;
+        tracing::info!(server = %shared.name(), "the MCP server is connected again");
     }
 }
 
@@ -588,7 +587,7 @@ async fn reconnect(shared: &Arc<Shared>, mut reason: String) -> Option<Connectio
     let mut attempt = 0u32;
     loop {
         if policy.max_attempts.is_some_and(|max| attempt >= max) {
-            shared.set_disconnected(format!(
+            shared.set_disconnected(&format!(
                 "{reason} (gave up reconnecting after {attempt} attempts)"
             ));
             shared.stop.cancelled().await;
@@ -608,7 +607,7 @@ async fn reconnect(shared: &Arc<Shared>, mut reason: String) -> Option<Connectio
             Err(error) => {
                 attempt += 1;
                 reason = error.to_string();
-                shared.set_disconnected(format!("{reason} (reconnect attempt {attempt} failed)"));
+                shared.set_disconnected(&format!("{reason} (reconnect attempt {attempt} failed)"));
             }
         }
     }
@@ -619,6 +618,8 @@ async fn reconnect(shared: &Arc<Shared>, mut reason: String) -> Option<Connectio
 fn jitter(delay: Duration) -> Duration {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u64(0);
+    // At most 1000, which f64 holds exactly.
+    #[allow(clippy::cast_precision_loss)]
     let unit = (hasher.finish() % 1001) as f64 / 1000.0; // 0.0 ..= 1.0
     delay.mul_f64(0.75 + unit * 0.5)
 }
