@@ -362,23 +362,32 @@ pub struct ToolMetadata {
 
 impl Default for ToolMetadata {
     fn default() -> Self {
-        Self {
-            title: None,
-            icon: None,
-            category: None,
-            default_enabled: true,
-            hints: ToolHints::default(),
-            timeout: None,
-            sequential: false,
-            needs_approval: false,
-            max_retries: None,
-            lenient_arguments: None,
-            output_schema: None,
-        }
+        Self::DEFAULT
     }
 }
 
 impl ToolMetadata {
+    /// [`ToolMetadata::default`], as a constant (a registry points its tools without metadata
+    /// at one shared copy).
+    pub(crate) const DEFAULT: Self = Self {
+        title: None,
+        icon: None,
+        category: None,
+        default_enabled: true,
+        hints: ToolHints {
+            read_only: None,
+            destructive: None,
+            idempotent: None,
+            open_world: None,
+        },
+        timeout: None,
+        sequential: false,
+        needs_approval: false,
+        max_retries: None,
+        lenient_arguments: None,
+        output_schema: None,
+    };
+
     /// The defaults: enabled, no title, icon, category, hints or timeout.
     pub fn new() -> Self {
         Self::default()

@@ -55,24 +55,7 @@ pub(super) struct ToolEntry {
 }
 
 /// [`ToolMetadata::default`], as a value entries can point to.
-static DEFAULT_METADATA: ToolMetadata = ToolMetadata {
-    title: None,
-    icon: None,
-    category: None,
-    default_enabled: true,
-    hints: ToolHints {
-        read_only: None,
-        destructive: None,
-        idempotent: None,
-        open_world: None,
-    },
-    timeout: None,
-    sequential: false,
-    needs_approval: false,
-    max_retries: None,
-    lenient_arguments: None,
-    output_schema: None,
-};
+static DEFAULT_METADATA: ToolMetadata = ToolMetadata::DEFAULT;
 
 /// What a [`ToolEntry`] works out from its definition when first asked.
 #[derive(Default)]
