@@ -22,7 +22,7 @@ use serde_json::{Value, json, value::RawValue};
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, ToolChoice, Usage,
+    ProviderError, SharedStr, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     env::var,
@@ -245,7 +245,7 @@ impl ChatModel for AnthropicClient {
 }
 
 /// Decodes a Messages SSE body (for example a recorded one) into model events.
-pub fn decode_stream<S, B, E>(body: S) -> ModelStream
+pub(crate) fn decode_stream<S, B, E>(body: S) -> ModelStream
 where
     S: Stream<Item = Result<B, E>> + Send + 'static,
     B: Into<Bytes>,
@@ -616,7 +616,9 @@ impl AnthropicDecoder {
                     (self.tool_blocks.get(&index), delta.partial_json)
                 {
                     self.start_inputs.remove(&slot);
-                    self.answer.calls.append_cow(slot, fragment.0, out);
+                    self.answer
+                        .calls
+                        .append_shared(slot, SharedStr::from(fragment.0), out);
                 }
             }
             _ => {}

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json, value::RawValue};
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, ToolCall, ToolChoice, Usage,
+    ProviderError, SharedStr, ToolCall, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decode_whole, decoded, stream_error, truncated, unreadable},
     env::var,
@@ -211,7 +211,7 @@ impl ChatModel for GeminiClient {
 
 /// Decodes a `streamGenerateContent?alt=sse` body (for example a recorded one) into model
 /// events.
-pub fn decode_stream<S, B, E>(body: S) -> ModelStream
+pub(crate) fn decode_stream<S, B, E>(body: S) -> ModelStream
 where
     S: Stream<Item = Result<B, E>> + Send + 'static,
     B: Into<Bytes>,
@@ -499,7 +499,9 @@ struct GeminiDecoder {
 }
 
 impl GeminiDecoder {
-    fn response(&mut self, response: Response<'_>, out: &mut Vec<ModelEvent>) {
+    /// Reads one response; `frame` is the text it was parsed from (the calls' arguments are
+    /// shared with it, not copied).
+    fn response(&mut self, response: Response<'_>, frame: &SharedStr, out: &mut Vec<ModelEvent>) {
         if let Some(usage) = response.usage_metadata {
             self.answer.usage(usage.into());
         }
@@ -513,7 +515,7 @@ impl GeminiDecoder {
         }
         for candidate in response.candidates.into_iter().filter(|c| c.index == 0) {
             for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
-                self.part(part, out);
+                self.part(part, frame, out);
             }
             if let Some(reason) = candidate.finish_reason {
                 self.finish = Some(finish_reason(&reason));
@@ -521,7 +523,7 @@ impl GeminiDecoder {
         }
     }
 
-    fn part(&mut self, part: Part<'_>, out: &mut Vec<ModelEvent>) {
+    fn part(&mut self, part: Part<'_>, frame: &SharedStr, out: &mut Vec<ModelEvent>) {
         // Thought summaries (`thought: true`) are not part of the answer.
         if let Some(text) = part.text.as_ref().filter(|_| !part.thought) {
             self.answer.text(text, out);
@@ -555,8 +557,11 @@ impl GeminiDecoder {
                 apply_partial_args(&mut arguments, call.partial_args.unwrap_or_default());
                 self.partial = Some((slot, arguments));
             } else {
-                let arguments = call.args.map(RawValue::get).unwrap_or("{}");
-                calls.append(slot, arguments, out);
+                let arguments = match call.args {
+                    Some(args) => frame.slice_ref(args.get()),
+                    None => SharedStr::from_static("{}"),
+                };
+                calls.append_shared(slot, arguments, out);
                 calls.end(slot, out);
             }
             return;
@@ -573,7 +578,9 @@ impl GeminiDecoder {
 
     fn close_partial(&mut self, out: &mut Vec<ModelEvent>) {
         if let Some((slot, arguments)) = self.partial.take() {
-            self.answer.calls.append(slot, &arguments.to_string(), out);
+            self.answer
+                .calls
+                .append_shared(slot, SharedStr::from(arguments.to_string()), out);
             self.answer.calls.end(slot, out);
         }
     }
@@ -599,13 +606,14 @@ impl Decoder for GeminiDecoder {
             Frame::Event {
                 data, unterminated, ..
             } => {
+                let data = SharedStr::from(data);
                 let response: Response<'_> = serde_json::from_str(&data)
                     .map_err(|error| unreadable(PROVIDER, unterminated, "a chunk", &error))?;
                 if let Some(error) = &response.error {
                     let text = json!({ "error": error }).to_string();
                     return Err(stream_error(PROVIDER, &text));
                 }
-                self.response(response, out);
+                self.response(response, &data, out);
                 Ok(false)
             }
             Frame::Raw(text) => Err(stream_error(PROVIDER, &text)),
