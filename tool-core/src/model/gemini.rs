@@ -557,8 +557,11 @@ impl GeminiDecoder {
                 apply_partial_args(&mut arguments, call.partial_args.unwrap_or_default());
                 self.partial = Some((slot, arguments));
             } else {
-                let arguments = match call.args {
-                    Some(args) => frame.slice_ref(args.get()),
+                let arguments = match call.args.map(RawValue::get) {
+                    // Shared with the event when they are most of it (a large call); copied
+                    // otherwise, so that a small call does not keep a large event alive.
+                    Some(args) if args.len() * 2 >= frame.len() => frame.slice_ref(args),
+                    Some(args) => SharedStr::from(args),
                     None => SharedStr::from_static("{}"),
                 };
                 calls.append_shared(slot, arguments, out);
