@@ -47,7 +47,7 @@ impl Answer {
     ///
     /// Calls that were never closed by the provider are closed here unless the answer was cut
     /// off (`Length`): an interrupted call keeps its (possibly invalid) arguments in the final
-    /// message, so it is reported, but it gets no `ToolCallEnd`.
+    /// message, so it is reported, but it gets no `ToolCallFinished`.
     pub(crate) fn done(mut self, finish_reason: FinishReason, out: &mut Vec<ModelEvent>) {
         let close_open_calls = finish_reason != FinishReason::Length;
         self.calls.finish(close_open_calls, out);
@@ -236,7 +236,7 @@ impl ToolCallAccumulator {
     }
 
     /// Closes a call: announces it if needed, turns empty arguments into `{}` and emits
-    /// `ToolCallEnd`.
+    /// `ToolCallFinished`.
     pub(crate) fn end(&mut self, slot: usize, out: &mut Vec<ModelEvent>) {
         if self.calls[slot].ended {
             return;
@@ -247,7 +247,7 @@ impl ToolCallAccumulator {
             call.arguments = Arguments::Shared(SharedStr::from_static("{}"));
         }
         call.ended = true;
-        out.push(ModelEvent::ToolCallEnd {
+        out.push(ModelEvent::ToolCallFinished {
             index: slot,
             call: call.tool_call(),
         });
@@ -295,7 +295,7 @@ impl ToolCallAccumulator {
             .collect()
     }
 
-    /// Emits `ToolCallStart` (generating an id if the provider gave none), then the arguments
+    /// Emits `ToolCallStarted` (generating an id if the provider gave none), then the arguments
     /// received before the start.
     fn start(&mut self, slot: usize, out: &mut Vec<ModelEvent>) {
         let call = &mut self.calls[slot];
@@ -306,7 +306,7 @@ impl ToolCallAccumulator {
             call.id = generate_call_id();
         }
         call.started = true;
-        out.push(ModelEvent::ToolCallStart {
+        out.push(ModelEvent::ToolCallStarted {
             index: slot,
             id: call.id.clone(),
             name: call.name.clone(),
@@ -377,7 +377,7 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                ModelEvent::ToolCallStart {
+                ModelEvent::ToolCallStarted {
                     index: 0,
                     id: "call_1".into(),
                     name: "add".into()
@@ -390,7 +390,7 @@ mod tests {
                     index: 0,
                     arguments: ":1}".into()
                 },
-                ModelEvent::ToolCallEnd {
+                ModelEvent::ToolCallFinished {
                     index: 0,
                     call: ToolCall::new("call_1", "add", "{\"a\":1}")
                 },
@@ -414,7 +414,7 @@ mod tests {
             .iter()
             .filter_map(|event| match event {
                 ModelEvent::ToolCallDelta { arguments, .. } => Some(arguments.as_ptr()),
-                ModelEvent::ToolCallEnd { call, .. } => Some(call.arguments.as_ptr()),
+                ModelEvent::ToolCallFinished { call, .. } => Some(call.arguments.as_ptr()),
                 ModelEvent::Done {
                     message: Message::Assistant { tool_calls, .. },
                     ..
@@ -437,7 +437,7 @@ mod tests {
         }
         answer.calls.end(slot, &mut out);
         answer.done(FinishReason::ToolCalls, &mut out);
-        let Some(ModelEvent::ToolCallEnd { call, .. }) = out.get(4) else {
+        let Some(ModelEvent::ToolCallFinished { call, .. }) = out.get(4) else {
             panic!("no end: {out:?}");
         };
         let Some(ModelEvent::Done {

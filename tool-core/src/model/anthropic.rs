@@ -10,7 +10,7 @@
 //! work too; `error` events become [`ProviderError::Api`]. Server tools (`server_tool_use` and
 //! their result blocks) run on Anthropic's side: they are read past, never reported as calls.
 //! When the answer hits `max_tokens` inside a call's input, the call is reported with the input
-//! received so far (usually invalid JSON) and no `ToolCallEnd`, with
+//! received so far (usually invalid JSON) and no `ToolCallFinished`, with
 //! [`FinishReason::Length`].
 
 use std::{collections::HashMap, sync::Arc};

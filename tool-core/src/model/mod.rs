@@ -428,7 +428,7 @@ pub enum ModelEvent {
     /// A piece of the answer's text.
     TextDelta(String),
     /// A tool call began; `index` orders the calls of this answer.
-    ToolCallStart {
+    ToolCallStarted {
         /// The call's position in the answer.
         index: usize,
         /// The call's id.
@@ -445,7 +445,7 @@ pub enum ModelEvent {
         arguments: SharedStr,
     },
     /// A tool call is complete.
-    ToolCallEnd {
+    ToolCallFinished {
         /// The call's position in the answer.
         index: usize,
         /// The whole call.

@@ -228,11 +228,11 @@ impl ChatModel for ScriptedModel {
             } => {
                 let mut events: Vec<Result<ModelEvent, ProviderError>> =
                     reply_events(text, tool_calls, None).map(Ok).collect();
-                // Cut the answer before it completes: no `ToolCallEnd`, no `Done`.
+                // Cut the answer before it completes: no `ToolCallFinished`, no `Done`.
                 events.retain(|event| {
                     !matches!(
                         event,
-                        Ok(ModelEvent::Done { .. } | ModelEvent::ToolCallEnd { .. })
+                        Ok(ModelEvent::Done { .. } | ModelEvent::ToolCallFinished { .. })
                     )
                 });
                 events.push(Err(error));
@@ -263,7 +263,7 @@ pub(crate) fn reply_events(
             .map(|piece| ModelEvent::TextDelta(piece.to_owned())),
     );
     for (index, call) in tool_calls.iter().enumerate() {
-        events.push(ModelEvent::ToolCallStart {
+        events.push(ModelEvent::ToolCallStarted {
             index,
             id: call.id.clone(),
             name: call.name.clone(),
@@ -274,7 +274,7 @@ pub(crate) fn reply_events(
                 arguments: SharedStr::from(piece),
             }),
         );
-        events.push(ModelEvent::ToolCallEnd {
+        events.push(ModelEvent::ToolCallFinished {
             index,
             call: call.clone(),
         });

@@ -7,8 +7,9 @@ use std::{borrow::Borrow, fmt, ops::Deref, sync::Arc};
 ///
 /// A tool call's arguments arrive once and then appear in a stream's
 /// [`ToolCallDelta`](super::ModelEvent::ToolCallDelta), its
-/// [`ToolCallEnd`](super::ModelEvent::ToolCallEnd), the final message and the conversation;
-/// all of them share one buffer. Made from a `String` it keeps the string's buffer as it is.
+/// [`ToolCallFinished`](super::ModelEvent::ToolCallFinished), the final message and the
+/// conversation; all of them share one buffer. Made from a `String` it keeps the string's
+/// buffer as it is.
 ///
 /// It reads as a `&str` (through `Deref`), compares with `str` and `String`, and serializes as
 /// a JSON string.
