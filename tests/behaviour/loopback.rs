@@ -317,23 +317,23 @@ impl Collected {
         }
     }
 
-    /// The calls announced by `ToolCallEnd`, in order.
+    /// The calls announced by `ToolCallFinished`, in order.
     pub(crate) fn ended_calls(&self) -> Vec<tool_core::model::ToolCall> {
         self.events
             .iter()
             .filter_map(|event| match event {
-                ModelEvent::ToolCallEnd { call, .. } => Some(call.clone()),
+                ModelEvent::ToolCallFinished { call, .. } => Some(call.clone()),
                 _ => None,
             })
             .collect()
     }
 
-    /// The `(index, id, name)` of each `ToolCallStart`.
+    /// The `(index, id, name)` of each `ToolCallStarted`.
     pub(crate) fn starts(&self) -> Vec<(usize, String, String)> {
         self.events
             .iter()
             .filter_map(|event| match event {
-                ModelEvent::ToolCallStart { index, id, name } => {
+                ModelEvent::ToolCallStarted { index, id, name } => {
                     Some((*index, id.clone(), name.clone()))
                 }
                 _ => None,

@@ -5,16 +5,41 @@
 //! `write_file` call whose 5 MB `content` comes in a single event, delivered in 1 KB and in
 //! 16 KB chunks (framing must not re-scan an unfinished line for every chunk).
 //!
-//! Run with `cargo bench -p tool-core --bench stream_parsers`; a summary of MB/s and ratios is
-//! printed at the end.
+//! Run with `cargo bench -p tool-core --bench stream_parsers`; a summary of MB/s, ratios and
+//! allocations (count and bytes of one decode, and of one baseline run) is printed at the end.
+//! Filter the cases by name as usual (`-- 5mb`).
 
-use std::time::{Duration, Instant};
+use std::{
+    alloc::System,
+    time::{Duration, Instant},
+};
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput};
 use futures::{StreamExt, executor::block_on};
 use serde_json::{Value, json};
-use tool_core::model::{ModelEvent, ModelStream, anthropic, gemini, ollama, openai};
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+mod support;
+use tool_core::{
+    __bench::{decode_anthropic, decode_gemini, decode_ollama, decode_openai},
+    model::{ModelEvent, ModelStream},
+};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// The allocations (count, bytes asked for) that `run` makes; a reallocation counts as one,
+/// with the bytes it added.
+fn allocations(run: impl FnOnce() -> usize) -> (usize, usize) {
+    let region = Region::new(GLOBAL);
+    std::hint::black_box(run());
+    let stats = region.change();
+    (
+        stats.allocations + stats.reallocations,
+        stats.bytes_allocated + usize::try_from(stats.bytes_reallocated).unwrap_or(0),
+    )
+}
 
 /// The size of the chunks the body is delivered in (as a socket would).
 const CHUNK: usize = 16 * 1024;
@@ -207,28 +232,28 @@ fn cases() -> Vec<Case> {
             name: "openai".into(),
             chunk: CHUNK,
             body: Bytes::from(openai_body(TEXT_DELTAS, CALLS, FRAGMENTS_PER_CALL)),
-            decode: openai::decode_stream,
+            decode: decode_openai,
             framing: Framing::Sse,
         },
         Case {
             name: "anthropic".into(),
             chunk: CHUNK,
             body: Bytes::from(anthropic_body()),
-            decode: anthropic::decode_stream,
+            decode: decode_anthropic,
             framing: Framing::Sse,
         },
         Case {
             name: "gemini".into(),
             chunk: CHUNK,
             body: Bytes::from(gemini_body()),
-            decode: gemini::decode_stream,
+            decode: decode_gemini,
             framing: Framing::Sse,
         },
         Case {
             name: "ollama".into(),
             chunk: CHUNK,
             body: Bytes::from(ollama_body()),
-            decode: ollama::decode_stream,
+            decode: decode_ollama,
             framing: Framing::Ndjson,
         },
     ]
@@ -313,7 +338,7 @@ fn long_call_case() -> Case {
         name: "openai_one_long_call".into(),
         chunk: CHUNK,
         body: Bytes::from(body),
-        decode: openai::decode_stream,
+        decode: decode_openai,
         framing: Framing::Sse,
     }
 }
@@ -362,15 +387,10 @@ fn big_call_cases() -> Vec<Case> {
         format!("{line}\n")
     };
     let wires: [(&str, String, Decode, Framing); 4] = [
-        ("openai", openai, openai::decode_stream, Framing::Sse),
-        (
-            "anthropic",
-            anthropic,
-            anthropic::decode_stream,
-            Framing::Sse,
-        ),
-        ("gemini", gemini, gemini::decode_stream, Framing::Sse),
-        ("ollama", ollama, ollama::decode_stream, Framing::Ndjson),
+        ("openai", openai, decode_openai, Framing::Sse),
+        ("anthropic", anthropic, decode_anthropic, Framing::Sse),
+        ("gemini", gemini, decode_gemini, Framing::Sse),
+        ("ollama", ollama, decode_ollama, Framing::Ndjson),
     ];
     let mut cases = Vec::new();
     for (wire, body, decode, framing) in wires {
@@ -421,32 +441,59 @@ fn throughput(bytes: usize, mut run: impl FnMut() -> usize) -> f64 {
 }
 
 fn summary(cases: &[Case]) {
-    println!("\nstream parser throughput (best of 5)");
     println!(
-        "{:<22} {:>7} {:>9} {:>14} {:>16} {:>7}",
-        "stream", "chunk", "MB", "decoder MB/s", "serde_json MB/s", "ratio"
+        "\nstream parser throughput: MB/s best of 5; ratio = the decoder's throughput over the \
+         baseline's, median (quartiles) of 41 alternating rounds; allocations of one run"
+    );
+    println!(
+        "{:<24} {:>6} {:>6} {:>8} {:>8} {:>19} {:>16} {:>16}",
+        "stream",
+        "chunk",
+        "MB",
+        "decoder",
+        "baseline",
+        "ratio",
+        "decoder allocs",
+        "baseline allocs"
     );
     for case in cases {
         let chunks = chunks(case);
         let parser = throughput(case.body.len(), || decode(case, &chunks));
         let raw = throughput(case.body.len(), || baseline(case));
+        // Paired measures time (candidate / baseline); its inverse is the throughput ratio.
+        let paired = support::Paired::measure(|| decode(case, &chunks), || baseline(case));
+        let (count, bytes) = allocations(|| decode(case, &chunks));
+        let (base_count, base_bytes) = allocations(|| baseline(case));
         println!(
-            "{:<22} {:>7} {:>9.2} {:>14.1} {:>16.1} {:>7.2}",
+            "{:<24} {:>6} {:>6.2} {:>8.1} {:>8.1} {:>5.2}x ({:.2}-{:.2}) {:>7} {:>6.1}MB {:>7} {:>6.1}MB",
             case.name,
             case.chunk,
             case.body.len() as f64 / 1e6,
             parser,
             raw,
-            parser / raw
+            1.0 / paired.median,
+            1.0 / paired.quartiles.1,
+            1.0 / paired.quartiles.0,
+            count,
+            bytes as f64 / 1e6,
+            base_count,
+            base_bytes as f64 / 1e6,
         );
     }
     println!(
-        "(ratio = decoder throughput / baseline throughput; above 1 is faster than the baseline)"
+        "(above 1 is faster than the baseline; allocations = count and bytes asked for in one \
+         run, the decoder's including one Vec of input chunks)"
     );
 }
 
 fn main() {
-    let cases = all_cases();
+    let mut cases = all_cases();
+    // The summary covers the cases criterion's filter (the first free argument) selects.
+    let filter = std::env::args()
+        .skip(1)
+        .find(|arg| !arg.starts_with('-'))
+        .unwrap_or_default();
+    cases.retain(|case| case.name.contains(&filter));
     let mut criterion = Criterion::default().configure_from_args();
     bench(&mut criterion, &cases);
     criterion.final_summary();

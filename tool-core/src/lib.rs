@@ -74,6 +74,60 @@ pub mod tool;
 #[doc(hidden)]
 pub mod __private;
 
+/// Internals that the crate's own benchmarks and tests reach; not part of the API, and free to
+/// change in any release.
+#[doc(hidden)]
+#[cfg(feature = "http")]
+pub mod __bench {
+    use futures::Stream;
+
+    use crate::model::ModelStream;
+
+    /// Decodes an Anthropic Messages SSE body (for example a recorded one) into model events.
+    #[cfg(feature = "anthropic")]
+    pub fn decode_anthropic<S, B, E>(body: S) -> ModelStream
+    where
+        S: Stream<Item = Result<B, E>> + Send + 'static,
+        B: Into<bytes::Bytes>,
+        E: std::fmt::Display,
+    {
+        crate::model::anthropic::decode_stream(body)
+    }
+
+    /// Decodes a Gemini `streamGenerateContent?alt=sse` body (for example a recorded one) into model events.
+    #[cfg(feature = "gemini")]
+    pub fn decode_gemini<S, B, E>(body: S) -> ModelStream
+    where
+        S: Stream<Item = Result<B, E>> + Send + 'static,
+        B: Into<bytes::Bytes>,
+        E: std::fmt::Display,
+    {
+        crate::model::gemini::decode_stream(body)
+    }
+
+    /// Decodes an Ollama `/api/chat` NDJSON body (for example a recorded one) into model events.
+    #[cfg(feature = "ollama")]
+    pub fn decode_ollama<S, B, E>(body: S) -> ModelStream
+    where
+        S: Stream<Item = Result<B, E>> + Send + 'static,
+        B: Into<bytes::Bytes>,
+        E: std::fmt::Display,
+    {
+        crate::model::ollama::decode_stream(body)
+    }
+
+    /// Decodes an OpenAI Chat Completions SSE body (for example a recorded one) into model events.
+    #[cfg(feature = "openai")]
+    pub fn decode_openai<S, B, E>(body: S) -> ModelStream
+    where
+        S: Stream<Item = Result<B, E>> + Send + 'static,
+        B: Into<bytes::Bytes>,
+        E: std::fmt::Display,
+    {
+        crate::model::openai::decode_stream(body)
+    }
+}
+
 pub use agent::{Agent, AgentError, AgentEvent, AgentOptions, AgentResponse};
 pub use async_trait::async_trait;
 pub use builtin::create_default_tool_registry;

@@ -29,8 +29,8 @@ pub enum AgentEvent {
     ToolCallDelta {
         /// The call's position in the model's answer.
         index: usize,
-        /// The fragment.
-        arguments: String,
+        /// The fragment (shared with the model's event, not copied).
+        arguments: crate::model::SharedStr,
     },
     /// The model finished a tool call. It reaches the consumer before the call starts running.
     ToolCallFinished {

@@ -622,14 +622,14 @@ async fn model_call(
             received += 1;
             match event? {
                 ModelEvent::TextDelta(text) => emit(events, AgentEvent::TextDelta(text)),
-                ModelEvent::ToolCallStart { index, id, name } => {
+                ModelEvent::ToolCallStarted { index, id, name } => {
                     open_calls.push((index, name.clone()));
                     emit(events, AgentEvent::ToolCallStarted { index, id, name });
                 }
                 ModelEvent::ToolCallDelta { index, arguments } => {
                     emit(events, AgentEvent::ToolCallDelta { index, arguments });
                 }
-                ModelEvent::ToolCallEnd { index, call } => {
+                ModelEvent::ToolCallFinished { index, call } => {
                     open_calls.retain(|(open, _)| *open != index);
                     finished.push(call.id.clone());
                     emit(events, finished_event(call));

@@ -1,6 +1,7 @@
 //! Assembling an answer from stream fragments: the text, the tool calls (arguments appended to
 //! one `String` per call, never re-parsed while streaming, so the work is linear in the stream
-//! length), usage and the finish reason.
+//! length; a call whose arguments come in one fragment keeps that fragment, shared with its
+//! events and the final message, not copied), usage and the finish reason.
 
 // Shared by the provider clients; a build with only some of them leaves parts unused.
 #![cfg_attr(
@@ -13,11 +14,11 @@
     allow(dead_code)
 )]
 
-use std::{borrow::Cow, collections::HashMap};
+use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{FinishReason, Message, ModelEvent, ToolCall, Usage};
+use super::{FinishReason, Message, ModelEvent, SharedStr, ToolCall, Usage};
 
 /// The answer built so far from a stream's events.
 #[derive(Debug, Default)]
@@ -46,7 +47,7 @@ impl Answer {
     ///
     /// Calls that were never closed by the provider are closed here unless the answer was cut
     /// off (`Length`): an interrupted call keeps its (possibly invalid) arguments in the final
-    /// message, so it is reported, but it gets no `ToolCallEnd`.
+    /// message, so it is reported, but it gets no `ToolCallFinished`.
     pub(crate) fn done(mut self, finish_reason: FinishReason, out: &mut Vec<ModelEvent>) {
         let close_open_calls = finish_reason != FinishReason::Length;
         self.calls.finish(close_open_calls, out);
@@ -100,10 +101,58 @@ pub(crate) struct ToolCallAccumulator {
 struct PendingCall {
     id: String,
     name: String,
-    arguments: String,
+    arguments: Arguments,
     metadata: Option<Value>,
     started: bool,
     ended: bool,
+}
+
+/// A call's arguments so far.
+#[derive(Debug, Default)]
+enum Arguments {
+    #[default]
+    Empty,
+    /// One fragment (or the whole text, once shared), kept as it came: a whole call in one
+    /// event is never copied.
+    Shared(SharedStr),
+    /// Several fragments appended into one buffer.
+    Building(String),
+}
+
+impl Arguments {
+    fn push(&mut self, fragment: &SharedStr) {
+        match self {
+            Self::Empty => *self = Self::Shared(fragment.clone()),
+            Self::Shared(first) => {
+                let mut text = String::with_capacity(first.len() + fragment.len());
+                text.push_str(first);
+                text.push_str(fragment);
+                *self = Self::Building(text);
+            }
+            Self::Building(text) => text.push_str(fragment),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Empty => "",
+            Self::Shared(text) => text,
+            Self::Building(text) => text,
+        }
+    }
+
+    /// The text so far as shared text; a buffer is handed over as it is, not copied.
+    fn share(&mut self) -> SharedStr {
+        match self {
+            Self::Empty => SharedStr::default(),
+            Self::Shared(text) => text.clone(),
+            Self::Building(text) => {
+                let shared = SharedStr::from(std::mem::take(text));
+                *self = Self::Shared(shared.clone());
+                shared
+            }
+        }
+    }
 }
 
 impl ToolCallAccumulator {
@@ -155,27 +204,30 @@ impl ToolCallAccumulator {
         self.calls[slot].metadata = Some(metadata);
     }
 
-    /// Appends a fragment of the arguments.
+    /// Appends a fragment of the arguments (copied once, for its `ToolCallDelta`).
     pub(crate) fn append(&mut self, slot: usize, fragment: &str, out: &mut Vec<ModelEvent>) {
-        self.append_cow(slot, Cow::Borrowed(fragment), out);
+        if !fragment.is_empty() {
+            self.append_shared(slot, SharedStr::from(fragment), out);
+        }
     }
 
-    /// Appends a fragment of the arguments; an owned one becomes the `ToolCallDelta` without
-    /// a second copy (a whole call in one event can be megabytes).
-    pub(crate) fn append_cow(
+    /// Appends a fragment of the arguments; the `ToolCallDelta` shares it, and so do the
+    /// call's end and the final message when it is the call's only fragment (a whole call in
+    /// one event can be megabytes).
+    pub(crate) fn append_shared(
         &mut self,
         slot: usize,
-        fragment: Cow<'_, str>,
+        fragment: SharedStr,
         out: &mut Vec<ModelEvent>,
     ) {
         if fragment.is_empty() {
             return;
         }
-        self.calls[slot].arguments.push_str(&fragment);
+        self.calls[slot].arguments.push(&fragment);
         if self.calls[slot].started {
             out.push(ModelEvent::ToolCallDelta {
                 index: slot,
-                arguments: fragment.into_owned(),
+                arguments: fragment,
             });
         } else if !self.calls[slot].name.is_empty() {
             // The id never came with the name; do not hold the arguments back any longer.
@@ -184,20 +236,20 @@ impl ToolCallAccumulator {
     }
 
     /// Closes a call: announces it if needed, turns empty arguments into `{}` and emits
-    /// `ToolCallEnd`.
+    /// `ToolCallFinished`.
     pub(crate) fn end(&mut self, slot: usize, out: &mut Vec<ModelEvent>) {
         if self.calls[slot].ended {
             return;
         }
         self.start(slot, out);
         let call = &mut self.calls[slot];
-        if call.arguments.trim().is_empty() {
-            call.arguments = String::from("{}");
+        if call.arguments.as_str().trim().is_empty() {
+            call.arguments = Arguments::Shared(SharedStr::from_static("{}"));
         }
         call.ended = true;
-        out.push(ModelEvent::ToolCallEnd {
+        out.push(ModelEvent::ToolCallFinished {
             index: slot,
-            call: call.to_tool_call(),
+            call: call.tool_call(),
         });
     }
 
@@ -234,16 +286,16 @@ impl ToolCallAccumulator {
     fn into_calls(self) -> Vec<ToolCall> {
         self.calls
             .into_iter()
-            .map(|call| ToolCall {
+            .map(|mut call| ToolCall {
+                arguments: call.arguments.share(),
                 id: call.id,
                 name: call.name,
-                arguments: call.arguments,
                 provider_metadata: call.metadata,
             })
             .collect()
     }
 
-    /// Emits `ToolCallStart` (generating an id if the provider gave none), then the arguments
+    /// Emits `ToolCallStarted` (generating an id if the provider gave none), then the arguments
     /// received before the start.
     fn start(&mut self, slot: usize, out: &mut Vec<ModelEvent>) {
         let call = &mut self.calls[slot];
@@ -254,26 +306,26 @@ impl ToolCallAccumulator {
             call.id = generate_call_id();
         }
         call.started = true;
-        out.push(ModelEvent::ToolCallStart {
+        out.push(ModelEvent::ToolCallStarted {
             index: slot,
             id: call.id.clone(),
             name: call.name.clone(),
         });
-        if !call.arguments.is_empty() {
+        if !call.arguments.as_str().is_empty() {
             out.push(ModelEvent::ToolCallDelta {
                 index: slot,
-                arguments: call.arguments.clone(),
+                arguments: call.arguments.share(),
             });
         }
     }
 }
 
 impl PendingCall {
-    fn to_tool_call(&self) -> ToolCall {
+    fn tool_call(&mut self) -> ToolCall {
         ToolCall {
             id: self.id.clone(),
             name: self.name.clone(),
-            arguments: self.arguments.clone(),
+            arguments: self.arguments.share(),
             provider_metadata: self.metadata.clone(),
         }
     }
@@ -325,7 +377,7 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                ModelEvent::ToolCallStart {
+                ModelEvent::ToolCallStarted {
                     index: 0,
                     id: "call_1".into(),
                     name: "add".into()
@@ -338,12 +390,65 @@ mod tests {
                     index: 0,
                     arguments: ":1}".into()
                 },
-                ModelEvent::ToolCallEnd {
+                ModelEvent::ToolCallFinished {
                     index: 0,
                     call: ToolCall::new("call_1", "add", "{\"a\":1}")
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_call_in_one_fragment_shares_its_text_with_every_event() {
+        let mut answer = Answer::default();
+        let mut out = Vec::new();
+        let slot = answer.calls.push();
+        answer.calls.set_id(slot, "call_1");
+        answer.calls.set_name(slot, "write_file", &mut out);
+        let arguments = SharedStr::from(String::from(r#"{"path":"a.txt"}"#));
+        let text = arguments.as_ptr();
+        answer.calls.append_shared(slot, arguments, &mut out);
+        answer.calls.end(slot, &mut out);
+        answer.done(FinishReason::ToolCalls, &mut out);
+        let shared: Vec<*const u8> = out
+            .iter()
+            .filter_map(|event| match event {
+                ModelEvent::ToolCallDelta { arguments, .. } => Some(arguments.as_ptr()),
+                ModelEvent::ToolCallFinished { call, .. } => Some(call.arguments.as_ptr()),
+                ModelEvent::Done {
+                    message: Message::Assistant { tool_calls, .. },
+                    ..
+                } => Some(tool_calls[0].arguments.as_ptr()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(shared, vec![text; 3]);
+    }
+
+    #[test]
+    fn fragments_are_joined_once_and_the_whole_is_shared_by_end_and_done() {
+        let mut answer = Answer::default();
+        let mut out = Vec::new();
+        let slot = answer.calls.push();
+        answer.calls.set_id(slot, "call_1");
+        answer.calls.set_name(slot, "add", &mut out);
+        for fragment in ["{\"a\"", ":1,", "\"b\":2}"] {
+            answer.calls.append(slot, fragment, &mut out);
+        }
+        answer.calls.end(slot, &mut out);
+        answer.done(FinishReason::ToolCalls, &mut out);
+        let Some(ModelEvent::ToolCallFinished { call, .. }) = out.get(4) else {
+            panic!("no end: {out:?}");
+        };
+        let Some(ModelEvent::Done {
+            message: Message::Assistant { tool_calls, .. },
+            ..
+        }) = out.last()
+        else {
+            panic!("no done: {out:?}");
+        };
+        assert_eq!(call.arguments, r#"{"a":1,"b":2}"#);
+        assert_eq!(tool_calls[0].arguments.as_ptr(), call.arguments.as_ptr());
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! work too; `error` events become [`ProviderError::Api`]. Server tools (`server_tool_use` and
 //! their result blocks) run on Anthropic's side: they are read past, never reported as calls.
 //! When the answer hits `max_tokens` inside a call's input, the call is reported with the input
-//! received so far (usually invalid JSON) and no `ToolCallEnd`, with
+//! received so far (usually invalid JSON) and no `ToolCallFinished`, with
 //! [`FinishReason::Length`].
 
 use std::{collections::HashMap, sync::Arc};
@@ -22,7 +22,7 @@ use serde_json::{Value, json, value::RawValue};
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, ToolChoice, Usage,
+    ProviderError, SharedStr, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
@@ -203,7 +203,7 @@ impl ChatModel for AnthropicClient {
 }
 
 /// Decodes a Messages SSE body (for example a recorded one) into model events.
-pub fn decode_stream<S, B, E>(body: S) -> ModelStream
+pub(crate) fn decode_stream<S, B, E>(body: S) -> ModelStream
 where
     S: Stream<Item = Result<B, E>> + Send + 'static,
     B: Into<Bytes>,
@@ -574,7 +574,9 @@ impl AnthropicDecoder {
                     (self.tool_blocks.get(&index), delta.partial_json)
                 {
                     self.start_inputs.remove(&slot);
-                    self.answer.calls.append_cow(slot, fragment.0, out);
+                    self.answer
+                        .calls
+                        .append_shared(slot, SharedStr::from(fragment.0), out);
                 }
             }
             _ => {}

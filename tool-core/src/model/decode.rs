@@ -416,8 +416,8 @@ mod tests {
             *id = ids.entry(std::mem::take(id)).or_insert(next).clone();
         };
         match &mut event {
-            ModelEvent::ToolCallStart { id, .. } => rename(id),
-            ModelEvent::ToolCallEnd { call, .. } => rename(&mut call.id),
+            ModelEvent::ToolCallStarted { id, .. } => rename(id),
+            ModelEvent::ToolCallFinished { call, .. } => rename(&mut call.id),
             ModelEvent::Done {
                 message: Message::Assistant { tool_calls, .. },
                 ..
@@ -537,7 +537,7 @@ mod tests {
             .map(|event| match event {
                 ModelEvent::TextDelta(text) => text.len(),
                 ModelEvent::ToolCallDelta { arguments, .. } => arguments.len(),
-                ModelEvent::ToolCallEnd { call, .. } => call.arguments.len(),
+                ModelEvent::ToolCallFinished { call, .. } => call.arguments.len(),
                 ModelEvent::Done {
                     message:
                         Message::Assistant {

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json, value::RawValue};
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, ToolCall, ToolChoice, Usage,
+    ProviderError, SharedStr, ToolCall, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decode_whole, decoded, stream_error, truncated, unreadable},
     endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
@@ -176,7 +176,7 @@ impl ChatModel for GeminiClient {
 
 /// Decodes a `streamGenerateContent?alt=sse` body (for example a recorded one) into model
 /// events.
-pub fn decode_stream<S, B, E>(body: S) -> ModelStream
+pub(crate) fn decode_stream<S, B, E>(body: S) -> ModelStream
 where
     S: Stream<Item = Result<B, E>> + Send + 'static,
     B: Into<Bytes>,
@@ -464,7 +464,9 @@ struct GeminiDecoder {
 }
 
 impl GeminiDecoder {
-    fn response(&mut self, response: Response<'_>, out: &mut Vec<ModelEvent>) {
+    /// Reads one response; `frame` is the text it was parsed from (the calls' arguments are
+    /// shared with it, not copied).
+    fn response(&mut self, response: Response<'_>, frame: &SharedStr, out: &mut Vec<ModelEvent>) {
         if let Some(usage) = response.usage_metadata {
             self.answer.usage(usage.into());
         }
@@ -478,7 +480,7 @@ impl GeminiDecoder {
         }
         for candidate in response.candidates.into_iter().filter(|c| c.index == 0) {
             for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
-                self.part(part, out);
+                self.part(part, frame, out);
             }
             if let Some(reason) = candidate.finish_reason {
                 self.finish = Some(finish_reason(&reason));
@@ -486,7 +488,7 @@ impl GeminiDecoder {
         }
     }
 
-    fn part(&mut self, part: Part<'_>, out: &mut Vec<ModelEvent>) {
+    fn part(&mut self, part: Part<'_>, frame: &SharedStr, out: &mut Vec<ModelEvent>) {
         // Thought summaries (`thought: true`) are not part of the answer.
         if let Some(text) = part.text.as_ref().filter(|_| !part.thought) {
             self.answer.text(text, out);
@@ -520,8 +522,14 @@ impl GeminiDecoder {
                 apply_partial_args(&mut arguments, call.partial_args.unwrap_or_default());
                 self.partial = Some((slot, arguments));
             } else {
-                let arguments = call.args.map(RawValue::get).unwrap_or("{}");
-                calls.append(slot, arguments, out);
+                let arguments = match call.args.map(RawValue::get) {
+                    // Shared with the event when they are most of it (a large call); copied
+                    // otherwise, so that a small call does not keep a large event alive.
+                    Some(args) if args.len() * 2 >= frame.len() => frame.slice_ref(args),
+                    Some(args) => SharedStr::from(args),
+                    None => SharedStr::from_static("{}"),
+                };
+                calls.append_shared(slot, arguments, out);
                 calls.end(slot, out);
             }
             return;
@@ -538,7 +546,9 @@ impl GeminiDecoder {
 
     fn close_partial(&mut self, out: &mut Vec<ModelEvent>) {
         if let Some((slot, arguments)) = self.partial.take() {
-            self.answer.calls.append(slot, &arguments.to_string(), out);
+            self.answer
+                .calls
+                .append_shared(slot, SharedStr::from(arguments.to_string()), out);
             self.answer.calls.end(slot, out);
         }
     }
@@ -564,13 +574,14 @@ impl Decoder for GeminiDecoder {
             Frame::Event {
                 data, unterminated, ..
             } => {
+                let data = SharedStr::from(data);
                 let response: Response<'_> = serde_json::from_str(&data)
                     .map_err(|error| unreadable(PROVIDER, unterminated, "a chunk", &error))?;
                 if let Some(error) = &response.error {
                     let text = json!({ "error": error }).to_string();
                     return Err(stream_error(PROVIDER, &text));
                 }
-                self.response(response, out);
+                self.response(response, &data, out);
                 Ok(false)
             }
             Frame::Raw(text) => Err(stream_error(PROVIDER, &text)),

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::SharedStr;
+
 /// One message of a conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
@@ -118,8 +120,9 @@ pub struct ToolCall {
     pub id: String,
     /// The tool's name.
     pub name: String,
-    /// The arguments as JSON text, exactly as the model produced them (possibly invalid).
-    pub arguments: String,
+    /// The arguments as JSON text, exactly as the model produced them (possibly invalid);
+    /// shared with the stream's events, not copied.
+    pub arguments: SharedStr,
     /// Provider data that must be sent back with the call on the next request (for example
     /// Gemini's `thoughtSignature`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,7 +134,7 @@ impl ToolCall {
     pub fn new(
         id: impl Into<String>,
         name: impl Into<String>,
-        arguments: impl Into<String>,
+        arguments: impl Into<SharedStr>,
     ) -> Self {
         Self {
             id: id.into(),

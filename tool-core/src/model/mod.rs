@@ -14,6 +14,7 @@ mod choice;
 mod env;
 mod message;
 mod scripted;
+mod shared;
 mod test_model;
 
 #[cfg(feature = "http")]
@@ -51,7 +52,8 @@ pub use message::{Message, ToolCall};
 pub use ollama::{OllamaClient, OllamaConfig};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiClient, OpenAiConfig};
-pub use scripted::{ScriptedModel, ScriptedResponse};
+pub use scripted::{ScriptExhausted, ScriptedModel, ScriptedResponse};
+pub use shared::SharedStr;
 pub use test_model::{TestModel, generate_arguments, generate_value};
 
 /// A client for a language model: OpenAI-compatible, Ollama, Gemini, Anthropic, or the offline
@@ -430,7 +432,7 @@ pub enum ModelEvent {
     /// A piece of the answer's text.
     TextDelta(String),
     /// A tool call began; `index` orders the calls of this answer.
-    ToolCallStart {
+    ToolCallStarted {
         /// The call's position in the answer.
         index: usize,
         /// The call's id.
@@ -442,11 +444,12 @@ pub enum ModelEvent {
     ToolCallDelta {
         /// The call's position in the answer.
         index: usize,
-        /// The fragment, to append to the arguments so far.
-        arguments: String,
+        /// The fragment, to append to the arguments so far (shared with the call's whole
+        /// arguments when it is all of them).
+        arguments: SharedStr,
     },
     /// A tool call is complete.
-    ToolCallEnd {
+    ToolCallFinished {
         /// The call's position in the answer.
         index: usize,
         /// The whole call.
@@ -532,9 +535,11 @@ pub enum ProviderError {
     /// The client is not configured (for example, no API key).
     #[error("{0}")]
     Config(String),
-    /// A scripted or test model has nothing more to say.
-    #[error("{0}")]
-    Exhausted(String),
+    /// Any other failure of a model client: a custom client's own error, or
+    /// [`ScriptExhausted`] from the [`ScriptedModel`]. The error is kept whole; find its type
+    /// with `downcast_ref`.
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 /// "1234 bytes and 17 events" (or only the events when the byte count is unknown).

@@ -14,7 +14,7 @@
 //! accepts a `tool_choice` but has been reported to ignore it as well
 //! (<https://github.com/ollama/ollama/issues/17921>), so prompting is the way to ask for a call.
 
-use std::{borrow::Cow, sync::Arc};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::Stream;
@@ -23,7 +23,7 @@ use serde_json::{Value, value::RawValue};
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, ToolChoice, Usage,
+    ProviderError, SharedStr, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
@@ -183,7 +183,7 @@ impl ChatModel for OllamaClient {
                 &mut answer,
                 call.id.as_deref(),
                 &call.function.name,
-                value_arguments(call.function.arguments.as_ref(), 0),
+                arguments_text(call.function.arguments.as_deref()),
                 &mut sink,
             );
         }
@@ -211,7 +211,7 @@ impl ChatModel for OllamaClient {
 
 /// Decodes an Ollama `/api/chat` NDJSON body (for example a recorded one) into model events.
 /// Lines of `/api/generate` (text in `response`) are read too.
-pub fn decode_stream<S, B, E>(body: S) -> ModelStream
+pub(crate) fn decode_stream<S, B, E>(body: S) -> ModelStream
 where
     S: Stream<Item = Result<B, E>> + Send + 'static,
     B: Into<Bytes>,
@@ -340,53 +340,34 @@ fn add_call(
     answer: &mut Answer,
     id: Option<&str>,
     name: &str,
-    arguments: Cow<'_, str>,
+    arguments: SharedStr,
     out: &mut Vec<ModelEvent>,
 ) {
     let slot = answer.calls.push();
     answer.calls.set_id(slot, id.unwrap_or_default());
     answer.calls.set_name(slot, name, out);
-    answer.calls.append_cow(slot, arguments, out);
+    answer.calls.append_shared(slot, arguments, out);
     answer.calls.end(slot, out);
 }
 
-/// A call's arguments as text: a string as it is, an object (or any other value) as compact
-/// JSON with its keys sorted.
-fn value_arguments(arguments: Option<&Value>, size_hint: usize) -> Cow<'_, str> {
-    match arguments {
-        Some(Value::String(text)) => Cow::Borrowed(text.as_str()),
-        Some(Value::Null) | None => Cow::Borrowed(""),
-        Some(value) => Cow::Owned(compact_json(value, size_hint)),
-    }
-}
-
-/// A streamed call's arguments as text: the same as [`value_arguments`] gives, but without
-/// parsing and re-serialising them when the wire text is already that text (Ollama's server
-/// writes compact JSON with sorted keys), which made a large call several times slower to
-/// decode than to parse.
-fn raw_arguments(raw: Option<&RawValue>, size_hint: usize) -> Cow<'_, str> {
+/// A call's arguments as text: JSON as the server wrote it (an object, usually), or the
+/// content of a string. The text is not parsed again nor re-serialised: serde_json has checked
+/// it while reading the line (a large call decoded several times slower than it parsed when it
+/// was re-serialised).
+fn arguments_text(raw: Option<&RawValue>) -> SharedStr {
     let Some(raw) = raw else {
-        return Cow::Borrowed("");
+        return SharedStr::default();
     };
     let text = raw.get();
-    if !text.starts_with('"') && canonical::is_canonical(text.as_bytes()) {
-        return Cow::Borrowed(text);
+    if text.starts_with('"') {
+        if let Ok(content) = serde_json::from_str::<String>(text) {
+            return SharedStr::from(content);
+        }
     }
-    match serde_json::from_str::<Value>(text) {
-        Ok(value) => Cow::Owned(value_arguments(Some(&value), size_hint).into_owned()),
-        Err(_) => Cow::Borrowed(text),
+    if text == "null" {
+        return SharedStr::default();
     }
-}
-
-/// The same compact text as `Value`'s `Display`, written straight into a buffer of about the
-/// right size (the formatter, and a buffer grown by doubling, made a large call several times
-/// slower to re-serialise than to parse). `size_hint` is the size of the text it came from.
-fn compact_json(value: &Value, size_hint: usize) -> String {
-    let mut text = Vec::with_capacity(size_hint);
-    match serde_json::to_writer(&mut text, value).map(|()| String::from_utf8(text)) {
-        Ok(Ok(text)) => text,
-        _ => value.to_string(),
-    }
+    SharedStr::from(text)
 }
 
 fn finish_reason(reason: Option<&str>) -> FinishReason {
@@ -429,7 +410,7 @@ struct OwnedCall {
 struct OwnedFunction {
     name: String,
     #[serde(default)]
-    arguments: Option<Value>,
+    arguments: Option<Box<RawValue>>,
 }
 
 /// One streamed line.
@@ -493,7 +474,6 @@ impl Decoder for OllamaDecoder {
             Frame::Event { data, .. } => (Bytes::from(data), false),
             Frame::Raw(text) => return Err(stream_error(PROVIDER, &text)),
         };
-        let size = line.len();
         let line: Line<'_> = serde_json::from_slice(&line)
             .map_err(|error| unreadable(PROVIDER, unterminated, "a line", &error))?;
         if let Some(error) = line.error {
@@ -505,16 +485,12 @@ impl Decoder for OllamaDecoder {
             if let Some(content) = message.content {
                 self.answer.text(&content, out);
             }
-            let calls = message.tool_calls.unwrap_or_default();
-            // The line's size shared between its calls: a bound on each one's text that is
-            // right for the one large call, and never allocates more than the line in all.
-            let size_hint = size / calls.len().max(1);
-            for call in calls {
+            for call in message.tool_calls.unwrap_or_default() {
                 add_call(
                     &mut self.answer,
                     call.id.as_deref(),
                     &call.function.name,
-                    raw_arguments(call.function.arguments, size_hint),
+                    arguments_text(call.function.arguments),
                     out,
                 );
             }
@@ -538,199 +514,6 @@ impl Decoder for OllamaDecoder {
 
     fn finish(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {
         Err(truncated(PROVIDER))
-    }
-}
-
-/// Whether JSON text is exactly what `serde_json::Value`'s `Display` writes for it, so that it
-/// can be used as it is instead of parsed and re-serialised.
-mod canonical {
-    /// `json` must be valid JSON (it is only ever text serde_json has already read, within its
-    /// nesting limit, so the recursion here is bounded). Conservative: `false` for anything
-    /// whose re-serialised text might differ (whitespace, unsorted or escaped keys, escapes
-    /// serde_json would not write, numbers that are not plain integers).
-    pub(super) fn is_canonical(json: &[u8]) -> bool {
-        let mut at = 0;
-        value(json, &mut at) && at == json.len()
-    }
-
-    fn value(json: &[u8], at: &mut usize) -> bool {
-        match json.get(*at) {
-            Some(b'{') => object(json, at),
-            Some(b'[') => array(json, at),
-            Some(b'"') => string(json, at),
-            Some(b't') => literal(json, at, b"true"),
-            Some(b'f') => literal(json, at, b"false"),
-            Some(b'n') => literal(json, at, b"null"),
-            Some(b'-' | b'0'..=b'9') => integer(json, at),
-            _ => false,
-        }
-    }
-
-    fn object(json: &[u8], at: &mut usize) -> bool {
-        *at += 1;
-        if json.get(*at) == Some(&b'}') {
-            *at += 1;
-            return true;
-        }
-        let mut last: Option<&[u8]> = None;
-        loop {
-            let start = *at + 1;
-            if json.get(*at) != Some(&b'"') || !string(json, at) {
-                return false;
-            }
-            let key = &json[start..*at - 1];
-            // A map sorts keys by their bytes; an escaped key's bytes are not its text's.
-            if key.contains(&b'\\') || last.is_some_and(|last| last >= key) {
-                return false;
-            }
-            last = Some(key);
-            if json.get(*at) != Some(&b':') {
-                return false;
-            }
-            *at += 1;
-            if !value(json, at) {
-                return false;
-            }
-            match json.get(*at) {
-                Some(b',') => *at += 1,
-                Some(b'}') => {
-                    *at += 1;
-                    return true;
-                }
-                _ => return false,
-            }
-        }
-    }
-
-    fn array(json: &[u8], at: &mut usize) -> bool {
-        *at += 1;
-        if json.get(*at) == Some(&b']') {
-            *at += 1;
-            return true;
-        }
-        loop {
-            if !value(json, at) {
-                return false;
-            }
-            match json.get(*at) {
-                Some(b',') => *at += 1,
-                Some(b']') => {
-                    *at += 1;
-                    return true;
-                }
-                _ => return false,
-            }
-        }
-    }
-
-    /// A string whose escapes are the ones serde_json writes: `\"`, `\\`, the short forms of
-    /// control characters and `\u00xx` (lowercase) for the other control characters.
-    fn string(json: &[u8], at: &mut usize) -> bool {
-        *at += 1;
-        loop {
-            let Some(next) = json
-                .get(*at..)
-                .and_then(|rest| super::framing::find(rest, |b| b == b'"' || b == b'\\'))
-            else {
-                return false;
-            };
-            *at += next;
-            if json[*at] == b'"' {
-                *at += 1;
-                return true;
-            }
-            match json.get(*at + 1) {
-                Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => *at += 2,
-                Some(b'u') => {
-                    let Some(hex) = json.get(*at + 2..*at + 6) else {
-                        return false;
-                    };
-                    let lower_hex = |b: u8| matches!(b, b'0'..=b'9' | b'a'..=b'f');
-                    if !(hex.starts_with(b"00")
-                        && matches!(hex[2], b'0' | b'1')
-                        && lower_hex(hex[3])
-                        && !matches!(&hex[2..], b"08" | b"09" | b"0a" | b"0c" | b"0d"))
-                    {
-                        return false;
-                    }
-                    *at += 6;
-                }
-                _ => return false,
-            }
-        }
-    }
-
-    fn literal(json: &[u8], at: &mut usize, word: &[u8]) -> bool {
-        let matched = json.get(*at..).is_some_and(|rest| rest.starts_with(word));
-        *at += word.len();
-        matched
-    }
-
-    /// A plain integer small enough for any integer type (`-0`, leading zeros, fractions and
-    /// exponents are rewritten by a round trip).
-    fn integer(json: &[u8], at: &mut usize) -> bool {
-        let negative = json.get(*at) == Some(&b'-');
-        let start = *at + usize::from(negative);
-        let digits = json.get(start..).map_or(0, |rest| {
-            rest.iter().take_while(|b| b.is_ascii_digit()).count()
-        });
-        *at = start + digits;
-        let plain = match &json[start..*at] {
-            [] => false,
-            [b'0'] => !negative,
-            [b'0', ..] => false,
-            _ => digits <= 18,
-        };
-        plain && !matches!(json.get(*at), Some(b'.' | b'e' | b'E'))
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::is_canonical;
-
-        /// Text the check accepts is what a round trip through `Value` writes; the rest is
-        /// either changed by one or (numbers with fractions) conservatively refused.
-        #[test]
-        fn canonical_text_is_what_a_round_trip_writes() {
-            let samples = [
-                (r#"{"a":1,"b":[true,false,null,"x"],"c":{"d":-5}}"#, true),
-                (r#"{}"#, true),
-                (r#"[]"#, true),
-                (
-                    "{\"content\":\"line \\\"q\\\" back\\\\slash\\ttab\\n caf\u{e9} \\u001f \\u0000\"}",
-                    true,
-                ),
-                (r#"{"b":1,"a":2}"#, false),
-                (r#"{"a":1,"a":2}"#, false),
-                (r#"{ "a":1}"#, false),
-                (r#"{"a": 1}"#, false),
-                (r#"[1 ,2]"#, false),
-                (r#"{"a":"\u00e9"}"#, false),
-                (r#"{"a":"\u001F"}"#, false),
-                (r#"{"a":"\u000a"}"#, false),
-                (r#"{"a":"\u0008"}"#, false),
-                (r#"{"a":"\/"}"#, false),
-                (r#"{"a":"<\u003c>"}"#, false),
-                (r#"{"\u0061":1}"#, false),
-                (r#"{"a":1.0}"#, false),
-                (r#"{"a":1e3}"#, false),
-                (r#"{"a":-0}"#, false),
-                (r#"{"a":0}"#, true),
-                (r#"{"a":12345678901234567890123}"#, false),
-                (r#"{"a":123456789012345678}"#, true),
-                (r#"{"a":0,"b":-1}"#, true),
-                ("{\"Z\":1,\"a\":2,\"\u{e9}\":3}", true),
-                ("{\"a\":1}\n", false),
-            ];
-            for (json, canonical) in samples {
-                let value: serde_json::Value = serde_json::from_str(json).unwrap();
-                assert_eq!(is_canonical(json.as_bytes()), canonical, "{json}");
-                let written = value.to_string();
-                let round_trip = written == json;
-                let conservative = json.contains("1.0");
-                assert_eq!(round_trip, canonical || conservative, "{json}");
-            }
-        }
     }
 }
 

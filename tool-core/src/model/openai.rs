@@ -19,7 +19,7 @@ use serde_json::{Value, value::RawValue};
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, ToolChoice, Usage,
+    ProviderError, SharedStr, ToolChoice, Usage,
     accumulate::Answer,
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
@@ -166,17 +166,7 @@ impl ChatModel for OpenAiClient {
 }
 
 /// Decodes a Chat Completions SSE body (for example a recorded one) into model events.
-///
-/// ```
-/// use futures::{StreamExt, executor::block_on};
-/// use tool_core::model::{ModelEvent, openai};
-///
-/// let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
-/// let chunks = futures::stream::iter([Ok::<_, std::io::Error>(body.as_bytes().to_vec())]);
-/// let events: Vec<_> = block_on(openai::decode_stream(chunks).collect());
-/// assert_eq!(events[0].as_ref().unwrap(), &ModelEvent::TextDelta("Hi".into()));
-/// ```
-pub fn decode_stream<S, B, E>(body: S) -> ModelStream
+pub(crate) fn decode_stream<S, B, E>(body: S) -> ModelStream
 where
     S: Stream<Item = Result<B, E>> + Send + 'static,
     B: Into<Bytes>,
@@ -448,7 +438,9 @@ impl Completion {
                 Some(Value::Null) | None => String::new(),
                 Some(other) => other.to_string(),
             };
-            answer.calls.append(slot, &arguments, &mut sink);
+            answer
+                .calls
+                .append_shared(slot, SharedStr::from(arguments), &mut sink);
         }
         let (message, _) = answer.into_message();
         let mut finish = finish_reason(choice.finish_reason.as_deref().unwrap_or("stop"));
@@ -584,7 +576,7 @@ impl OpenAiDecoder {
             calls.set_name(slot, &name, out);
         }
         if let Some(arguments) = function.arguments {
-            calls.append_cow(slot, arguments.0, out);
+            calls.append_shared(slot, SharedStr::from(arguments.0), out);
         }
     }
 

@@ -9,7 +9,7 @@ use futures::StreamExt as _;
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, ToolCall, Usage,
+    ProviderError, SharedStr, ToolCall, Usage,
 };
 use crate::schema::Provider;
 
@@ -86,7 +86,7 @@ impl ScriptedResponse {
     pub fn tool_call(
         id: impl Into<String>,
         name: impl Into<String>,
-        arguments: impl Into<String>,
+        arguments: impl Into<SharedStr>,
     ) -> Self {
         Self::tool_calls([ToolCall::new(id, name, arguments)])
     }
@@ -124,9 +124,15 @@ impl ScriptedResponse {
     }
 }
 
+/// The error of a [`ScriptedModel`] asked for more answers than its script holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the scripted model has no more responses")]
+#[non_exhaustive]
+pub struct ScriptExhausted;
+
 impl ScriptedModel {
     /// A model that answers with these responses, in order, then fails with
-    /// [`ProviderError::Exhausted`].
+    /// [`ScriptExhausted`] (as [`ProviderError::Other`]).
     pub fn new(script: impl IntoIterator<Item = ScriptedResponse>) -> Self {
         Self::with_provider(Provider::OpenAi, script)
     }
@@ -167,9 +173,9 @@ impl ScriptedModel {
 
     fn next(&self, request: ChatRequest) -> Result<ScriptedResponse, ProviderError> {
         lock(&self.inner.requests).push(request);
-        lock(&self.inner.script).pop_front().ok_or_else(|| {
-            ProviderError::Exhausted("the scripted model has no more responses".to_owned())
-        })
+        lock(&self.inner.script)
+            .pop_front()
+            .ok_or_else(|| ProviderError::Other(Box::new(ScriptExhausted)))
     }
 }
 
@@ -222,11 +228,11 @@ impl ChatModel for ScriptedModel {
             } => {
                 let mut events: Vec<Result<ModelEvent, ProviderError>> =
                     reply_events(text, tool_calls, None).map(Ok).collect();
-                // Cut the answer before it completes: no `ToolCallEnd`, no `Done`.
+                // Cut the answer before it completes: no `ToolCallFinished`, no `Done`.
                 events.retain(|event| {
                     !matches!(
                         event,
-                        Ok(ModelEvent::Done { .. } | ModelEvent::ToolCallEnd { .. })
+                        Ok(ModelEvent::Done { .. } | ModelEvent::ToolCallFinished { .. })
                     )
                 });
                 events.push(Err(error));
@@ -257,7 +263,7 @@ pub(crate) fn reply_events(
             .map(|piece| ModelEvent::TextDelta(piece.to_owned())),
     );
     for (index, call) in tool_calls.iter().enumerate() {
-        events.push(ModelEvent::ToolCallStart {
+        events.push(ModelEvent::ToolCallStarted {
             index,
             id: call.id.clone(),
             name: call.name.clone(),
@@ -265,10 +271,10 @@ pub(crate) fn reply_events(
         events.extend(
             fragments(&call.arguments, 3).map(|piece| ModelEvent::ToolCallDelta {
                 index,
-                arguments: piece.to_owned(),
+                arguments: SharedStr::from(piece),
             }),
         );
-        events.push(ModelEvent::ToolCallEnd {
+        events.push(ModelEvent::ToolCallFinished {
             index,
             call: call.clone(),
         });
@@ -320,6 +326,23 @@ mod tests {
             assert!(pieces.len() <= 3);
             assert_eq!(pieces.concat(), text);
         }
+    }
+
+    #[tokio::test]
+    async fn an_empty_script_fails_with_its_own_error() {
+        let model = ScriptedModel::new([]);
+        let error = model.chat(ChatRequest::default()).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the scripted model has no more responses"
+        );
+        let ProviderError::Other(inner) = &error else {
+            panic!("not Other: {error:?}");
+        };
+        assert_eq!(
+            inner.downcast_ref::<ScriptExhausted>(),
+            Some(&ScriptExhausted)
+        );
     }
 
     #[tokio::test]
