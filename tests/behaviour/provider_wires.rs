@@ -1003,8 +1003,8 @@ pub(crate) fn ollama() -> Wire {
                 Call {
                     id: None,
                     name: "search",
-                    // Re-serialized from the object, keys sorted.
-                    arguments: r#"{"limit":3,"query":"café"}"#,
+                    // The object's text as the server wrote it, key order kept.
+                    arguments: r#"{"query":"café","limit":3}"#,
                     metadata: None,
                 },
             ],
@@ -1064,7 +1064,8 @@ pub(crate) fn ollama() -> Wire {
             calls: vec![Call {
                 id: None,
                 name: "get_current_weather",
-                arguments: r#"{"format":"celsius","location":"Paris, FR"}"#,
+                // The object's text as the recording has it, indentation included.
+                arguments: "{\n            \"format\": \"celsius\",\n            \"location\": \"Paris, FR\"\n          }",
                 metadata: None,
             }],
             finish: FinishReason::ToolCalls,
