@@ -51,6 +51,19 @@
 //! ```
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![warn(clippy::pedantic)]
+// The exceptions to clippy::pedantic, each for a reason:
+#![allow(
+    // `#[must_use]` marks what is a bug to ignore (every `Result`, the builders, registry
+    // changes); on every getter it would be noise.
+    clippy::must_use_candidate,
+    // Each error type documents when each of its variants happens; a `# Errors` section on
+    // every function that returns it would repeat that.
+    clippy::missing_errors_doc,
+    // Owned arguments are part of the contract (`create_default_tool_registry(context)`) and
+    // let callers hand over values they no longer need.
+    clippy::needless_pass_by_value
+)]
 
 #[allow(unused_extern_crates)]
 extern crate self as tool_core;

@@ -350,7 +350,8 @@ pub(crate) fn generate_call_id() -> String {
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_nanos() as u64)
+        // Only the low 48 bits are used below.
+        .map(|elapsed| u64::try_from(elapsed.as_nanos() & u128::from(u64::MAX)).unwrap_or_default())
         .unwrap_or_default();
     format!(
         "call_{:012x}{:04x}",

@@ -372,6 +372,8 @@ enum ReplyBlock {
 
 /// `usage` (<https://docs.anthropic.com/en/api/messages#response-usage>), in a message, in
 /// `message_start` and (cumulative, any field may be left out) in `message_delta`.
+// The field names are the wire's.
+#[allow(clippy::struct_field_names)]
 #[derive(Deserialize, Clone, Copy, Default)]
 struct WireUsage {
     /// The input tokens after the last cache breakpoint: neither read from nor written to

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ProviderError, RequestTools};
+use crate::tool::ChatTool;
 
 /// Whether the model may, must or must not call tools, and which one.
 ///
@@ -79,11 +80,10 @@ impl ToolChoice {
     /// ```
     pub fn check(&self, tools: &RequestTools) -> Result<(), ProviderError> {
         match self {
-            Self::Auto | Self::None => Ok(()),
             Self::Required if tools.is_empty() => Err(ProviderError::Config(String::from(
                 "tool choice `required` needs tools, and the request has none",
             ))),
-            Self::Required => Ok(()),
+            Self::Auto | Self::None | Self::Required => Ok(()),
             Self::Tool(name) if tools.is_empty() => Err(ProviderError::Config(format!(
                 "tool choice names `{name}`, and the request has no tools"
             ))),
@@ -106,6 +106,6 @@ impl ToolChoice {
 fn tool_names(tools: &RequestTools) -> Vec<&str> {
     match &tools.snapshot {
         Some(snapshot) => snapshot.enabled_names(),
-        None => tools.definitions().iter().map(|tool| tool.name()).collect(),
+        None => tools.definitions().iter().map(ChatTool::name).collect(),
     }
 }

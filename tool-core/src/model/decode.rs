@@ -413,7 +413,8 @@ mod tests {
     fn renamed(mut event: ModelEvent, ids: &mut HashMap<String, String>) -> ModelEvent {
         let mut rename = |id: &mut String| {
             let next = format!("id{}", ids.len());
-            *id = ids.entry(std::mem::take(id)).or_insert(next).clone();
+            let renamed = ids.entry(std::mem::take(id)).or_insert(next);
+            id.clone_from(renamed);
         };
         match &mut event {
             ModelEvent::ToolCallStarted { id, .. } => rename(id),

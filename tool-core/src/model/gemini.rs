@@ -416,6 +416,8 @@ struct PartialArg {
 /// chunks carry the counts so far.
 #[derive(Deserialize, Clone, Copy)]
 #[serde(rename_all = "camelCase")]
+// The field names are the wire's.
+#[allow(clippy::struct_field_names)]
 struct UsageMetadata {
     /// The whole prompt, cached content included.
     #[serde(default)]

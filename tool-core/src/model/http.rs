@@ -436,8 +436,7 @@ pub(crate) fn error_from_value(value: &Value) -> Option<(Option<String>, String)
             let message = error
                 .get("message")
                 .and_then(Value::as_str)
-                .map(str::to_owned)
-                .unwrap_or_else(|| Value::Object(error.clone()).to_string());
+                .map_or_else(|| Value::Object(error.clone()).to_string(), str::to_owned);
             // The most specific name first: OpenAI's string `code`, Gemini's `status`,
             // Anthropic's `type`; a numeric code last.
             let code = ["code", "status", "type"]
@@ -577,7 +576,7 @@ mod tests {
 
     #[test]
     fn full_jitter_spreads_over_the_whole_range() {
-        let ceiling = Duration::from_millis(1000);
+        let ceiling = Duration::from_secs(1);
         assert_eq!(full_jitter(ceiling, 0), Duration::ZERO);
         assert_eq!(full_jitter(ceiling, 1_000_000_000), ceiling);
         assert_eq!(full_jitter(ceiling, 1_000_000_001), Duration::ZERO);

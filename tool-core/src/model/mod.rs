@@ -232,8 +232,7 @@ impl RequestTools {
             )
             .collect();
         serde_json::value::to_raw_value(&crate::schema::list::wrap(provider, tools))
-            .map(Arc::from)
-            .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()))
+            .map_or_else(|_| Arc::from(RawValue::NULL.to_owned()), Arc::from)
     }
 }
 
@@ -405,6 +404,8 @@ impl std::iter::Sum for Usage {
     }
 }
 
+// serde's `skip_serializing_if` hands over a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
 fn is_zero(count: &u64) -> bool {
     *count == 0
 }

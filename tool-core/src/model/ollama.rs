@@ -113,8 +113,7 @@ fn host_url(host: &str) -> String {
         None => false,
     } && !authority.ends_with(']');
     let port = match (has_port, scheme) {
-        (true, _) => "",
-        (false, "https") => "",
+        (true, _) | (false, "https") => "",
         (false, _) => ":11434",
     };
     format!("{scheme}://{authority}{port}{path}")
@@ -351,7 +350,7 @@ fn add_call(
 }
 
 /// A call's arguments as text: JSON as the server wrote it (an object, usually), or the
-/// content of a string. The text is not parsed again nor re-serialised: serde_json has checked
+/// content of a string. The text is not parsed again nor re-serialised: `serde_json` has checked
 /// it while reading the line (a large call decoded several times slower than it parsed when it
 /// was re-serialised).
 fn arguments_text(raw: Option<&RawValue>) -> SharedStr {

@@ -185,7 +185,7 @@ impl ChatModel for ScriptedModel {
         self.inner.provider.unwrap_or(Provider::OpenAi)
     }
 
-    fn model_name(&self) -> &str {
+    fn model_name(&self) -> &'static str {
         "scripted"
     }
 

@@ -156,7 +156,7 @@ impl ChatModel for TestModel {
         Provider::OpenAi
     }
 
-    fn model_name(&self) -> &str {
+    fn model_name(&self) -> &'static str {
         "test"
     }
 
@@ -608,6 +608,9 @@ fn bounds(object: &Map<String, Value>) -> (Bound, Bound) {
     (lower, upper)
 }
 
+// Test values stay small (a few variants from a schema's bounds) and whole numbers are
+// turned into integers only below 9e15, where f64 holds them exactly.
+#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
 fn integer(object: &Map<String, Value>, variant: usize) -> Value {
     let (lower, upper) = bounds(object);
     let low = lower.map(|(value, exclusive)| {
@@ -651,6 +654,9 @@ fn integer(object: &Map<String, Value>, variant: usize) -> Value {
     }
 }
 
+// Test values stay small (a few variants from a schema's bounds) and whole numbers are
+// turned into integers only below 9e15, where f64 holds them exactly.
+#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
 fn number(object: &Map<String, Value>, variant: usize) -> Value {
     let (lower, upper) = bounds(object);
     let step = object
