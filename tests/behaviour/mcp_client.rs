@@ -15,7 +15,7 @@ use std::{
 
 use serde_json::{Value, json};
 use tool_core::{
-    JsonObject, ToolRegistry,
+    CallContext, JsonObject, ToolRegistry,
     mcp::{McpClient, McpClientError, McpServerConfig, McpStatus, ReconnectPolicy},
 };
 
@@ -253,8 +253,16 @@ async fn progress_notifications_reach_subscribers() {
             .await,
         "done"
     );
+    // The SDK handles each notification in a task of its own, so they can arrive out of
+    // order; the client drops the stale ones, so what reaches a subscriber only grows and ends
+    // with the last step.
+    let expected = [
+        (1.0, Some(3.0), Some("step 1".to_owned())),
+        (2.0, Some(3.0), Some("step 2".to_owned())),
+        (3.0, Some(3.0), Some("step 3".to_owned())),
+    ];
     let mut seen = Vec::new();
-    for _ in 0..3 {
+    while seen.len() < 3 {
         let update = tokio::time::timeout(LIMIT, progress.recv())
             .await
             .unwrap()
@@ -263,15 +271,71 @@ async fn progress_notifications_reach_subscribers() {
             (update.server.as_str(), update.tool.as_str()),
             ("py", "py_progress")
         );
+        let last = update.progress == 3.0;
         seen.push((update.progress, update.total, update.message));
+        if last {
+            break;
+        }
     }
+    assert_eq!(seen.last(), expected.last(), "{seen:?}");
+    assert!(
+        seen.iter().all(|update| expected.contains(update)),
+        "{seen:?}"
+    );
+    assert!(
+        seen.windows(2).all(|pair| pair[0].0 < pair[1].0),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_call_context_of_the_call() {
+    let Some(python) = python() else { return };
+    let (client, registry) = connect_python(python).await;
+    let _registration = client.register_into(&registry).await.unwrap();
+
+    let reports = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = reports.clone();
+    let call = CallContext::new("call-7", "py_progress").with_progress(move |progress| {
+        sink.lock().unwrap().push(progress);
+    });
     assert_eq!(
-        seen,
-        [
-            (1.0, Some(3.0), Some("step 1".to_owned())),
-            (2.0, Some(3.0), Some("step 2".to_owned())),
-            (3.0, Some(3.0), Some("step 3".to_owned())),
-        ]
+        registry
+            .execute_with("py_progress", args(json!({"steps": 3})), call)
+            .await,
+        "done"
+    );
+    // The notifications may still be on their way when the answer is in.
+    assert!(
+        eventually(|| reports
+            .lock()
+            .unwrap()
+            .last()
+            .is_some_and(|last| last.message.as_deref() == Some("step 3")))
+        .await,
+        "{:?}",
+        reports.lock().unwrap()
+    );
+    let reports = reports.lock().unwrap();
+    let last = reports.last().unwrap();
+    assert_eq!(
+        (
+            last.call_id.as_str(),
+            last.tool_name.as_str(),
+            last.fraction
+        ),
+        ("call-7", "py_progress", 1.0)
+    );
+    let fractions: Vec<f64> = reports.iter().map(|report| report.fraction).collect();
+    assert!(
+        fractions.windows(2).all(|pair| pair[0] < pair[1]),
+        "{fractions:?}"
+    );
+    assert!(
+        fractions
+            .iter()
+            .all(|fraction| [1.0 / 3.0, 2.0 / 3.0, 1.0].contains(fraction)),
+        "{fractions:?}"
     );
 }
 

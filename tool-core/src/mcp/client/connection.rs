@@ -11,7 +11,7 @@ use std::{
         Arc, Mutex, RwLock, Weak,
         atomic::{AtomicU64, Ordering},
     },
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use rmcp::{
@@ -42,6 +42,7 @@ use super::{
 };
 use crate::{
     JsonObject, ToolError,
+    call::CallContext,
     tool::{ChatTool, ToolHints, ToolMetadata},
 };
 
@@ -73,8 +74,8 @@ pub(super) struct Shared {
     /// Calls that found the connection broken report it here, with the generation they used.
     lost: mpsc::UnboundedSender<(u64, String)>,
     generation: AtomicU64,
-    /// The local tool name of each call in flight, by progress token.
-    calls: Mutex<HashMap<String, String>>,
+    /// Each call in flight, by progress token.
+    calls: Mutex<HashMap<String, CallInFlight>>,
     /// The last line the child process wrote to stderr, for error messages.
     stderr_tail: Arc<Mutex<Option<String>>>,
     pub(super) stop: CancellationToken,
@@ -331,6 +332,7 @@ impl Shared {
         local: &str,
         remote: &str,
         args: JsonObject,
+        context: Option<CallContext>,
     ) -> Result<String, ToolError> {
         let Some((generation, peer)) = lock(&self.peer).clone() else {
             return Err(self.not_connected());
@@ -343,7 +345,14 @@ impl Shared {
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
             .map_err(|error| self.call_error(generation, error))?;
-        let mut in_flight = InFlight::new(self, &handle.progress_token, local, &peer, &handle.id);
+        let mut in_flight = InFlight::new(
+            self,
+            &handle.progress_token,
+            local,
+            context,
+            &peer,
+            &handle.id,
+        );
         let response = handle.await_response().await;
         in_flight.answered = true;
         match response.map_err(|error| self.call_error(generation, error))? {
@@ -393,16 +402,35 @@ impl Shared {
         }
     }
 
+    /// Forwards a progress notification of a call in flight to the subscribers and to the
+    /// call's own [`CallContext`]. The SDK handles each notification in a task of its own, so
+    /// they can arrive out of order: one whose progress is not above the last forwarded for its
+    /// call is stale and dropped, so progress never goes backwards.
     fn on_progress(&self, params: ProgressNotificationParam) {
-        let Some(tool) = lock(&self.calls)
-            .get(&token_key(&params.progress_token))
-            .cloned()
-        else {
+        let mut calls = lock(&self.calls);
+        let Some(call) = calls.get_mut(&token_key(&params.progress_token)) else {
             return;
         };
+        if params.progress <= call.last_progress {
+            tracing::debug!(
+                server = %self.name(),
+                tool = %call.tool,
+                progress = params.progress,
+                "stale mcp progress dropped"
+            );
+            return;
+        }
+        call.last_progress = params.progress;
+        if let Some(context) = &call.context {
+            let fraction = params
+                .total
+                .filter(|total| *total > 0.0)
+                .map_or(0.0, |total| params.progress / total);
+            context.report_progress(fraction, params.message.as_deref());
+        }
         let progress = McpProgress {
             server: self.name(),
-            tool,
+            tool: call.tool.clone(),
             progress: params.progress,
             total: params.total,
             message: params.message,
@@ -415,10 +443,26 @@ impl Shared {
             message = progress.message.as_deref().unwrap_or(""),
             "mcp tool progress"
         );
-        // Nobody listening is fine.
+        // Nobody listening is fine. Sent under the lock, so subscribers see the order above.
         let _ = self.progress.send(progress);
     }
 }
+
+/// What the client knows of a call in flight.
+struct CallInFlight {
+    /// The local tool name.
+    tool: String,
+    /// The highest progress forwarded so far.
+    last_progress: f64,
+    /// The call's context, when the caller gave one: progress reaches it too.
+    context: Option<CallContext>,
+    /// When the answer came. The entry stays a little longer: the SDK handles each
+    /// notification in a task of its own, so the last progress can be handled after the answer.
+    answered_at: Option<Instant>,
+}
+
+/// How long a call's progress is still forwarded after its answer.
+const LATE_PROGRESS: Duration = Duration::from_secs(5);
 
 /// The progress-token entry of a call in flight, removed when the call ends. A call dropped
 /// before its answer (a timeout, or the caller gave up) is cancelled on the server.
@@ -435,11 +479,24 @@ impl<'a> InFlight<'a> {
         shared: &'a Shared,
         token: &ProgressToken,
         local: &str,
+        context: Option<CallContext>,
         peer: &Peer<RoleClient>,
         id: &RequestId,
     ) -> Self {
         let token = token_key(token);
-        lock(&shared.calls).insert(token.clone(), local.to_owned());
+        let call = CallInFlight {
+            tool: local.to_owned(),
+            last_progress: f64::NEG_INFINITY,
+            context,
+            answered_at: None,
+        };
+        let mut calls = lock(&shared.calls);
+        calls.retain(|_, call| {
+            call.answered_at
+                .is_none_or(|answered| answered.elapsed() < LATE_PROGRESS)
+        });
+        calls.insert(token.clone(), call);
+        drop(calls);
         Self {
             shared,
             token,
@@ -452,10 +509,13 @@ impl<'a> InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        lock(&self.shared.calls).remove(&self.token);
         if self.answered {
+            if let Some(call) = lock(&self.shared.calls).get_mut(&self.token) {
+                call.answered_at = Some(Instant::now());
+            }
             return;
         }
+        lock(&self.shared.calls).remove(&self.token);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };

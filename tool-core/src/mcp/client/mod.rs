@@ -228,7 +228,7 @@ impl McpClient {
             .find(|tool| tool.local_name == local_name)
             .map(|tool| tool.remote_name.clone());
         match remote {
-            Some(remote) => self.shared().call(local_name, &remote, args).await,
+            Some(remote) => self.shared().call(local_name, &remote, args, None).await,
             None => Err(crate::ToolError::new(format!(
                 "the MCP server '{}' has no tool `{local_name}`",
                 self.server_name()

@@ -11,6 +11,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{McpClient, McpToolInfo, connection::Shared, lock};
 use crate::{
+    call::CallContext,
     registry::ToolRegistry,
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError, ToolMetadata},
 };
@@ -177,6 +178,23 @@ struct McpTool {
     info: McpToolInfo,
 }
 
+impl McpTool {
+    async fn call(
+        &self,
+        args: JsonObject,
+        context: Option<CallContext>,
+    ) -> Result<String, ToolError> {
+        let Some(shared) = self.shared.upgrade() else {
+            return Err(ToolError::new(
+                "the MCP server is not connected: the client was closed",
+            ));
+        };
+        shared
+            .call(&self.info.local_name, &self.info.remote_name, args, context)
+            .await
+    }
+}
+
 #[async_trait::async_trait]
 impl ExecutableTool for McpTool {
     fn name(&self) -> &str {
@@ -192,13 +210,13 @@ impl ExecutableTool for McpTool {
     }
 
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-        let Some(shared) = self.shared.upgrade() else {
-            return Err(ToolError::new(
-                "the MCP server is not connected: the client was closed",
-            ));
-        };
-        shared
-            .call(&self.info.local_name, &self.info.remote_name, args)
-            .await
+        self.call(args, None).await
+    }
+
+    /// Like `execute`; the server's progress notifications for this call also reach
+    /// `call`'s [`report_progress`](CallContext::report_progress), as `progress / total`
+    /// (0 while the server gives no total).
+    async fn execute_with(&self, args: JsonObject, call: CallContext) -> Result<String, ToolError> {
+        self.call(args, Some(call)).await
     }
 }
