@@ -13,7 +13,7 @@
 //! received so far (usually invalid JSON) and no `ToolCallFinished`, with
 //! [`FinishReason::Length`].
 
-use std::{collections::HashMap, sync::Arc};
+use std::collections::HashMap;
 
 use bytes::Bytes;
 use futures::Stream;
@@ -21,13 +21,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json, value::RawValue};
 
 use super::{
-    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, SharedStr, ToolChoice, Usage,
+    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream, ProviderError,
+    SharedStr, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
+    client::{HttpModel, Wire, http_client},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
-    http::Http,
+    http::read_json,
 };
 use crate::schema::Provider;
 
@@ -109,13 +110,12 @@ impl AnthropicConfig {
     }
 }
 
-/// A client of the Anthropic Messages API.
-#[derive(Clone, Debug)]
-pub struct AnthropicClient {
-    config: Arc<AnthropicConfig>,
-    http: Http,
-    url: String,
-}
+http_client!(
+    /// A client of the Anthropic Messages API.
+    AnthropicClient,
+    Messages,
+    AnthropicConfig
+);
 
 impl AnthropicClient {
     /// A client with these settings; fails without an API key.
@@ -131,45 +131,33 @@ impl AnthropicClient {
         let http = endpoint.connect(PROVIDER, key, [version].into_iter().chain(beta), true)?;
         let url = endpoint.url("/v1/messages");
         Ok(Self {
-            config: Arc::new(config),
-            http,
-            url,
+            inner: HttpModel::new(config, http, url.clone(), url),
         })
-    }
-
-    /// A client configured from the environment (see [`AnthropicConfig::from_env`]).
-    pub fn from_env() -> Result<Self, ProviderError> {
-        Self::new(AnthropicConfig::from_env())
-    }
-
-    /// The settings.
-    pub fn config(&self) -> &AnthropicConfig {
-        &self.config
-    }
-
-    async fn post(
-        &self,
-        request: &ChatRequest,
-        stream: bool,
-    ) -> Result<reqwest::Response, ProviderError> {
-        let body = request_body(&self.config, request, stream)?;
-        self.http.post(&self.url, body, stream).await
     }
 }
 
-#[async_trait::async_trait]
-impl ChatModel for AnthropicClient {
-    fn provider(&self) -> Provider {
-        PROVIDER
+/// The Messages wire.
+#[derive(Debug)]
+pub(crate) struct Messages;
+
+impl Wire for Messages {
+    type Config = AnthropicConfig;
+    const PROVIDER: Provider = PROVIDER;
+
+    fn endpoint(config: &AnthropicConfig) -> &Endpoint {
+        &config.endpoint
     }
 
-    fn model_name(&self) -> &str {
-        &self.config.endpoint.model
+    fn request_body(
+        config: &AnthropicConfig,
+        request: &ChatRequest,
+        stream: bool,
+    ) -> Result<Bytes, ProviderError> {
+        request_body(config, request, stream)
     }
 
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let response = self.post(&request, false).await?;
-        let reply: Reply = self.http.json(response).await?;
+    fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
+        let reply: Reply = read_json(PROVIDER, body)?;
         let mut answer = Answer::default();
         let mut sink = Vec::new();
         for block in reply.content {
@@ -196,9 +184,8 @@ impl ChatModel for AnthropicClient {
         Ok(response)
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
-        let response = self.post(&request, true).await?;
-        Ok(decode_stream(super::http::body_stream(response)))
+    fn decode(response: reqwest::Response) -> ModelStream {
+        decode_stream(super::http::body_stream(response))
     }
 }
 

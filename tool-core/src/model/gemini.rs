@@ -13,7 +13,7 @@
 //! arrive mid-stream as a raw JSON object without `data:`. Vertex's streamed function-call
 //! arguments (`partialArgs` with JSON paths, `willContinue`) are assembled too.
 
-use std::{collections::HashMap, sync::Arc};
+use std::collections::HashMap;
 
 use bytes::Bytes;
 use futures::Stream;
@@ -21,13 +21,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json, value::RawValue};
 
 use super::{
-    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, SharedStr, ToolCall, ToolChoice, Usage,
+    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream, ProviderError,
+    SharedStr, ToolCall, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
+    client::{HttpModel, Wire, http_client},
     decode::{Decoder, Text, decode_whole, decoded, stream_error, truncated, unreadable},
     endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
-    http::Http,
 };
 use crate::schema::Provider;
 
@@ -83,14 +83,12 @@ impl GeminiConfig {
     }
 }
 
-/// A client of the Gemini API.
-#[derive(Clone, Debug)]
-pub struct GeminiClient {
-    config: Arc<GeminiConfig>,
-    http: Http,
-    unary_url: String,
-    stream_url: String,
-}
+http_client!(
+    /// A client of the Gemini API.
+    GeminiClient,
+    GenerateContent,
+    GeminiConfig
+);
 
 impl GeminiClient {
     /// A client with these settings; fails without an API key.
@@ -106,52 +104,35 @@ impl GeminiClient {
         } else {
             format!("models/{}", endpoint.model)
         };
+        let unary_url = endpoint.url(&format!("/{model}:generateContent"));
+        let stream_url = endpoint.url(&format!("/{model}:streamGenerateContent?alt=sse"));
         Ok(Self {
-            unary_url: endpoint.url(&format!("/{model}:generateContent")),
-            stream_url: endpoint.url(&format!("/{model}:streamGenerateContent?alt=sse")),
-            config: Arc::new(config),
-            http,
+            inner: HttpModel::new(config, http, unary_url, stream_url),
         })
-    }
-
-    /// A client configured from the environment (see [`GeminiConfig::from_env`]).
-    pub fn from_env() -> Result<Self, ProviderError> {
-        Self::new(GeminiConfig::from_env())
-    }
-
-    /// The settings.
-    pub fn config(&self) -> &GeminiConfig {
-        &self.config
-    }
-
-    async fn post(
-        &self,
-        request: &ChatRequest,
-        stream: bool,
-    ) -> Result<reqwest::Response, ProviderError> {
-        let body = request_body(request)?;
-        let url = if stream {
-            &self.stream_url
-        } else {
-            &self.unary_url
-        };
-        self.http.post(url, body, stream).await
     }
 }
 
-#[async_trait::async_trait]
-impl ChatModel for GeminiClient {
-    fn provider(&self) -> Provider {
-        PROVIDER
+/// The `generateContent` wire.
+#[derive(Debug)]
+pub(crate) struct GenerateContent;
+
+impl Wire for GenerateContent {
+    type Config = GeminiConfig;
+    const PROVIDER: Provider = PROVIDER;
+
+    fn endpoint(config: &GeminiConfig) -> &Endpoint {
+        &config.endpoint
     }
 
-    fn model_name(&self) -> &str {
-        &self.config.endpoint.model
+    fn request_body(
+        _config: &GeminiConfig,
+        request: &ChatRequest,
+        _stream: bool,
+    ) -> Result<Bytes, ProviderError> {
+        request_body(request)
     }
 
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let response = self.post(&request, false).await?;
-        let body = self.http.body(response).await?;
+    fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
         let data = String::from_utf8(body.to_vec()).map_err(|error| ProviderError::Protocol {
             provider: PROVIDER,
             message: format!("the response is not UTF-8: {error}"),
@@ -168,9 +149,8 @@ impl ChatModel for GeminiClient {
         decode_whole(decoder, frame)
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
-        let response = self.post(&request, true).await?;
-        Ok(decode_stream(super::http::body_stream(response)))
+    fn decode(response: reqwest::Response) -> ModelStream {
+        decode_stream(super::http::body_stream(response))
     }
 }
 

@@ -328,18 +328,17 @@ impl Http {
             None => Ok(bytes),
         }
     }
+}
 
-    /// Reads a non-streamed JSON body.
-    pub(crate) async fn json<T: serde::de::DeserializeOwned>(
-        &self,
-        response: Response,
-    ) -> Result<T, ProviderError> {
-        let bytes = self.body(response).await?;
-        serde_json::from_slice(&bytes).map_err(|error| ProviderError::Protocol {
-            provider: self.provider,
-            message: format!("cannot read the response: {error}"),
-        })
-    }
+/// Reads a non-streamed JSON answer of `provider`.
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
+    provider: Provider,
+    body: &[u8],
+) -> Result<T, ProviderError> {
+    serde_json::from_slice(body).map_err(|error| ProviderError::Protocol {
+        provider,
+        message: format!("cannot read the response: {error}"),
+    })
 }
 
 /// A `reqwest` failure as a transport error.

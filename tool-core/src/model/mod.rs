@@ -20,6 +20,8 @@ mod test_model;
 #[cfg(feature = "http")]
 mod accumulate;
 #[cfg(feature = "http")]
+pub(crate) mod client;
+#[cfg(feature = "http")]
 mod decode;
 #[cfg(feature = "http")]
 mod endpoint;

@@ -14,21 +14,20 @@
 //! accepts a `tool_choice` but has been reported to ignore it as well
 //! (<https://github.com/ollama/ollama/issues/17921>), so prompting is the way to ask for a call.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, value::RawValue};
 
 use super::{
-    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, SharedStr, ToolChoice, Usage,
+    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream, ProviderError,
+    SharedStr, ToolChoice, Usage,
     accumulate::{Answer, arguments_object},
+    client::{HttpModel, Wire, http_client},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
-    http::Http,
+    http::read_json,
 };
 use crate::schema::Provider;
 
@@ -119,13 +118,12 @@ fn host_url(host: &str) -> String {
     format!("{scheme}://{authority}{port}{path}")
 }
 
-/// A client of Ollama's native `/api/chat`.
-#[derive(Clone, Debug)]
-pub struct OllamaClient {
-    config: Arc<OllamaConfig>,
-    http: Http,
-    url: String,
-}
+http_client!(
+    /// A client of Ollama's native `/api/chat`.
+    OllamaClient,
+    OllamaChat,
+    OllamaConfig
+);
 
 impl OllamaClient {
     /// A client with these settings.
@@ -134,45 +132,33 @@ impl OllamaClient {
         let http = endpoint.connect(PROVIDER, KeyHeader::Bearer, [], false)?;
         let url = endpoint.url("/api/chat");
         Ok(Self {
-            config: Arc::new(config),
-            http,
-            url,
+            inner: HttpModel::new(config, http, url.clone(), url),
         })
-    }
-
-    /// A client configured from the environment (see [`OllamaConfig::from_env`]).
-    pub fn from_env() -> Result<Self, ProviderError> {
-        Self::new(OllamaConfig::from_env())
-    }
-
-    /// The settings.
-    pub fn config(&self) -> &OllamaConfig {
-        &self.config
-    }
-
-    async fn post(
-        &self,
-        request: &ChatRequest,
-        stream: bool,
-    ) -> Result<reqwest::Response, ProviderError> {
-        let body = request_body(&self.config, request, stream)?;
-        self.http.post(&self.url, body, stream).await
     }
 }
 
-#[async_trait::async_trait]
-impl ChatModel for OllamaClient {
-    fn provider(&self) -> Provider {
-        PROVIDER
+/// Ollama's native `/api/chat` wire.
+#[derive(Debug)]
+pub(crate) struct OllamaChat;
+
+impl Wire for OllamaChat {
+    type Config = OllamaConfig;
+    const PROVIDER: Provider = PROVIDER;
+
+    fn endpoint(config: &OllamaConfig) -> &Endpoint {
+        &config.endpoint
     }
 
-    fn model_name(&self) -> &str {
-        &self.config.endpoint.model
+    fn request_body(
+        config: &OllamaConfig,
+        request: &ChatRequest,
+        stream: bool,
+    ) -> Result<Bytes, ProviderError> {
+        request_body(config, request, stream)
     }
 
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let response = self.post(&request, false).await?;
-        let reply: OwnedReply = self.http.json(response).await?;
+    fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
+        let reply: OwnedReply = read_json(PROVIDER, body)?;
         let mut answer = Answer::default();
         let mut sink = Vec::new();
         let message = reply.message.unwrap_or_default();
@@ -202,9 +188,8 @@ impl ChatModel for OllamaClient {
         Ok(response)
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
-        let response = self.post(&request, true).await?;
-        Ok(decode_stream(super::http::body_stream(response)))
+    fn decode(response: reqwest::Response) -> ModelStream {
+        decode_stream(super::http::body_stream(response))
     }
 }
 

@@ -10,21 +10,20 @@
 //! `finish_reason`; every call numbered `0` but each with its own id; no `[DONE]` after the
 //! finish reason; text in `refusal` instead of `content`.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, value::RawValue};
 
 use super::{
-    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, SharedStr, ToolChoice, Usage,
+    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream, ProviderError,
+    SharedStr, ToolChoice, Usage,
     accumulate::Answer,
+    client::{HttpModel, Wire, http_client},
     decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
     framing::{self, Frame},
-    http::Http,
+    http::read_json,
 };
 use crate::schema::Provider;
 
@@ -102,13 +101,12 @@ impl OpenAiConfig {
     }
 }
 
-/// A client of an OpenAI-compatible Chat Completions API.
-#[derive(Clone, Debug)]
-pub struct OpenAiClient {
-    config: Arc<OpenAiConfig>,
-    http: Http,
-    url: String,
-}
+http_client!(
+    /// A client of an OpenAI-compatible Chat Completions API.
+    OpenAiClient,
+    ChatCompletions,
+    OpenAiConfig
+);
 
 impl OpenAiClient {
     /// A client with these settings.
@@ -117,51 +115,37 @@ impl OpenAiClient {
         let http = endpoint.connect(PROVIDER, KeyHeader::Bearer, [], true)?;
         let url = endpoint.url("/chat/completions");
         Ok(Self {
-            config: Arc::new(config),
-            http,
-            url,
+            inner: HttpModel::new(config, http, url.clone(), url),
         })
-    }
-
-    /// A client configured from the environment (see [`OpenAiConfig::from_env`]).
-    pub fn from_env() -> Result<Self, ProviderError> {
-        Self::new(OpenAiConfig::from_env())
-    }
-
-    /// The settings.
-    pub fn config(&self) -> &OpenAiConfig {
-        &self.config
-    }
-
-    async fn post(
-        &self,
-        request: &ChatRequest,
-        stream: bool,
-    ) -> Result<reqwest::Response, ProviderError> {
-        let body = request_body(&self.config, request, stream)?;
-        self.http.post(&self.url, body, stream).await
     }
 }
 
-#[async_trait::async_trait]
-impl ChatModel for OpenAiClient {
-    fn provider(&self) -> Provider {
-        PROVIDER
+/// The Chat Completions wire.
+#[derive(Debug)]
+pub(crate) struct ChatCompletions;
+
+impl Wire for ChatCompletions {
+    type Config = OpenAiConfig;
+    const PROVIDER: Provider = PROVIDER;
+
+    fn endpoint(config: &OpenAiConfig) -> &Endpoint {
+        &config.endpoint
     }
 
-    fn model_name(&self) -> &str {
-        &self.config.endpoint.model
+    fn request_body(
+        config: &OpenAiConfig,
+        request: &ChatRequest,
+        stream: bool,
+    ) -> Result<Bytes, ProviderError> {
+        request_body(config, request, stream)
     }
 
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
-        let response = self.post(&request, false).await?;
-        let completion: Completion = self.http.json(response).await?;
-        completion.into_response()
+    fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
+        read_json::<Completion>(PROVIDER, body)?.into_response()
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
-        let response = self.post(&request, true).await?;
-        Ok(decode_stream(super::http::body_stream(response)))
+    fn decode(response: reqwest::Response) -> ModelStream {
+        decode_stream(super::http::body_stream(response))
     }
 }
 
