@@ -75,12 +75,7 @@ impl Message {
         name: impl Into<String>,
         content: impl Into<String>,
     ) -> Self {
-        Self::Tool {
-            tool_call_id: tool_call_id.into(),
-            name: name.into(),
-            content: content.into(),
-            is_error: false,
-        }
+        Self::tool(tool_call_id.into(), name.into(), content.into(), false)
     }
 
     /// A failed tool call's result: the error string the model sees, flagged as an error.
@@ -89,11 +84,15 @@ impl Message {
         name: impl Into<String>,
         content: impl Into<String>,
     ) -> Self {
+        Self::tool(tool_call_id.into(), name.into(), content.into(), true)
+    }
+
+    fn tool(tool_call_id: String, name: String, content: String, is_error: bool) -> Self {
         Self::Tool {
-            tool_call_id: tool_call_id.into(),
-            name: name.into(),
-            content: content.into(),
-            is_error: true,
+            tool_call_id,
+            name,
+            content,
+            is_error,
         }
     }
 

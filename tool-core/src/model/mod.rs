@@ -78,46 +78,58 @@ pub trait ChatModel: Send + Sync {
     async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError>;
 }
 
-/// A shared model is a model: an agent can take an `Arc<dyn ChatModel>` (or an `Arc` of a
-/// scripted model the test keeps a handle on).
-#[async_trait::async_trait]
-impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
-    fn provider(&self) -> Provider {
-        (**self).provider()
-    }
+/// The future of a model call, as `#[async_trait]` spells it.
+type ModelFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ProviderError>> + Send + 'a>>;
 
-    fn model_name(&self) -> &str {
-        (**self).model_name()
-    }
+/// `ChatModel` for a pointer to a model: every method forwards, and a call hands back the
+/// model's own boxed future instead of boxing it a second time.
+macro_rules! forward_chat_model {
+    ($(#[$doc:meta])* $pointer:ident) => {
+        $(#[$doc])*
+        impl<T: ChatModel + ?Sized> ChatModel for $pointer<T> {
+            fn provider(&self) -> Provider {
+                (**self).provider()
+            }
 
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
-        (**self).chat(request).await
-    }
+            fn model_name(&self) -> &str {
+                (**self).model_name()
+            }
 
-    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
-        (**self).stream(request).await
-    }
+            fn chat<'life0, 'async_trait>(
+                &'life0 self,
+                request: ChatRequest,
+            ) -> ModelFuture<'async_trait, ChatResponse>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                (**self).chat(request)
+            }
+
+            fn stream<'life0, 'async_trait>(
+                &'life0 self,
+                request: ChatRequest,
+            ) -> ModelFuture<'async_trait, ModelStream>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                (**self).stream(request)
+            }
+        }
+    };
 }
 
-/// A boxed model is a model.
-#[async_trait::async_trait]
-impl<T: ChatModel + ?Sized> ChatModel for Box<T> {
-    fn provider(&self) -> Provider {
-        (**self).provider()
-    }
-
-    fn model_name(&self) -> &str {
-        (**self).model_name()
-    }
-
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
-        (**self).chat(request).await
-    }
-
-    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ProviderError> {
-        (**self).stream(request).await
-    }
-}
+forward_chat_model!(
+    /// A shared model is a model: an agent can take an `Arc<dyn ChatModel>` (or an `Arc` of a
+    /// scripted model the test keeps a handle on).
+    Arc
+);
+forward_chat_model!(
+    /// A boxed model is a model.
+    Box
+);
 
 /// A model's answer as a stream of events.
 pub type ModelStream = BoxStream<'static, Result<ModelEvent, ProviderError>>;
