@@ -66,21 +66,21 @@ pub const DEFAULT_MAX_TOOL_RETRIES: u32 = 2;
 
 /// Settings of an [`Agent`]. `Default` gives no system prompt, `session_context.json` as the
 /// session file, a fresh scratch directory as the file tools' root (see
-/// [`root_dir`](Self::root_dir)), 10 steps, up to 8 tool calls at once and the default registry.
+/// [`context_options`](Self::context_options)), 10 steps, up to 8 tool calls at once and the
+/// default registry.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct AgentOptions {
-    /// The system prompt.
-    pub system_prompt: String,
-    /// Where `save_session_context` (and [`Agent::save_context`]) writes.
-    pub session_context_file_path: PathBuf,
-    /// The directory the default registry's file tools (`read_file`, `write_file`) are
-    /// confined to. `None` (the default): a fresh, empty scratch directory that the agent
-    /// creates and removes when it is dropped, so a model never reads or writes the
-    /// application's own files unless the application chose a directory.
-    /// [`Agent::context`]`().root_dir()` says where it is. Not used when
+    /// The context the agent builds: system prompt, the file `save_session_context` (and
+    /// [`Agent::save_context`]) writes, the file tools' root and read limit. Not used when
     /// [`context`](Self::context) is set.
-    pub root_dir: Option<PathBuf>,
+    ///
+    /// Unlike a bare [`ToolContext`], an agent given no `root_dir` confines the default
+    /// registry's file tools (`read_file`, `write_file`) to a fresh, empty scratch directory
+    /// that it creates and removes when it is dropped, so a model never reads or writes the
+    /// application's own files unless the application chose a directory.
+    /// [`Agent::context`]`().root_dir()` says where it is.
+    pub context_options: ToolContextOptions,
     /// The most model calls one turn may make (default 10). A turn whose model still calls
     /// tools at the last step ends with [`AgentError::MaxSteps`].
     pub max_steps: usize,
@@ -127,9 +127,7 @@ pub struct AgentOptions {
 impl Default for AgentOptions {
     fn default() -> Self {
         Self {
-            system_prompt: String::new(),
-            session_context_file_path: PathBuf::from("session_context.json"),
-            root_dir: None,
+            context_options: ToolContextOptions::default(),
             max_steps: DEFAULT_MAX_STEPS,
             tool_concurrency: DEFAULT_TOOL_CONCURRENCY,
             sequential_tools: false,
@@ -153,24 +151,30 @@ impl AgentOptions {
         Self::default()
     }
 
-    /// Sets the system prompt.
+    /// Sets the system prompt (see [`ToolContextOptions::system_prompt`]).
     #[must_use]
-    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.system_prompt = prompt.into();
-        self
+    pub fn system_prompt(self, prompt: impl Into<String>) -> Self {
+        self.with_context_options(|options| options.system_prompt(prompt))
     }
 
-    /// Sets the session context file.
+    /// Sets the conversation file (see [`ToolContextOptions::session_context_file_path`]).
     #[must_use]
-    pub fn session_context_file_path(mut self, path: impl Into<PathBuf>) -> Self {
-        self.session_context_file_path = path.into();
-        self
+    pub fn session_context_file_path(self, path: impl Into<PathBuf>) -> Self {
+        self.with_context_options(|options| options.session_context_file_path(path))
     }
 
-    /// Confines the file tools to this directory.
+    /// Confines the file tools to this directory instead of a scratch directory (see
+    /// [`context_options`](Self::context_options)).
     #[must_use]
-    pub fn root_dir(mut self, root: impl Into<PathBuf>) -> Self {
-        self.root_dir = Some(root.into());
+    pub fn root_dir(self, root: impl Into<PathBuf>) -> Self {
+        self.with_context_options(|options| options.root_dir(root))
+    }
+
+    fn with_context_options(
+        mut self,
+        change: impl FnOnce(ToolContextOptions) -> ToolContextOptions,
+    ) -> Self {
+        self.context_options = change(self.context_options);
         self
     }
 
@@ -467,22 +471,17 @@ impl Agent {
     pub fn with_model(model: Arc<dyn ChatModel>, options: AgentOptions) -> Self {
         let mut scratch = None;
         let context = options.context.unwrap_or_else(|| {
-            let root = options.root_dir.unwrap_or_else(|| {
+            let mut context_options = options.context_options;
+            if context_options.root_dir.is_none() {
                 let dir = scratch_dir();
-                let path = dir.as_ref().map_or_else(
+                context_options.root_dir = Some(dir.as_ref().map_or_else(
                     // The file tools then answer that the directory does not exist.
                     || std::env::temp_dir().join("tool-core-agent-scratch-unavailable"),
                     |dir| dir.path().to_path_buf(),
-                );
+                ));
                 scratch = dir;
-                path
-            });
-            ToolContext::with_options(
-                ToolContextOptions::new()
-                    .system_prompt(options.system_prompt)
-                    .session_context_file_path(options.session_context_file_path)
-                    .root_dir(root),
-            )
+            }
+            ToolContext::with_options(context_options)
         });
         let registry = options.registry.unwrap_or_else(|| {
             let mut registry_options = RegistryOptions::new();
