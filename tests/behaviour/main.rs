@@ -26,6 +26,7 @@ mod mcp_node;
 mod mcp_progress;
 mod mcp_python;
 mod mcp_server;
+mod npm_support;
 mod provider_anthropic;
 mod provider_formats;
 mod provider_gemini;

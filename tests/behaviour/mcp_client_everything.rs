@@ -7,7 +7,6 @@
 //! a message saying so, only when that install is impossible.
 
 use std::{
-    io::Write,
     net::{TcpListener, TcpStream},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -22,6 +21,7 @@ use tool_core::{
 };
 
 use crate::mcp_client::{args, eventually};
+use crate::npm_support::NpmPackage;
 
 /// The version `.ci/run` installs too; pinned so the exact answers below stay true.
 const PACKAGE: &str = "@modelcontextprotocol/server-everything@2026.8.31";
@@ -30,68 +30,19 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// `dist/index.js` of the installed server, or `None` after saying the test is skipped.
 pub(crate) fn everything() -> Option<&'static Path> {
-    static INDEX_JS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match INDEX_JS.get_or_init(find_or_install) {
-        Ok(path) => Some(path),
-        Err(why) => {
-            // Straight to stderr: the harness hides `eprintln!` of passing tests.
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: the server-everything tests cannot install {PACKAGE}: {why}"
-            );
-            None
-        }
-    }
-}
-
-fn find_or_install() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os("TOOL_CORE_MCP_EVERYTHING") {
-        let path = PathBuf::from(path);
-        assert!(
-            path.is_file(),
-            "TOOL_CORE_MCP_EVERYTHING={} is no file",
-            path.display()
-        );
-        return Ok(path);
-    }
-    let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-node");
-    let index = prefix.join(INDEX);
-    if index.is_file() {
-        return Ok(index);
-    }
-    if !runs(Command::new("npm").arg("--version")) {
-        let root = Command::new("id")
-            .arg("-u")
-            .output()
-            .is_ok_and(|output| output.stdout.trim_ascii() == b"0");
-        if !root {
-            return Err("npm is not installed and we are not root to install it".to_owned());
-        }
-        eprintln!("installing nodejs and npm with apt-get");
-        let _ = runs(Command::new("apt-get").arg("update").arg("-qq"));
-        if !runs(Command::new("apt-get").args(["install", "-y", "-qq", "nodejs", "npm"])) {
-            return Err("apt-get install nodejs npm failed".to_owned());
-        }
-    }
-    eprintln!("installing {PACKAGE} under {}", prefix.display());
-    if !runs(
-        Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&prefix)
-            .arg(PACKAGE),
-    ) || !index.is_file()
-    {
-        return Err(format!("npm install --prefix {} failed", prefix.display()));
-    }
-    Ok(index)
-}
-
-fn runs(command: &mut Command) -> bool {
-    command
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+    static INDEX_JS: OnceLock<Option<PathBuf>> = OnceLock::new();
+    INDEX_JS
+        .get_or_init(|| {
+            NpmPackage {
+                tests: "the server-everything tests",
+                spec: PACKAGE,
+                env: "TOOL_CORE_MCP_EVERYTHING",
+                path: INDEX,
+                ready: Path::is_file,
+            }
+            .find()
+        })
+        .as_deref()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,7 +11,6 @@
 //! a session asking for 2026-07-28 is answered with 2025-11-25 (checked below).
 
 use std::{
-    io::Write,
     path::{Path, PathBuf},
     process::{Command, Stdio},
     sync::OnceLock,
@@ -23,6 +22,7 @@ use serde_json::Value;
 use crate::mcp_python::{
     ExampleServer, RoundRobin, SERVER, VERSIONS, check_report, check_toggle, wait_bounded,
 };
+use crate::npm_support::NpmPackage;
 
 /// The SDK version `.ci/run` installs too.
 const VERSION: &str = "1.32.2";
@@ -122,55 +122,22 @@ fn run_client(sdk: &Path, args: &[&str]) -> Value {
         .unwrap_or_else(|error| panic!("bad report ({error}):\n{stdout}\n{stderr}"))
 }
 
-/// The SDK's package folder, or `None` after saying the test is skipped.
+/// The SDK's package folder, or `None` after saying the test is skipped. server-everything,
+/// installed in the same place, brings an SDK of its own choosing: only the pinned version is
+/// taken.
 fn sdk() -> Option<&'static Path> {
-    static SDK: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match SDK.get_or_init(find_or_install) {
-        Ok(path) => Some(path),
-        Err(why) => {
-            // Straight to stderr: the harness hides `eprintln!` of passing tests.
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: the MCP TypeScript SDK tests cannot install {PACKAGE}: {why}"
-            );
-            None
+    static SDK: OnceLock<Option<PathBuf>> = OnceLock::new();
+    SDK.get_or_init(|| {
+        NpmPackage {
+            tests: "the MCP TypeScript SDK tests",
+            spec: PACKAGE,
+            env: "TOOL_CORE_MCP_NODE_SDK",
+            path: PACKAGE_DIR,
+            ready: |package| installed_version(package).as_deref() == Some(VERSION),
         }
-    }
-}
-
-fn find_or_install() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os("TOOL_CORE_MCP_NODE_SDK") {
-        let path = PathBuf::from(path);
-        assert!(
-            path.join("package.json").is_file(),
-            "TOOL_CORE_MCP_NODE_SDK={} is no package folder",
-            path.display()
-        );
-        return Ok(path);
-    }
-    // Installs Node and npm when they are missing, as the server-everything tests do.
-    let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-node");
-    let sdk = prefix.join(PACKAGE_DIR);
-    // server-everything, installed in the same place, brings an SDK of its own choosing.
-    if installed_version(&sdk).as_deref() == Some(VERSION) {
-        return Ok(sdk);
-    }
-    if crate::mcp_client_everything::everything().is_none()
-        && !runs(Command::new("npm").arg("--version"))
-    {
-        return Err("npm is not installed and could not be".to_owned());
-    }
-    eprintln!("installing {PACKAGE} under {}", prefix.display());
-    if !runs(
-        Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&prefix)
-            .arg(PACKAGE),
-    ) || installed_version(&sdk).as_deref() != Some(VERSION)
-    {
-        return Err(format!("npm install --prefix {} failed", prefix.display()));
-    }
-    Ok(sdk)
+        .find()
+    })
+    .as_deref()
 }
 
 /// The `version` in the package folder's `package.json`.
@@ -178,12 +145,4 @@ fn installed_version(package: &Path) -> Option<String> {
     let manifest = std::fs::read_to_string(package.join("package.json")).ok()?;
     let manifest: Value = serde_json::from_str(&manifest).ok()?;
     manifest["version"].as_str().map(str::to_owned)
-}
-
-fn runs(command: &mut Command) -> bool {
-    command
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
 }
