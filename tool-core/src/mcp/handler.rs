@@ -2,7 +2,10 @@
 
 use std::{
     borrow::Cow,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use rmcp::{
@@ -64,7 +67,12 @@ pub struct McpHandler {
     /// Cancelled when the client closed the connection (stdio: end of input), so running calls
     /// stop at once instead of when rmcp gives up waiting for them.
     closed: CancellationToken,
+    /// The registry version of the last `tools/list` answer ([`NOT_LISTED`] before the first).
+    listed_version: AtomicU64,
 }
+
+/// [`McpHandler::listed_version`] before the client has listed the tools.
+const NOT_LISTED: u64 = u64::MAX;
 
 impl std::fmt::Debug for McpHandler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,6 +94,7 @@ impl McpHandler {
             _stop_on_drop: stop.clone().drop_guard(),
             stop,
             closed: CancellationToken::new(),
+            listed_version: AtomicU64::new(NOT_LISTED),
         }
     }
 
@@ -99,6 +108,8 @@ impl McpHandler {
     /// than it are left out.
     pub fn tools(&self, version: &ProtocolVersion) -> Vec<Tool> {
         let snapshot = self.registry.snapshot();
+        self.listed_version
+            .store(snapshot.version(), Ordering::Release);
         snapshot
             .definitions()
             .iter()
@@ -226,6 +237,20 @@ impl ServerHandler for McpHandler {
     /// changes is one `notifications/tools/list_changed` on the subscription's stream.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let mut events = self.registry.subscribe();
+        // Requests are handled concurrently, so a change the client asked for right after
+        // opening the stream may come before the subscription above: a list that changed since
+        // the client's last `tools/list` is announced at once.
+        let listed = self.listed_version.load(Ordering::Acquire);
+        if listed != NOT_LISTED
+            && listed != self.registry.version()
+            && subscription
+                .sink()
+                .notify_tool_list_changed()
+                .await
+                .is_err()
+        {
+            return Ok(());
+        }
         loop {
             let event = tokio::select! {
                 () = subscription.cancelled() => return Ok(()),
