@@ -470,9 +470,12 @@ impl Agent {
     /// Like [`new`](Self::new), with a shared model.
     pub fn with_model(model: Arc<dyn ChatModel>, options: AgentOptions) -> Self {
         let mut scratch = None;
+        // Only the default registry's file tools use the root; a registry the application
+        // brings needs no scratch directory.
+        let builds_registry = options.registry.is_none();
         let context = options.context.unwrap_or_else(|| {
             let mut context_options = options.context_options;
-            if context_options.root_dir.is_none() {
+            if builds_registry && context_options.root_dir.is_none() {
                 let dir = scratch_dir();
                 context_options.root_dir = Some(dir.as_ref().map_or_else(
                     // The file tools then answer that the directory does not exist.
