@@ -43,6 +43,7 @@ mod session_toggles;
 mod store_conversations;
 mod store_preferences;
 mod store_support;
+mod text_arguments;
 mod tool_choice;
 mod web_chat;
 mod web_chat_browser;

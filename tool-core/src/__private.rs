@@ -21,7 +21,7 @@ pub use std::{
     vec::Vec,
 };
 
-use core::{fmt::Display, future::Future, pin::Pin};
+use core::{fmt::Display, future::Future};
 
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
@@ -33,7 +33,7 @@ use crate::{
 };
 
 /// The future `ExecutableTool::execute` returns once `async_trait` has desugared it.
-pub type ExecuteFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'a>>;
+pub type ExecuteFuture<'a> = crate::tool::ToolFuture<'a>;
 
 /// A shared tool, as `#[toolbox]`'s `tools()` returns them.
 pub type DynTool = Arc<dyn ExecutableTool>;
@@ -45,6 +45,100 @@ where
     F: Future<Output = Result<String, ToolError>> + Send + 'a,
 {
     Box::pin(future)
+}
+
+/// Where a generated tool reads its arguments from.
+pub enum Source<'a> {
+    /// An object, through `ExecutableTool::execute` or `execute_with`.
+    Object(JsonObject),
+    /// The model's text, through `ExecutableTool::execute_text`.
+    Text(&'a str),
+}
+
+/// Reads the typed arguments of tool `tool` from `source` and hands them to `run`, which starts
+/// the body: the one place a generated tool reads its arguments, so an arguments type that is
+/// not `Deserialize` is reported once.
+///
+/// From text, the arguments are read straight into `T` (no `JsonObject`); text they cannot be
+/// read from is refused, and the registry then takes the object path, which explains what is
+/// wrong. From an object, a mismatch is an invalid-arguments error (see [`narrow_with`]).
+pub fn start<'a, T, S, R>(
+    tool: &str,
+    source: Source<'_>,
+    call: Option<CallContext>,
+    schema: S,
+    run: R,
+) -> crate::tool::TextCall<'a>
+where
+    T: ArgsDeserialize,
+    S: FnOnce() -> ChatTool,
+    R: FnOnce(T, Option<CallContext>) -> ExecuteFuture<'a>,
+{
+    use crate::tool::TextCall;
+    match source {
+        Source::Text(text) => match read_text::<T>(text) {
+            Some(args) => TextCall::Started(run(args, call)),
+            None => TextCall::Refused(call),
+        },
+        Source::Object(args) => match narrow_with::<T>(tool, args, schema) {
+            Ok(args) => TextCall::Started(run(args, call)),
+            Err(error) => TextCall::Started(failed(error)),
+        },
+    }
+}
+
+/// The future of a call started from an object: [`start`] never refuses one.
+pub fn started(call: crate::tool::TextCall<'_>) -> ExecuteFuture<'_> {
+    match call {
+        crate::tool::TextCall::Started(future) => future,
+        crate::tool::TextCall::Refused(_) | crate::tool::TextCall::Unsupported(_) => failed(
+            ToolError::new("the tool refused arguments given as an object"),
+        ),
+    }
+}
+
+fn failed<'a>(error: ToolError) -> ExecuteFuture<'a> {
+    Box::pin(core::future::ready(Err(error)))
+}
+
+/// `T` read from the model's text, when the text is a JSON object `T` deserializes from.
+///
+/// Only an object: serde reads a struct from a JSON array too, which the schema does not allow.
+fn read_text<T: DeserializeOwned>(text: &str) -> Option<T> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(text).ok()
+}
+
+/// The arguments of a tool without parameters: any JSON object, whatever it holds.
+pub struct NoArgs;
+
+impl<'de> serde::Deserialize<'de> for NoArgs {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = NoArgs;
+
+            fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str("an object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<NoArgs, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(NoArgs)
+            }
+        }
+
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// Turns the model's arguments into the typed arguments of tool `tool`, moving the object into
@@ -532,15 +626,6 @@ impl<T: DeserializeOwned> ArgsDeserialize for T {}
 /// [`schema_for`] for the arguments type of a typed-struct `#[tool]`.
 pub fn args_schema<T: ArgsSchema>() -> Value {
     schema_for::<T>()
-}
-
-/// [`narrow_with`] into the arguments type of a typed-struct `#[tool]`.
-pub fn narrow_args<T: ArgsDeserialize>(
-    tool: &str,
-    args: JsonObject,
-    schema: impl FnOnce() -> ChatTool,
-) -> Result<T, ToolError> {
-    narrow_with(tool, args, schema)
 }
 
 /// Bound check on the type a `#[context]` parameter stores in the generated tool.

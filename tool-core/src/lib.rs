@@ -158,8 +158,8 @@ pub use schema::{FormatOptions, Provider, SchemaError, UnknownProvider, format_t
 pub use session::FilePreferenceStore;
 pub use session::{ChatSession, MemoryPreferenceStore, PreferenceStore, Preferences};
 pub use tool::{
-    ChatTool, ExecutableTool, FunctionDefinition, JsonObject, ToolError, ToolHints, ToolKind,
-    ToolMetadata,
+    ChatTool, ExecutableTool, FunctionDefinition, JsonObject, TextCall, ToolError, ToolFuture,
+    ToolHints, ToolKind, ToolMetadata,
 };
 /// Turns an `async fn` into a tool a model can call.
 ///

@@ -87,11 +87,56 @@ pub trait ExecutableTool: Send + Sync {
     fn metadata(&self) -> ToolMetadata {
         ToolMetadata::default()
     }
+
+    /// Starts the tool on the argument text as the model sent it, read straight into the
+    /// tool's typed arguments with no [`JsonObject`] in between: the fast path a
+    /// [`ToolRegistry`](crate::ToolRegistry) takes for
+    /// [`execute_text`](crate::ToolRegistry::execute_text) and for an agent's calls.
+    ///
+    /// `#[tool]` fns implement it. The default answers [`TextCall::Unsupported`], and the
+    /// registry then parses the text into a [`JsonObject`] and calls
+    /// [`execute_with`](Self::execute_with) (or [`execute`](Self::execute) when `call` is
+    /// `None`), so a hand-written tool needs nothing more.
+    ///
+    /// An implementation promises that its typed arguments enforce what its parameter schema
+    /// says about types and required fields: the registry then validates only the keywords
+    /// a deserializer cannot check (bounds, lengths, patterns). When the text does not
+    /// deserialize it answers [`TextCall::Refused`], and the registry takes the object path,
+    /// which explains what is wrong in the schema's words.
+    fn execute_text<'a>(&'a self, text: &str, call: Option<crate::CallContext>) -> TextCall<'a> {
+        let _ = text;
+        TextCall::Unsupported(call)
+    }
 }
 
-/// The future of a call, as `#[async_trait]` spells it.
-type CallFuture<'a> =
+/// The future of a running tool call: what [`ExecutableTool::execute`] returns once
+/// `#[async_trait]` has desugared it.
+pub type ToolFuture<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, ToolError>> + Send + 'a>>;
+
+/// What [`ExecutableTool::execute_text`] made of the model's argument text.
+#[must_use = "a started call does nothing until its future is awaited"]
+pub enum TextCall<'a> {
+    /// The text was read into the tool's typed arguments and the call made; await the future.
+    Started(ToolFuture<'a>),
+    /// The tool reads text, but this text does not deserialize into its arguments. The call's
+    /// context is handed back for the object path.
+    Refused(Option<crate::CallContext>),
+    /// The tool takes only a [`JsonObject`]. The call's context is handed back.
+    Unsupported(Option<crate::CallContext>),
+}
+
+impl fmt::Debug for TextCall<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TextCall::Started(_) => "TextCall::Started(..)",
+            TextCall::Refused(_) => "TextCall::Refused(..)",
+            TextCall::Unsupported(_) => "TextCall::Unsupported(..)",
+        })
+    }
+}
+
+type CallFuture<'a> = ToolFuture<'a>;
 
 /// `ExecutableTool` for a pointer to a tool: every method forwards, and a call hands back the
 /// tool's own boxed future instead of boxing it a second time.
@@ -131,6 +176,14 @@ macro_rules! forward_executable_tool {
 
             fn metadata(&self) -> ToolMetadata {
                 (**self).metadata()
+            }
+
+            fn execute_text<'a>(
+                &'a self,
+                text: &str,
+                call: Option<crate::CallContext>,
+            ) -> TextCall<'a> {
+                (**self).execute_text(text, call)
             }
         }
     };

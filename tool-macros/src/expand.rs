@@ -267,7 +267,7 @@ fn tool_impl(
     let args_ident = format_ident!("{}Args", if prefix.is_empty() { "__" } else { prefix });
     let mut call_args = Vec::new();
     if tool.func.receiver.is_some() {
-        call_args.push(quote!(&*self.0));
+        call_args.push(quote!(&*this.0));
     }
     let mut fields = Vec::new();
     let mut bindings = Vec::new();
@@ -287,9 +287,9 @@ fn tool_impl(
             .filter(|c| std::ptr::eq(c.param, param))
         {
             call_args.push(if context.by_ref {
-                quote!(&self.context)
+                quote!(&this.context)
             } else {
-                quote!(::tool_core::__private::Clone::clone(&self.context))
+                quote!(::tool_core::__private::Clone::clone(&this.context))
             });
             continue;
         }
@@ -308,11 +308,15 @@ fn tool_impl(
             Form::Empty => {}
         }
     }
-    let (args_struct, schema, narrow) = match &tool.form {
+    // The typed arguments: the hidden struct of plain parameters, the user's `#[args]` type, or
+    // `NoArgs` for a tool without parameters. `start` reads them from an object or from text
+    // (the one use of the type, so a type that is not `Deserialize` is reported once).
+    let (args_struct, schema, args_ty, unpack) = match &tool.form {
         Form::Empty => (
             TokenStream::new(),
             quote!(::tool_core::__private::empty_schema),
-            quote!(let _ = args;),
+            quote!(::tool_core::__private::NoArgs),
+            quote!(let _ = __args;),
         ),
         Form::Plain => (
             quote! {
@@ -327,13 +331,8 @@ fn tool_impl(
                 }
             },
             quote!(::tool_core::__private::params_schema_for::<#args_ident>),
-            quote! {
-                let #args_ident { #(#bindings),* } = ::tool_core::__private::narrow_with(
-                    #name,
-                    args,
-                    || ::tool_core::ExecutableTool::get_schema(self),
-                )?;
-            },
+            quote!(#args_ident),
+            quote!(let #args_ident { #(#bindings),* } = __args;),
         ),
         Form::Args(param) => {
             let ty = &param.ty;
@@ -341,13 +340,8 @@ fn tool_impl(
             (
                 TokenStream::new(),
                 quote_spanned!(span=> ::tool_core::__private::args_schema::<#ty>),
-                quote_spanned! {span=>
-                    let __args = ::tool_core::__private::narrow_args::<#ty>(
-                        #name,
-                        args,
-                        || ::tool_core::ExecutableTool::get_schema(self),
-                    )?;
-                },
+                quote_spanned!(span=> #ty),
+                TokenStream::new(),
             )
         }
     };
@@ -358,70 +352,12 @@ fn tool_impl(
     let output = quote_spanned! {output_span=>
         (&&&::tool_core::__private::Output::new(__output)).tool_output()
     };
-    let run = quote! {
-        use ::tool_core::__private::{
-            PlainOutput as _, ResultOutput as _, ToolErrorOutput as _,
-        };
-        ::tool_core::__private::execute(async move {
-            #narrow
-            let __output = #callee(#(#call_args),*).await;
-            #output
-        })
-    };
-    // A tool that reads its call gets it through `execute_with`; through plain `execute` it
-    // gets an empty context.
-    let execute = if takes_call {
-        quote! {
-            fn execute<'life0, 'async_trait>(
-                &'life0 self,
-                args: ::tool_core::JsonObject,
-            ) -> ::tool_core::__private::ExecuteFuture<'async_trait>
-            where
-                'life0: 'async_trait,
-                Self: 'async_trait,
-            {
-                ::tool_core::ExecutableTool::execute_with(
-                    self,
-                    args,
-                    ::tool_core::CallContext::new("", #name),
-                )
-            }
-
-            fn execute_with<'life0, 'async_trait>(
-                &'life0 self,
-                args: ::tool_core::JsonObject,
-                __call: ::tool_core::CallContext,
-            ) -> ::tool_core::__private::ExecuteFuture<'async_trait>
-            where
-                'life0: 'async_trait,
-                Self: 'async_trait,
-            {
-                #run
-            }
-        }
+    // A tool that reads its call gets an empty context when it is called without one.
+    let call = if takes_call {
+        quote!(let __call = __call.unwrap_or_else(|| ::tool_core::CallContext::new("", #name));)
     } else {
-        quote! {
-            fn execute<'life0, 'async_trait>(
-                &'life0 self,
-                args: ::tool_core::JsonObject,
-            ) -> ::tool_core::__private::ExecuteFuture<'async_trait>
-            where
-                'life0: 'async_trait,
-                Self: 'async_trait,
-            {
-                #run
-            }
-        }
+        quote!(let _ = __call;)
     };
-    let output_schema = output_schema(&tool.func.sig.output);
-    let metadata = (!tool.metadata.is_empty() || output_schema.is_some()).then(|| {
-        let calls = &tool.metadata;
-        quote! {
-            fn metadata(&self) -> ::tool_core::ToolMetadata {
-                ::tool_core::ToolMetadata::new() #(#calls)* #output_schema
-            }
-        }
-    });
     // A context type that is not `Send + Sync + 'static` is reported once, on the type, by the
     // `context_value` check. This bound keeps the impl from reporting it again (the trait's
     // supertraits, the `Send` future): written through a lifetime it names, it is not a
@@ -434,8 +370,91 @@ fn tool_impl(
                     ::tool_core::__private::Send + ::tool_core::__private::Sync + 'static
         }
     });
+    let start_ident = format_ident!("__{}start", prefix);
+    let start_fn = quote! {
+        fn #start_ident<'__a>(
+            this: &'__a #self_ty,
+            source: ::tool_core::__private::Source<'_>,
+            call: ::core::option::Option<::tool_core::CallContext>,
+        ) -> ::tool_core::TextCall<'__a> #assume {
+            ::tool_core::__private::start::<#args_ty, _, _>(
+                #name,
+                source,
+                call,
+                || ::tool_core::ExecutableTool::get_schema(this),
+                move |__args, __call| {
+                    #unpack
+                    #call
+                    use ::tool_core::__private::{
+                        PlainOutput as _, ResultOutput as _, ToolErrorOutput as _,
+                    };
+                    ::tool_core::__private::execute(async move {
+                        let __output = #callee(#(#call_args),*).await;
+                        #output
+                    })
+                },
+            )
+        }
+    };
+    // `execute` and `execute_with` read an object; a tool that reads its call gets it through
+    // `execute_with`, and an empty context through plain `execute`.
+    let object_method = |method: TokenStream, param: TokenStream, call: TokenStream| {
+        quote! {
+            fn #method<'life0, 'async_trait>(
+                &'life0 self,
+                args: ::tool_core::JsonObject,
+                #param
+            ) -> ::tool_core::__private::ExecuteFuture<'async_trait>
+            where
+                'life0: 'async_trait,
+                Self: 'async_trait,
+            {
+                ::tool_core::__private::started(#start_ident(
+                    self,
+                    ::tool_core::__private::Source::Object(args),
+                    #call,
+                ))
+            }
+        }
+    };
+    let execute_with = takes_call.then(|| {
+        object_method(
+            quote!(execute_with),
+            quote!(call: ::tool_core::CallContext,),
+            quote!(::core::option::Option::Some(call)),
+        )
+    });
+    let execute_object = object_method(
+        quote!(execute),
+        TokenStream::new(),
+        quote!(::core::option::Option::None),
+    );
+    let execute = quote! {
+        #execute_object
+
+        #execute_with
+
+        fn execute_text<'__a>(
+            &'__a self,
+            text: &str,
+            call: ::core::option::Option<::tool_core::CallContext>,
+        ) -> ::tool_core::TextCall<'__a> {
+            #start_ident(self, ::tool_core::__private::Source::Text(text), call)
+        }
+    };
+    let output_schema = output_schema(&tool.func.sig.output);
+    let metadata = (!tool.metadata.is_empty() || output_schema.is_some()).then(|| {
+        let calls = &tool.metadata;
+        quote! {
+            fn metadata(&self) -> ::tool_core::ToolMetadata {
+                ::tool_core::ToolMetadata::new() #(#calls)* #output_schema
+            }
+        }
+    });
     quote! {
         #args_struct
+
+        #start_fn
 
         impl ::tool_core::ExecutableTool for #self_ty #assume {
             fn name(&self) -> &str {

@@ -6,7 +6,6 @@ use futures::{
     StreamExt as _,
     channel::{mpsc::UnboundedSender, oneshot},
 };
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
@@ -723,28 +722,35 @@ async fn run_call<'c>(
                 ToolResultKind::Error,
             ));
         }
-        let mut args = parse_arguments(&call.arguments).map_err(|message| {
-            let error = ExecuteError::InvalidArguments {
-                name: call.name.clone(),
-                message,
-            };
-            (error.to_model_string(), ToolResultKind::InvalidArguments)
-        })?;
-        // A lenient tool's drifted types, read here so the application sees them; the
-        // registry's own pass then finds nothing left to change.
-        coercions = snapshot.coerce_arguments(&call.name, &mut args);
-        snapshot
-            .try_execute_call(&call.name, args, context, tool_timeout)
-            .await
-            .map_err(|error| {
-                let kind = match &error {
-                    ExecuteError::InvalidArguments { .. } => ToolResultKind::InvalidArguments,
-                    ExecuteError::RetryRequested { .. } => ToolResultKind::RetryRequested,
-                    _ => ToolResultKind::Error,
+        let result = if snapshot.is_lenient(&call.name) {
+            let mut args = parse_arguments(&call.arguments).map_err(|message| {
+                let error = ExecuteError::InvalidArguments {
+                    name: call.name.clone(),
+                    message,
                 };
-                tracing::debug!(%error, ?kind, "tool call failed");
-                (error.to_model_string(), kind)
-            })
+                (error.to_model_string(), ToolResultKind::InvalidArguments)
+            })?;
+            // A lenient tool's drifted types, read here so the application sees them; the
+            // registry's own pass then finds nothing left to change.
+            coercions = snapshot.coerce_arguments(&call.name, &mut args);
+            snapshot
+                .try_execute_call(&call.name, args, context, tool_timeout)
+                .await
+        } else {
+            // The text as the provider sent it: a typed tool reads it with no object between.
+            snapshot
+                .try_execute_text_call(&call.name, &call.arguments, context, tool_timeout)
+                .await
+        };
+        result.map_err(|error| {
+            let kind = match &error {
+                ExecuteError::InvalidArguments { .. } => ToolResultKind::InvalidArguments,
+                ExecuteError::RetryRequested { .. } => ToolResultKind::RetryRequested,
+                _ => ToolResultKind::Error,
+            };
+            tracing::debug!(%error, ?kind, "tool call failed");
+            (error.to_model_string(), kind)
+        })
     }
     .instrument(span)
     .await;
@@ -763,25 +769,7 @@ fn with_available(error: &ExecuteError, available: &[&str]) -> String {
     text
 }
 
-/// Parses a call's arguments text into an object. Empty text and `null` mean no arguments (some
-/// providers send them for tools without parameters).
-pub(crate) fn parse_arguments(text: &str) -> Result<JsonObject, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(JsonObject::new());
-    }
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(args)) => Ok(args),
-        Ok(Value::Null) => Ok(JsonObject::new()),
-        Ok(other) => Err(format!(
-            "the arguments must be a JSON object, got {}; send an object with the tool's parameters",
-            crate::schema::excerpt(&other)
-        )),
-        Err(error) => Err(format!(
-            "the arguments are not valid JSON ({error}); send a JSON object with the tool's parameters"
-        )),
-    }
-}
+pub(crate) use crate::execute::parse_arguments;
 
 /// The system prompt (when there is one) and the conversation.
 fn request_messages(context: &ToolContext) -> Vec<Message> {

@@ -1,26 +1,109 @@
 //! A call's arguments made ready for the tool: read leniently when the tool allows it, the
 //! `null`s OpenAI strict mode sends for optional fields dropped, and checked against the tool's
 //! JSON Schema, with messages that say where and what is wrong.
+//!
+//! Arguments given as text (what OpenAI and Anthropic send) go straight into a typed tool's
+//! arguments when they can ([`ArgumentChecks::start_text`]): the schema is then checked only
+//! for what deserialization does not check (see [`Residue`]), and text the tool refuses takes
+//! the object path, whose messages say what is wrong.
 
-use std::sync::OnceLock;
+use std::sync::{
+    OnceLock,
+    atomic::{AtomicU8, Ordering},
+};
 
 use serde_json::Value;
 
-use super::{ExecuteError, describe_schema_errors};
+use super::{ExecuteError, describe_schema_errors, guard::guarded};
 use crate::{
-    schema::{Coercion, OptionalNulls},
-    tool::{JsonObject, ToolError},
+    call::CallContext,
+    schema::{Coercion, OptionalNulls, Residue},
+    tool::{ExecutableTool, JsonObject, TextCall, ToolError},
 };
 
-/// What a tool's argument checks work out from its parameter schema once: the validator and the
-/// plan for optional `null`s. Built on the first call that needs each.
+/// What a tool's argument checks work out from its parameter schema once: the validator, what
+/// of the schema a typed tool leaves to validate, and the plan for optional `null`s. Each is
+/// built on the first call that needs it.
 #[derive(Default)]
 pub(crate) struct ArgumentChecks {
     validator: OnceLock<Result<jsonschema::Validator, String>>,
+    residue: OnceLock<ResidueCheck>,
     optional_nulls: OnceLock<OptionalNulls>,
+    /// Whether the tool reads text: 0 until its first text call, then [`READS_TEXT`] or
+    /// [`OBJECTS_ONLY`].
+    reads_text: AtomicU8,
+}
+
+const READS_TEXT: u8 = 1;
+const OBJECTS_ONLY: u8 = 2;
+
+/// How a typed tool's arguments are checked beyond deserialization.
+enum ResidueCheck {
+    /// Deserialization is enough.
+    Nothing,
+    /// These keywords are validated on the parsed text first.
+    Keywords(jsonschema::Validator),
+    /// The whole schema is validated: the object path.
+    Whole,
 }
 
 impl ArgumentChecks {
+    /// Starts `tool` (named `name`, with `parameters`) on the model's argument `text` when the
+    /// tool reads text (see [`ExecutableTool::execute_text`]), after validating what the typed
+    /// arguments do not check when `validate`. Anything else ([`TextCall::Refused`],
+    /// [`TextCall::Unsupported`]) hands the context back for the object path; a panic while the
+    /// call is made is [`ExecuteError::Panicked`].
+    pub(crate) fn start_text<'t>(
+        &self,
+        tool: &'t dyn ExecutableTool,
+        name: &str,
+        parameters: &Value,
+        text: &str,
+        context: Option<CallContext>,
+        validate: bool,
+    ) -> Result<TextCall<'t>, ExecuteError> {
+        if self.reads_text.load(Ordering::Relaxed) == OBJECTS_ONLY {
+            return Ok(TextCall::Unsupported(context));
+        }
+        if validate {
+            match self.residue(parameters) {
+                ResidueCheck::Nothing => {}
+                ResidueCheck::Whole => return Ok(TextCall::Unsupported(context)),
+                ResidueCheck::Keywords(validator) => {
+                    let Ok(mut args) = parse_arguments(text) else {
+                        return Ok(TextCall::Refused(context));
+                    };
+                    self.optional_nulls(parameters).drop_from(&mut args);
+                    if !validator.is_valid(&Value::Object(args)) {
+                        return Ok(TextCall::Refused(context));
+                    }
+                }
+            }
+        }
+        let call = guarded(name, || tool.execute_text(text, context))?;
+        match &call {
+            TextCall::Started(_) => self.reads_text.store(READS_TEXT, Ordering::Relaxed),
+            TextCall::Unsupported(_) => self.reads_text.store(OBJECTS_ONLY, Ordering::Relaxed),
+            TextCall::Refused(_) => {}
+        }
+        Ok(call)
+    }
+
+    fn residue(&self, parameters: &Value) -> &ResidueCheck {
+        self.residue
+            .get_or_init(|| match crate::schema::residue(parameters) {
+                Residue::Nothing => ResidueCheck::Nothing,
+                Residue::Whole => ResidueCheck::Whole,
+                Residue::Keywords(schema) => jsonschema::validator_for(&schema)
+                    .map_or(ResidueCheck::Whole, ResidueCheck::Keywords),
+            })
+    }
+
+    fn optional_nulls(&self, parameters: &Value) -> &OptionalNulls {
+        self.optional_nulls
+            .get_or_init(|| OptionalNulls::for_schema(parameters))
+    }
+
     /// The arguments for the tool `name` with `parameters`: coerced when `lenient`, optional
     /// `null`s dropped, validated when `validate`.
     pub(crate) fn prepare(
@@ -35,9 +118,7 @@ impl ArgumentChecks {
             Self::coerce(name, parameters, &mut args);
         }
         // Under OpenAI strict mode a model sends `null` for an optional field it leaves out.
-        self.optional_nulls
-            .get_or_init(|| OptionalNulls::for_schema(parameters))
-            .drop_from(&mut args);
+        self.optional_nulls(parameters).drop_from(&mut args);
         if validate {
             self.validate(name, parameters, args)
         } else {
@@ -81,5 +162,25 @@ impl ArgumentChecks {
             name: name.to_owned(),
             message: describe_schema_errors(validator, &value),
         })
+    }
+}
+
+/// Parses a call's arguments text into an object. Empty text and `null` mean no arguments (some
+/// providers send them for tools without parameters); the error says what to send instead.
+pub(crate) fn parse_arguments(text: &str) -> Result<JsonObject, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(JsonObject::new());
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(args)) => Ok(args),
+        Ok(Value::Null) => Ok(JsonObject::new()),
+        Ok(other) => Err(format!(
+            "the arguments must be a JSON object, got {}; send an object with the tool's parameters",
+            crate::schema::excerpt(&other)
+        )),
+        Err(error) => Err(format!(
+            "the arguments are not valid JSON ({error}); send a JSON object with the tool's parameters"
+        )),
     }
 }

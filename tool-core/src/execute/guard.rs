@@ -42,6 +42,24 @@ type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + S
 type Step = Result<Result<String, ToolError>, Duration>;
 
 impl<'a> GuardedCall<'a> {
+    /// A call of `tool` (named `name`) already made: `call` is its future.
+    pub(crate) fn started(
+        tool: &'a dyn ExecutableTool,
+        name: &'a str,
+        call: ToolFuture<'a>,
+        timeout: Option<Duration>,
+    ) -> Self {
+        Self {
+            tool,
+            name,
+            args: None,
+            context: None,
+            call: Some(call),
+            timeout,
+            timer: None,
+        }
+    }
+
     /// A call of `tool` (named `name`) with `args`, made when the call is first polled.
     pub(crate) fn new(
         tool: &'a dyn ExecutableTool,
@@ -125,6 +143,14 @@ impl Future for GuardedCall<'_> {
             }
         }
     }
+}
+
+/// Runs `make` (the synchronous start of a call) under the same panic guard as a call's polls.
+pub(crate) fn guarded<R>(name: &str, make: impl FnOnce() -> R) -> Result<R, ExecuteError> {
+    std::panic::catch_unwind(AssertUnwindSafe(make)).map_err(|payload| ExecuteError::Panicked {
+        name: name.to_owned(),
+        message: panic_message(payload.as_ref()),
+    })
 }
 
 /// The registry's outcome for what a tool returned.

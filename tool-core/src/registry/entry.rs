@@ -12,12 +12,12 @@ use serde::Serialize;
 use super::{RegistryError, RegistryOptions, checks};
 use crate::{
     call::CallContext,
-    execute::{ArgumentChecks, ExecuteError, GuardedCall},
+    execute::{ArgumentChecks, ExecuteError, GuardedCall, parse_arguments},
     schema::{
         Coercion, FormatOptions, Provider,
         list::{FormatCache, FormatResult},
     },
-    tool::{ChatTool, ExecutableTool, JsonObject, ToolHints, ToolMetadata},
+    tool::{ChatTool, ExecutableTool, JsonObject, TextCall, ToolHints, ToolMetadata},
 };
 
 /// What a settings screen shows about a tool: its definition, metadata and enabled state.
@@ -143,18 +143,64 @@ impl ToolEntry {
             self.is_lenient(options),
             options.validate_arguments,
         )?;
-        let timeout = self
-            .metadata()
-            .timeout
-            .or(default_timeout)
-            .or(options.default_timeout);
         Ok(GuardedCall::new(
             self.tool(),
             self.name(),
             args,
             context,
-            timeout,
+            self.timeout(options, default_timeout),
         ))
+    }
+
+    /// Starts the tool on the model's argument text: straight into its typed arguments when it
+    /// reads text and is not lenient (see [`ArgumentChecks::start_text`]), else parsed into an
+    /// object and run as [`call`](Self::call) does.
+    pub(super) fn call_text(
+        &self,
+        text: &str,
+        context: Option<CallContext>,
+        options: &RegistryOptions,
+        default_timeout: Option<Duration>,
+    ) -> Result<GuardedCall<'_>, ExecuteError> {
+        let context = if self.is_lenient(options) {
+            context
+        } else {
+            match self.derived().arguments.start_text(
+                self.tool(),
+                self.name(),
+                &self.definition.function.parameters,
+                text,
+                context,
+                options.validate_arguments,
+            )? {
+                TextCall::Started(call) => {
+                    return Ok(GuardedCall::started(
+                        self.tool(),
+                        self.name(),
+                        call,
+                        self.timeout(options, default_timeout),
+                    ));
+                }
+                TextCall::Refused(context) | TextCall::Unsupported(context) => context,
+            }
+        };
+        let args = parse_arguments(text).map_err(|message| ExecuteError::InvalidArguments {
+            name: self.name().to_string(),
+            message,
+        })?;
+        self.call(args, context, options, default_timeout)
+    }
+
+    /// The tool's own timeout, else the caller's, else the registry's.
+    fn timeout(
+        &self,
+        options: &RegistryOptions,
+        default_timeout: Option<Duration>,
+    ) -> Option<Duration> {
+        self.metadata()
+            .timeout
+            .or(default_timeout)
+            .or(options.default_timeout)
     }
 
     /// Lenient arguments, when the tool or the registry asks for them, with what was changed.
@@ -166,7 +212,7 @@ impl ToolEntry {
     }
 
     /// Whether the tool reads arguments leniently: its own choice, else the registry's.
-    fn is_lenient(&self, options: &RegistryOptions) -> bool {
+    pub(super) fn is_lenient(&self, options: &RegistryOptions) -> bool {
         self.metadata()
             .lenient_arguments
             .unwrap_or(options.lenient_arguments)

@@ -358,6 +358,71 @@ impl ToolRegistry {
         call.await
     }
 
+    /// Runs a tool on the argument text the model sent (a JSON object, as OpenAI and Anthropic
+    /// send it) and returns its result or the error string the model should see, like
+    /// [`execute`](Self::execute).
+    ///
+    /// A tool that reads text (every `#[tool]` fn; see
+    /// [`ExecutableTool::execute_text`]) gets its typed arguments straight from the text, with
+    /// no [`JsonObject`] in between, and only what its type cannot check is validated. Other
+    /// tools, lenient ones and text a tool refuses are parsed into an object and run as
+    /// [`execute`](Self::execute) runs them, with the same messages. Empty text and `null`
+    /// mean no arguments.
+    ///
+    /// ```
+    /// use tool_core::{ToolRegistry, tool};
+    ///
+    /// /// Add two integers.
+    /// #[tool]
+    /// async fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let registry = ToolRegistry::new();
+    /// registry.register(Add).unwrap();
+    /// assert_eq!(registry.execute_text("add", r#"{"a": 2, "b": 3}"#).await, "5");
+    /// assert_eq!(
+    ///     registry.execute_text("add", r#"{"a": 2, "b": "3"}"#).await,
+    ///     "Error: invalid arguments for add: at /b: expected an integer, got \"3\""
+    /// );
+    /// # });
+    /// ```
+    pub async fn execute_text(&self, name: &str, text: &str) -> String {
+        let entry = match self.callable(name) {
+            Ok(entry) => entry,
+            Err(error) => return error.to_model_string(),
+        };
+        let call = match entry.call_text(text, None, &self.options, None) {
+            Ok(call) => call,
+            Err(error) => return error.to_model_string(),
+        };
+        match call.await {
+            Ok(text) => text,
+            Err(error) => error.to_model_string(),
+        }
+    }
+
+    /// Like [`execute_text`](Self::execute_text), returning a structured outcome.
+    pub async fn try_execute_text(&self, name: &str, text: &str) -> Result<String, ExecuteError> {
+        let entry = self.callable(name)?;
+        let call = entry.call_text(text, None, &self.options, None)?;
+        call.await
+    }
+
+    /// Like [`try_execute_text`](Self::try_execute_text), handing the tool the facts of this
+    /// call (see [`CallContext`]).
+    pub async fn try_execute_text_with(
+        &self,
+        name: &str,
+        text: &str,
+        call: CallContext,
+    ) -> Result<String, ExecuteError> {
+        let entry = self.callable(name)?;
+        let call = entry.call_text(text, Some(call), &self.options, None)?;
+        call.await
+    }
+
     /// The entry to run for `name`, held past the lock so the call does not block changes.
     fn callable(&self, name: &str) -> Result<Arc<ToolEntry>, ExecuteError> {
         match self.read().tools.get(name) {

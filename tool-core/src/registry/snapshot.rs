@@ -101,6 +101,13 @@ impl RegistrySnapshot {
         }
     }
 
+    /// Whether the tool `name` reads its arguments leniently (see
+    /// [`ToolMetadata::lenient_arguments`]); `false` for an unknown tool.
+    pub(crate) fn is_lenient(&self, name: &str) -> bool {
+        self.slot(name)
+            .is_some_and(|(entry, _)| entry.is_lenient(&self.options))
+    }
+
     /// Every tool of the snapshot with its enabled state, in registration order.
     pub fn list_tools(&self) -> Vec<ToolInfo> {
         self.tools
@@ -205,6 +212,31 @@ impl RegistrySnapshot {
         call.await
     }
 
+    /// Like [`try_execute_with`](Self::try_execute_with), on the argument text the model sent
+    /// (see [`ToolRegistry::execute_text`](super::ToolRegistry::execute_text)).
+    pub async fn try_execute_text_with(
+        &self,
+        name: &str,
+        text: &str,
+        call: CallContext,
+    ) -> Result<String, ExecuteError> {
+        self.try_execute_text_call(name, text, call, None).await
+    }
+
+    /// Like [`try_execute_text_with`](Self::try_execute_text_with), with `default_timeout` as
+    /// in [`try_execute_call`](Self::try_execute_call).
+    pub(crate) async fn try_execute_text_call(
+        &self,
+        name: &str,
+        text: &str,
+        call: CallContext,
+        default_timeout: Option<Duration>,
+    ) -> Result<String, ExecuteError> {
+        let entry = self.enabled_entry(name)?;
+        let call = entry.call_text(text, Some(call), &self.options, default_timeout)?;
+        call.await
+    }
+
     /// The call of an enabled tool of this snapshot (the tool runs when it is polled), with
     /// `default_timeout` overriding the registry's when set.
     fn start(
@@ -214,6 +246,12 @@ impl RegistrySnapshot {
         context: Option<CallContext>,
         default_timeout: Option<Duration>,
     ) -> Result<GuardedCall<'_>, ExecuteError> {
+        self.enabled_entry(name)?
+            .call(args, context, &self.options, default_timeout)
+    }
+
+    /// The entry of `name` when it is enabled in this snapshot.
+    fn enabled_entry(&self, name: &str) -> Result<&ToolEntry, ExecuteError> {
         match self.slot(name) {
             None => Err(ExecuteError::NotFound {
                 name: name.to_owned(),
@@ -221,7 +259,7 @@ impl RegistrySnapshot {
             Some((_, false)) => Err(ExecuteError::Disabled {
                 name: name.to_owned(),
             }),
-            Some((entry, true)) => entry.call(args, context, &self.options, default_timeout),
+            Some((entry, true)) => Ok(entry),
         }
     }
 

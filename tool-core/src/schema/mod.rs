@@ -57,6 +57,7 @@ pub(crate) use common::drop_rust_formats;
 pub(crate) use common::excerpt;
 pub(crate) use lenient::coerce_logged;
 pub use lenient::{Coercion, coerce_arguments};
+pub(crate) use residue::{Residue, residue};
 
 mod arguments;
 mod common;
@@ -64,6 +65,7 @@ mod gemini;
 mod lenient;
 pub(crate) mod list;
 mod openai;
+mod residue;
 
 /// The wire shape tools are converted to. Parse it from `openai`, `ollama`, `gemini` or
 /// `anthropic` in any case.

@@ -1,0 +1,364 @@
+//! The model's argument text straight into a tool's typed arguments: `ToolRegistry::execute_text`
+//! gives what `execute` gives on the parsed object, result and error texts alike, while a
+//! `#[tool]` reads its arguments from the text itself and only the keywords its type cannot
+//! check are validated.
+
+use std::sync::{
+    Mutex,
+    atomic::{AtomicUsize, Ordering},
+};
+
+use serde::{Deserialize, Deserializer};
+use tool_core::{
+    CallContext, ChatTool, ExecutableTool, JsonObject, RegistryOptions, TextCall, ToolError,
+    ToolRegistry, async_trait, tool,
+};
+
+/// Add two integers.
+#[tool]
+async fn add(a: i64, b: i64, scale: Option<i64>) -> i64 {
+    (a + b) * scale.unwrap_or(1)
+}
+
+/// Arguments of `forecast`, with bounds serde does not enforce.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct ForecastArgs {
+    /// The city.
+    #[schemars(length(min = 2))]
+    city: String,
+    /// How many days ahead.
+    #[schemars(range(min = 1, max = 14))]
+    days: u8,
+}
+
+/// Get the forecast.
+#[tool]
+async fn forecast(#[args] args: ForecastArgs) -> String {
+    format!("{} days in {}", args.days, args.city)
+}
+
+/// Ping.
+#[tool]
+async fn ping() -> &'static str {
+    "pong"
+}
+
+/// The type name of the deserializer each `ProbeArgs` was read with.
+static DESERIALIZERS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+/// Arguments that note which deserializer read them.
+#[derive(schemars::JsonSchema)]
+struct ProbeArgs {
+    #[allow(dead_code)]
+    text: String,
+}
+
+impl<'de> Deserialize<'de> for ProbeArgs {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Plain {
+            text: String,
+        }
+        DESERIALIZERS
+            .lock()
+            .unwrap()
+            .push(std::any::type_name::<D>());
+        Plain::deserialize(deserializer).map(|plain| ProbeArgs { text: plain.text })
+    }
+}
+
+/// Note how the arguments were read.
+#[tool]
+async fn probe(#[args] args: ProbeArgs) -> String {
+    args.text
+}
+
+/// Arguments whose `Deserialize` panics.
+#[derive(schemars::JsonSchema)]
+struct Explosive {
+    #[allow(dead_code)]
+    fuse: String,
+}
+
+impl<'de> Deserialize<'de> for Explosive {
+    fn deserialize<D: Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        panic!("the fuse was lit");
+    }
+}
+
+/// Explode while reading the arguments.
+#[tool]
+async fn explode(#[args] args: Explosive) -> String {
+    args.fuse
+}
+
+/// A hand-written tool that takes objects only, counting its calls.
+struct Echo {
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl ExecutableTool for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+
+    fn get_schema(&self) -> ChatTool {
+        ChatTool::new(
+            "echo",
+            "Echo the text.",
+            serde_json::json!({
+                "type": "object",
+                "properties": {"text": {"type": "string", "maxLength": 5}},
+                "required": ["text"]
+            }),
+        )
+    }
+
+    async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        Ok(args["text"].as_str().unwrap_or_default().to_owned())
+    }
+}
+
+fn registry(options: RegistryOptions) -> ToolRegistry {
+    let registry = ToolRegistry::with_options(options);
+    registry.register(Add).unwrap();
+    registry.register(Forecast).unwrap();
+    registry.register(Ping).unwrap();
+    registry.register(Probe).unwrap();
+    registry.register(Explode).unwrap();
+    registry
+        .register(Echo {
+            calls: AtomicUsize::new(0),
+        })
+        .unwrap();
+    registry
+}
+
+/// What `execute` gives for `text` parsed the way an agent parses it.
+async fn through_object(registry: &ToolRegistry, name: &str, text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(text.trim()) {
+        Ok(serde_json::Value::Object(args)) => registry.execute(name, args).await,
+        _ => registry.execute_text(name, text).await,
+    }
+}
+
+#[tokio::test]
+async fn text_and_object_give_the_same_result_and_the_same_error_texts() {
+    let cases = [
+        ("add", r#"{"a": 2, "b": 3}"#, "5"),
+        ("add", r#" {"a": 2, "b": 3, "scale": null} "#, "5"),
+        ("add", r#"{"a": 2, "b": 3, "scale": 10}"#, "50"),
+        (
+            "add",
+            r#"{"a": 2, "b": "3"}"#,
+            r#"Error: invalid arguments for add: at /b: expected an integer, got "3""#,
+        ),
+        (
+            "add",
+            r#"{"a": 2}"#,
+            "Error: invalid arguments for add: missing required argument 'b'",
+        ),
+        (
+            "forecast",
+            r#"{"city": "Oslo", "days": 3}"#,
+            "3 days in Oslo",
+        ),
+        (
+            "forecast",
+            r#"{"city": "Oslo", "days": 30}"#,
+            "Error: invalid arguments for forecast: at /days: expected a number <= 14, got 30",
+        ),
+        (
+            "forecast",
+            r#"{"city": "O", "days": 0}"#,
+            "Error: invalid arguments for forecast: at /city: \"O\" is shorter than 2 characters; at /days: expected a number >= 1, got 0",
+        ),
+        (
+            "forecast",
+            r#"{"city": 7, "days": 300}"#,
+            "Error: invalid arguments for forecast: at /city: expected a string, got 7; at /days: expected a number <= 14, got 300",
+        ),
+        ("ping", "", "pong"),
+        ("ping", "null", "pong"),
+        ("ping", r#"{"unused": [1, 2]}"#, "pong"),
+        ("echo", r#"{"text": "hi"}"#, "hi"),
+        (
+            "echo",
+            r#"{"text": "too long"}"#,
+            r#"Error: invalid arguments for echo: at /text: "too long" is longer than 5 characters"#,
+        ),
+    ];
+    let registry = registry(RegistryOptions::new());
+    for (name, text, expected) in cases {
+        assert_eq!(
+            registry.execute_text(name, text).await,
+            expected,
+            "{name} {text}"
+        );
+        assert_eq!(
+            through_object(&registry, name, text).await,
+            expected,
+            "{name} {text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn text_that_is_not_an_object_is_refused_with_the_agent_s_words() {
+    let registry = registry(RegistryOptions::new());
+    assert_eq!(
+        registry.execute_text("add", "[2, 3]").await,
+        "Error: invalid arguments for add: the arguments must be a JSON object, got [2,3]; send an object with the tool's parameters"
+    );
+    assert_eq!(
+        registry.execute_text("ping", "[]").await,
+        "Error: invalid arguments for ping: the arguments must be a JSON object, got []; send an object with the tool's parameters"
+    );
+    let broken = registry.execute_text("add", r#"{"a": 2, "b": "#).await;
+    assert!(
+        broken.starts_with(
+            "Error: invalid arguments for add: the arguments are not valid JSON (EOF while parsing"
+        ),
+        "{broken}"
+    );
+    assert_eq!(
+        registry.execute_text("nope", "{}").await,
+        "Error: tool 'nope' not found"
+    );
+}
+
+#[tokio::test]
+async fn a_typed_tool_reads_the_text_itself_and_the_object_path_reads_a_value() {
+    let registry = registry(RegistryOptions::new());
+    DESERIALIZERS.lock().unwrap().clear();
+    assert_eq!(
+        registry.execute_text("probe", r#"{"text": "a"}"#).await,
+        "a"
+    );
+    let args = serde_json::json!({"text": "b"});
+    assert_eq!(
+        registry
+            .execute("probe", args.as_object().unwrap().clone())
+            .await,
+        "b"
+    );
+    let seen = DESERIALIZERS.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen[0].starts_with("&mut serde_json::de::Deserializer<serde_json::read::StrRead"),
+        "{seen:?}"
+    );
+    assert_eq!(seen[1], "&serde_json::value::Value", "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_hand_written_tool_takes_the_object_path_and_is_validated_whole() {
+    let echo = Echo {
+        calls: AtomicUsize::new(0),
+    };
+    assert!(matches!(
+        echo.execute_text("{}", None),
+        TextCall::Unsupported(None)
+    ));
+    let registry = registry(RegistryOptions::new());
+    for _ in 0..3 {
+        assert_eq!(
+            registry.execute_text("echo", r#"{"text": "ok"}"#).await,
+            "ok"
+        );
+    }
+    assert_eq!(
+        registry.execute_text("echo", r#"{"text": 5}"#).await,
+        "Error: invalid arguments for echo: at /text: expected a string, got 5"
+    );
+}
+
+#[tokio::test]
+async fn without_validation_the_text_goes_straight_to_the_tool() {
+    let registry = registry(RegistryOptions::new().validate_arguments(false));
+    // The bounds are the schema's; the type lets them through.
+    assert_eq!(
+        registry
+            .execute_text("forecast", r#"{"city": "O", "days": 30}"#)
+            .await,
+        "30 days in O"
+    );
+    assert_eq!(
+        registry.execute_text("add", r#"{"a": 2, "b": "3"}"#).await,
+        "Error: invalid arguments for add: at /b: expected an integer, got \"3\""
+    );
+}
+
+#[tokio::test]
+async fn a_panic_while_reading_the_arguments_is_a_tool_panic() {
+    let registry = registry(RegistryOptions::new());
+    assert_eq!(
+        registry
+            .execute_text("explode", r#"{"fuse": "short"}"#)
+            .await,
+        "Error executing explode: tool panicked: the fuse was lit"
+    );
+    // The registry is still usable.
+    assert_eq!(
+        registry.execute_text("add", r#"{"a": 1, "b": 1}"#).await,
+        "2"
+    );
+}
+
+#[tokio::test]
+async fn a_lenient_tool_reads_text_through_its_coercions() {
+    let registry = ToolRegistry::new();
+    registry.register(LenientAdd).unwrap();
+    assert_eq!(
+        registry
+            .execute_text("lenient_add", r#"{"a": "2", "b": 3}"#)
+            .await,
+        "5"
+    );
+}
+
+/// Add two integers, leniently.
+#[tool(lenient)]
+async fn lenient_add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[tokio::test]
+async fn a_tool_reading_its_call_gets_the_context_on_the_text_path() {
+    /// Say which call this is.
+    #[tool]
+    async fn whoami(call: &CallContext, greeting: String) -> String {
+        format!("{greeting} from {} ({})", call.tool_name(), call.call_id())
+    }
+    let registry = ToolRegistry::new();
+    registry.register(Whoami).unwrap();
+    assert_eq!(
+        registry
+            .try_execute_text_with(
+                "whoami",
+                r#"{"greeting": "hi"}"#,
+                CallContext::new("call_7", "whoami")
+            )
+            .await,
+        Ok("hi from whoami (call_7)".to_owned())
+    );
+    assert_eq!(
+        registry
+            .execute_text("whoami", r#"{"greeting": "hi"}"#)
+            .await,
+        "hi from whoami ()"
+    );
+    let snapshot = registry.snapshot();
+    assert_eq!(
+        snapshot
+            .try_execute_text_with(
+                "whoami",
+                "{\"greeting\":\"yo\"}",
+                CallContext::new("c", "whoami")
+            )
+            .await,
+        Ok("yo from whoami (c)".to_owned())
+    );
+}
