@@ -8,7 +8,7 @@ use std::{fmt, sync::Arc};
 use bytes::Bytes;
 
 use super::{
-    ChatRequest, ChatResponse, ModelStream, ProviderError, endpoint::Endpoint, http::Http,
+    ChatRequest, ChatResponse, ModelStream, ProviderError, endpoint::Endpoint, wire::http::Http,
 };
 use crate::schema::Provider;
 

@@ -7,7 +7,7 @@
 use super::{
     ProviderError,
     env::var,
-    http::{Http, HttpOptions},
+    wire::http::{Http, HttpOptions},
 };
 use crate::schema::Provider;
 

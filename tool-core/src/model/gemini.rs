@@ -23,11 +23,11 @@ use serde_json::{Map, Value, json, value::RawValue};
 use super::{
     ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream, ProviderError,
     SharedStr, ToolCall, ToolChoice, Usage,
-    accumulate::{Answer, arguments_object},
     client::{HttpModel, Wire, http_client},
-    decode::{Decoder, Text, decode_whole, decoded, stream_error, truncated, unreadable},
     endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
-    framing::{self, Frame},
+    wire::accumulate::{Answer, arguments_object},
+    wire::decode::{Decoder, Text, decode_whole, decoded, stream_error, truncated, unreadable},
+    wire::framing::{self, Frame},
 };
 use crate::schema::Provider;
 
@@ -150,7 +150,7 @@ impl Wire for GenerateContent {
     }
 
     fn decode(response: reqwest::Response) -> ModelStream {
-        decode_stream(super::http::body_stream(response))
+        decode_stream(super::wire::http::body_stream(response))
     }
 }
 

@@ -18,17 +18,11 @@ mod shared;
 mod test_model;
 
 #[cfg(feature = "http")]
-mod accumulate;
-#[cfg(feature = "http")]
 pub(crate) mod client;
-#[cfg(feature = "http")]
-mod decode;
 #[cfg(feature = "http")]
 mod endpoint;
 #[cfg(feature = "http")]
-mod framing;
-#[cfg(feature = "http")]
-mod http;
+mod wire;
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
@@ -47,8 +41,6 @@ pub use endpoint::Endpoint;
 pub use env::{from_env, from_vars};
 #[cfg(feature = "gemini")]
 pub use gemini::{GeminiClient, GeminiConfig};
-#[cfg(feature = "http")]
-pub use http::HttpOptions;
 pub use message::{Message, ToolCall};
 #[cfg(feature = "ollama")]
 pub use ollama::{OllamaClient, OllamaConfig};
@@ -57,6 +49,8 @@ pub use openai::{OpenAiClient, OpenAiConfig};
 pub use scripted::{ScriptExhausted, ScriptedModel, ScriptedResponse};
 pub use shared::SharedStr;
 pub use test_model::{TestModel, generate_arguments, generate_value};
+#[cfg(feature = "http")]
+pub use wire::http::HttpOptions;
 
 /// A client for a language model: OpenAI-compatible, Ollama, Gemini, Anthropic, or the offline
 /// test and scripted models.

@@ -22,12 +22,12 @@ use serde_json::{Value, value::RawValue};
 use super::{
     ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream, ProviderError,
     SharedStr, ToolChoice, Usage,
-    accumulate::{Answer, arguments_object},
     client::{HttpModel, Wire, http_client},
-    decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
     endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
-    framing::{self, Frame},
-    http::read_json,
+    wire::accumulate::{Answer, arguments_object},
+    wire::decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
+    wire::framing::{self, Frame},
+    wire::http::read_json,
 };
 use crate::schema::Provider;
 
@@ -189,7 +189,7 @@ impl Wire for OllamaChat {
     }
 
     fn decode(response: reqwest::Response) -> ModelStream {
-        decode_stream(super::http::body_stream(response))
+        decode_stream(super::wire::http::body_stream(response))
     }
 }
 

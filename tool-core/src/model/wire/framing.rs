@@ -23,17 +23,6 @@
 //!   fields. A line that starts with `{` or `[` cannot be SSE, so from there on the bytes are
 //!   kept aside and the decoder gets them as [`Frame::Raw`] at the end.
 
-// Shared by the provider clients; a build with only some of them leaves parts unused.
-#![cfg_attr(
-    not(all(
-        feature = "openai",
-        feature = "ollama",
-        feature = "gemini",
-        feature = "anthropic"
-    )),
-    allow(dead_code)
-)]
-
 use std::{
     collections::VecDeque,
     fmt::Display,

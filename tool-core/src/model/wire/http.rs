@@ -2,24 +2,13 @@
 //! honour `Retry-After`, and turning error responses into [`ProviderError`]s that carry the
 //! provider's own message.
 
-// Shared by the provider clients; a build with only some of them leaves parts unused.
-#![cfg_attr(
-    not(all(
-        feature = "openai",
-        feature = "ollama",
-        feature = "gemini",
-        feature = "anthropic"
-    )),
-    allow(dead_code)
-)]
-
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use reqwest::{Response, StatusCode, header::HeaderMap};
 use serde_json::Value;
 
-use super::ProviderError;
+use crate::model::ProviderError;
 use crate::schema::Provider;
 
 /// Timeouts and retries of a provider client.

@@ -1,17 +1,6 @@
 //! Turning frames into [`ModelEvent`]s: each wire protocol has a [`Decoder`] (a synchronous
 //! state machine fed one frame at a time), and [`decoded`] drives one over a frame stream.
 
-// Shared by the provider clients; a build with only some of them leaves parts unused.
-#![cfg_attr(
-    not(all(
-        feature = "openai",
-        feature = "ollama",
-        feature = "gemini",
-        feature = "anthropic"
-    )),
-    allow(dead_code)
-)]
-
 use std::{
     collections::VecDeque,
     pin::Pin,
@@ -20,11 +9,11 @@ use std::{
 
 use futures::{Stream, StreamExt};
 
-use super::{
-    ModelEvent, ModelStream, ProviderError,
-    framing::{Frame, FrameStream},
+use super::framing::{Frame, FrameStream};
+use crate::{
+    model::{ChatResponse, ModelEvent, ModelStream, ProviderError},
+    schema::Provider,
 };
-use crate::schema::Provider;
 
 /// A wire protocol's stream decoder.
 pub(crate) trait Decoder: Send + Unpin + 'static {
@@ -235,7 +224,7 @@ pub(crate) fn stream_error(provider: Provider, text: &str) -> ProviderError {
 pub(crate) fn decode_whole<D: Decoder>(
     mut decoder: D,
     frame: Frame,
-) -> Result<super::ChatResponse, ProviderError> {
+) -> Result<ChatResponse, ProviderError> {
     let provider = decoder.provider();
     let bytes = match &frame {
         Frame::Event { data, .. } | Frame::Raw(data) => data.len(),
@@ -269,7 +258,7 @@ pub(crate) fn decode_whole<D: Decoder>(
                 message,
                 finish_reason,
             } => {
-                let mut response = super::ChatResponse::new(message, finish_reason);
+                let mut response = ChatResponse::new(message, finish_reason);
                 response.usage = usage;
                 return Ok(response);
             }
@@ -297,64 +286,63 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
-    use super::super::{
-        Message, ModelEvent, ModelStream, anthropic, framing, gemini, ollama, openai,
-    };
+    use super::super::framing;
+    use crate::model::{Message, ModelEvent, ModelStream, anthropic, gemini, ollama, openai};
 
     const OPENAI: &[&[u8]] = &[
-        include_bytes!("../../../tests/transcripts/openai/calls_all_index_0.sse"),
-        include_bytes!("../../../tests/transcripts/openai/empty_choices.sse"),
-        include_bytes!("../../../tests/transcripts/openai/error_event.sse"),
-        include_bytes!("../../../tests/transcripts/openai/error_mid_stream.sse"),
-        include_bytes!("../../../tests/transcripts/openai/final_answer.sse"),
-        include_bytes!("../../../tests/transcripts/openai/id_then_name.sse"),
-        include_bytes!("../../../tests/transcripts/openai/index_starts_at_1.sse"),
-        include_bytes!("../../../tests/transcripts/openai/length.sse"),
-        include_bytes!("../../../tests/transcripts/openai/no_done_marker.sse"),
-        include_bytes!("../../../tests/transcripts/openai/parallel_tool_calls.sse"),
-        include_bytes!("../../../tests/transcripts/openai/refusal.sse"),
-        include_bytes!("../../../tests/transcripts/openai/text.sse"),
-        include_bytes!("../../../tests/transcripts/openai/tool_call.sse"),
-        include_bytes!("../../../tests/transcripts/openai/truncated.sse"),
-        include_bytes!("../../../tests/transcripts/openai/whole_call_with_finish.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/calls_all_index_0.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/empty_choices.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/error_event.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/error_mid_stream.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/final_answer.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/id_then_name.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/index_starts_at_1.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/length.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/no_done_marker.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/parallel_tool_calls.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/refusal.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/text.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/tool_call.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/truncated.sse"),
+        include_bytes!("../../../../tests/transcripts/openai/whole_call_with_finish.sse"),
     ];
     const ANTHROPIC: &[&[u8]] = &[
-        include_bytes!("../../../tests/transcripts/anthropic/data_only_error.sse"),
-        include_bytes!("../../../tests/transcripts/anthropic/data_only_text.sse"),
-        include_bytes!("../../../tests/transcripts/anthropic/error_mid_stream.sse"),
-        include_bytes!("../../../tests/transcripts/anthropic/final_answer.sse"),
-        include_bytes!("../../../tests/transcripts/anthropic/max_tokens_in_tool_input.sse"),
-        include_bytes!("../../../tests/transcripts/anthropic/no_arguments.sse"),
-        include_bytes!("../../../tests/transcripts/anthropic/parallel_tool_use.sse"),
-        include_bytes!("../../../tests/transcripts/anthropic/refusal.sse"),
-        include_bytes!("../../../tests/transcripts/anthropic/server_tool.sse"),
-        include_bytes!("../../../tests/transcripts/anthropic/text.sse"),
-        include_bytes!("../../../tests/transcripts/anthropic/tool_use.sse"),
-        include_bytes!("../../../tests/transcripts/anthropic/truncated.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/data_only_error.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/data_only_text.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/error_mid_stream.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/final_answer.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/max_tokens_in_tool_input.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/no_arguments.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/parallel_tool_use.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/refusal.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/server_tool.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/text.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/tool_use.sse"),
+        include_bytes!("../../../../tests/transcripts/anthropic/truncated.sse"),
     ];
     const GEMINI: &[&[u8]] = &[
-        include_bytes!("../../../tests/transcripts/gemini/calls_with_ids.sse"),
-        include_bytes!("../../../tests/transcripts/gemini/error_event.sse"),
-        include_bytes!("../../../tests/transcripts/gemini/error_mid_stream.sse"),
-        include_bytes!("../../../tests/transcripts/gemini/final_answer.sse"),
-        include_bytes!("../../../tests/transcripts/gemini/function_call.sse"),
-        include_bytes!("../../../tests/transcripts/gemini/parallel_calls.sse"),
-        include_bytes!("../../../tests/transcripts/gemini/partial_args.sse"),
-        include_bytes!("../../../tests/transcripts/gemini/safety.sse"),
-        include_bytes!("../../../tests/transcripts/gemini/text.sse"),
-        include_bytes!("../../../tests/transcripts/gemini/truncated.sse"),
+        include_bytes!("../../../../tests/transcripts/gemini/calls_with_ids.sse"),
+        include_bytes!("../../../../tests/transcripts/gemini/error_event.sse"),
+        include_bytes!("../../../../tests/transcripts/gemini/error_mid_stream.sse"),
+        include_bytes!("../../../../tests/transcripts/gemini/final_answer.sse"),
+        include_bytes!("../../../../tests/transcripts/gemini/function_call.sse"),
+        include_bytes!("../../../../tests/transcripts/gemini/parallel_calls.sse"),
+        include_bytes!("../../../../tests/transcripts/gemini/partial_args.sse"),
+        include_bytes!("../../../../tests/transcripts/gemini/safety.sse"),
+        include_bytes!("../../../../tests/transcripts/gemini/text.sse"),
+        include_bytes!("../../../../tests/transcripts/gemini/truncated.sse"),
     ];
     const OLLAMA: &[&[u8]] = &[
-        include_bytes!("../../../tests/transcripts/ollama/call_in_done_line.ndjson"),
-        include_bytes!("../../../tests/transcripts/ollama/calls_with_ids.ndjson"),
-        include_bytes!("../../../tests/transcripts/ollama/content_in_done_line.ndjson"),
-        include_bytes!("../../../tests/transcripts/ollama/error_after_200.ndjson"),
-        include_bytes!("../../../tests/transcripts/ollama/final_answer.ndjson"),
-        include_bytes!("../../../tests/transcripts/ollama/length.ndjson"),
-        include_bytes!("../../../tests/transcripts/ollama/parallel_calls.ndjson"),
-        include_bytes!("../../../tests/transcripts/ollama/text.ndjson"),
-        include_bytes!("../../../tests/transcripts/ollama/tool_call.ndjson"),
-        include_bytes!("../../../tests/transcripts/ollama/truncated.ndjson"),
+        include_bytes!("../../../../tests/transcripts/ollama/call_in_done_line.ndjson"),
+        include_bytes!("../../../../tests/transcripts/ollama/calls_with_ids.ndjson"),
+        include_bytes!("../../../../tests/transcripts/ollama/content_in_done_line.ndjson"),
+        include_bytes!("../../../../tests/transcripts/ollama/error_after_200.ndjson"),
+        include_bytes!("../../../../tests/transcripts/ollama/final_answer.ndjson"),
+        include_bytes!("../../../../tests/transcripts/ollama/length.ndjson"),
+        include_bytes!("../../../../tests/transcripts/ollama/parallel_calls.ndjson"),
+        include_bytes!("../../../../tests/transcripts/ollama/text.ndjson"),
+        include_bytes!("../../../../tests/transcripts/ollama/tool_call.ndjson"),
+        include_bytes!("../../../../tests/transcripts/ollama/truncated.ndjson"),
     ];
 
     type Decode =

@@ -3,22 +3,11 @@
 //! length; a call whose arguments come in one fragment keeps that fragment, shared with its
 //! events and the final message, not copied), usage and the finish reason.
 
-// Shared by the provider clients; a build with only some of them leaves parts unused.
-#![cfg_attr(
-    not(all(
-        feature = "openai",
-        feature = "ollama",
-        feature = "gemini",
-        feature = "anthropic"
-    )),
-    allow(dead_code)
-)]
-
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{FinishReason, Message, ModelEvent, SharedStr, ToolCall, Usage};
+use crate::model::{FinishReason, Message, ModelEvent, SharedStr, ToolCall, Usage};
 
 /// The answer built so far from a stream's events.
 #[derive(Debug, Default)]
