@@ -96,48 +96,32 @@ pub mod __bench {
 
     use crate::model::ModelStream;
 
-    /// Decodes an Anthropic Messages SSE body (for example a recorded one) into model events.
-    #[cfg(feature = "anthropic")]
-    pub fn decode_anthropic<S, B, E>(body: S) -> ModelStream
-    where
-        S: Stream<Item = Result<B, E>> + Send + 'static,
-        B: Into<bytes::Bytes>,
-        E: std::fmt::Display,
-    {
-        crate::model::anthropic::decode_stream(body)
+    /// Declares, for each wire, a function decoding a streamed body of that wire (for example
+    /// a recorded one) into model events.
+    macro_rules! decoders {
+        ($($(#[$doc:meta])* $feature:literal $name:ident: $wire:ty;)*) => {$(
+            $(#[$doc])*
+            #[cfg(feature = $feature)]
+            pub fn $name<S, B, E>(body: S) -> ModelStream
+            where
+                S: Stream<Item = Result<B, E>> + Send + 'static,
+                B: Into<bytes::Bytes>,
+                E: std::fmt::Display,
+            {
+                crate::model::client::decode_stream::<$wire, _, _, _>(body)
+            }
+        )*};
     }
 
-    /// Decodes a Gemini `streamGenerateContent?alt=sse` body (for example a recorded one) into model events.
-    #[cfg(feature = "gemini")]
-    pub fn decode_gemini<S, B, E>(body: S) -> ModelStream
-    where
-        S: Stream<Item = Result<B, E>> + Send + 'static,
-        B: Into<bytes::Bytes>,
-        E: std::fmt::Display,
-    {
-        crate::model::gemini::decode_stream(body)
-    }
-
-    /// Decodes an Ollama `/api/chat` NDJSON body (for example a recorded one) into model events.
-    #[cfg(feature = "ollama")]
-    pub fn decode_ollama<S, B, E>(body: S) -> ModelStream
-    where
-        S: Stream<Item = Result<B, E>> + Send + 'static,
-        B: Into<bytes::Bytes>,
-        E: std::fmt::Display,
-    {
-        crate::model::ollama::decode_stream(body)
-    }
-
-    /// Decodes an OpenAI Chat Completions SSE body (for example a recorded one) into model events.
-    #[cfg(feature = "openai")]
-    pub fn decode_openai<S, B, E>(body: S) -> ModelStream
-    where
-        S: Stream<Item = Result<B, E>> + Send + 'static,
-        B: Into<bytes::Bytes>,
-        E: std::fmt::Display,
-    {
-        crate::model::openai::decode_stream(body)
+    decoders! {
+        /// Decodes an Anthropic Messages SSE body into model events.
+        "anthropic" decode_anthropic: crate::model::anthropic::Messages;
+        /// Decodes a Gemini `streamGenerateContent?alt=sse` body into model events.
+        "gemini" decode_gemini: crate::model::gemini::GenerateContent;
+        /// Decodes an Ollama `/api/chat` NDJSON body into model events.
+        "ollama" decode_ollama: crate::model::ollama::OllamaChat;
+        /// Decodes an OpenAI Chat Completions SSE body into model events.
+        "openai" decode_openai: crate::model::openai::ChatCompletions;
     }
 }
 

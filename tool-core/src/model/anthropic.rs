@@ -16,19 +16,20 @@
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json, value::RawValue};
 
 use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream, ProviderError,
-    SharedStr, ToolChoice, Usage,
-    client::{HttpModel, Wire, http_client},
-    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
-    wire::accumulate::{Answer, arguments_object},
-    wire::decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
-    wire::framing::{self, Frame},
-    wire::http::read_json,
+    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
+    ToolChoice, Usage,
+    client::{Wire, http_client},
+    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
+    wire::{
+        accumulate::{Answer, arguments_object},
+        decode::{Decoder, Text, stream_error, truncated, unreadable},
+        framing::Frame,
+        http::{read_json, write_json},
+    },
 };
 use crate::schema::Provider;
 
@@ -58,6 +59,7 @@ pub struct AnthropicConfig {
 const ENV: EnvNames = EnvNames {
     api_key: &["ANTHROPIC_API_KEY"],
     base_url: "ANTHROPIC_BASE_URL",
+    read_base_url: str::to_owned,
     model: "ANTHROPIC_MODEL",
 };
 
@@ -72,29 +74,14 @@ impl Default for AnthropicConfig {
     }
 }
 
-endpoint_setters!(AnthropicConfig);
-
-impl AnthropicConfig {
-    /// The defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
+provider_config!(
+    AnthropicConfig,
+    ENV,
     /// The settings from the environment: `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` and
     /// `ANTHROPIC_MODEL`.
-    pub fn from_env() -> Self {
-        Self::from_vars(&super::env::process_vars)
-    }
+);
 
-    /// The settings from variables looked up with `vars`.
-    pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
-        let defaults = Self::default();
-        Self {
-            endpoint: defaults.endpoint.overridden_by(vars, &ENV),
-            ..defaults
-        }
-    }
-
+impl AnthropicConfig {
     /// Sets the default `max_tokens`.
     #[must_use]
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
@@ -117,35 +104,32 @@ http_client!(
     AnthropicConfig
 );
 
-impl AnthropicClient {
-    /// A client with these settings; fails without an API key.
-    pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
-        let endpoint = &config.endpoint;
-        let key = KeyHeader::Required {
-            header: "x-api-key",
-            missing: "no Anthropic API key: set ANTHROPIC_API_KEY or AnthropicConfig::api_key",
-        };
-        let version = ("anthropic-version", config.version.clone());
-        // No `anthropic-beta` header when no beta feature is on.
-        let beta = (!config.beta.is_empty()).then(|| ("anthropic-beta", config.beta.join(",")));
-        let http = endpoint.connect(PROVIDER, key, [version].into_iter().chain(beta), true)?;
-        let url = endpoint.url("/v1/messages");
-        Ok(Self {
-            inner: HttpModel::new(config, http, url.clone(), url),
-        })
-    }
-}
-
 /// The Messages wire.
 #[derive(Debug)]
 pub(crate) struct Messages;
 
 impl Wire for Messages {
     type Config = AnthropicConfig;
+    type Decoder = AnthropicDecoder;
     const PROVIDER: Provider = PROVIDER;
+    const KEY: KeyHeader = KeyHeader::Required {
+        header: "x-api-key",
+        missing: "no Anthropic API key: set ANTHROPIC_API_KEY or AnthropicConfig::api_key",
+    };
+    const ACCEPT_EVENT_STREAM: bool = true;
 
-    fn endpoint(config: &AnthropicConfig) -> &Endpoint {
-        &config.endpoint
+    fn urls(endpoint: &Endpoint) -> (String, String) {
+        let url = endpoint.url("/v1/messages");
+        (url.clone(), url)
+    }
+
+    fn own_headers(config: &AnthropicConfig) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("anthropic-version", config.version.clone())];
+        // No `anthropic-beta` header when no beta feature is on.
+        if !config.beta.is_empty() {
+            headers.push(("anthropic-beta", config.beta.join(",")));
+        }
+        headers
     }
 
     fn request_body(
@@ -153,7 +137,84 @@ impl Wire for Messages {
         request: &ChatRequest,
         stream: bool,
     ) -> Result<Bytes, ProviderError> {
-        request_body(config, request, stream)
+        request.tool_choice.check(&request.tools)?;
+        let mut system: Vec<&str> = Vec::new();
+        let mut messages: Vec<WireMessage> = Vec::new();
+        for message in &request.messages {
+            let (role, blocks) = match message {
+                Message::System { content } => {
+                    system.push(content);
+                    continue;
+                }
+                Message::User { content } => {
+                    ("user", vec![json!({ "type": "text", "text": content })])
+                }
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    let mut blocks = Vec::new();
+                    // Anthropic rejects empty text blocks.
+                    if !content.is_empty() {
+                        blocks.push(json!({ "type": "text", "text": content }));
+                    }
+                    blocks.extend(tool_calls.iter().map(|call| {
+                        json!({
+                            "type": "tool_use",
+                            "id": call.id,
+                            "name": call.name,
+                            "input": arguments_object(&call.arguments),
+                        })
+                    }));
+                    ("assistant", blocks)
+                }
+                Message::Tool {
+                    tool_call_id,
+                    content,
+                    is_error,
+                    ..
+                } => {
+                    let mut block = json!({
+                        "type": "tool_result",
+                        "tool_use_id": tool_call_id,
+                        "content": content,
+                    });
+                    // `is_error` tells the model the call failed
+                    // (<https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use>);
+                    // it is optional and false by default, so it is sent only when set.
+                    if *is_error {
+                        block["is_error"] = Value::Bool(true);
+                    }
+                    ("user", vec![block])
+                }
+            };
+            if blocks.is_empty() {
+                continue;
+            }
+            // The results of parallel calls, and a user message after them, make one message.
+            match messages.last_mut() {
+                Some(last) if last.role == role => last.content.extend(blocks),
+                _ => messages.push(WireMessage {
+                    role,
+                    content: blocks,
+                }),
+            }
+        }
+        let system = system.join("\n\n");
+        let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
+        let body = RequestBody {
+            model: &config.endpoint.model,
+            max_tokens: request.settings.max_tokens.unwrap_or(config.max_tokens),
+            system: (!system.is_empty()).then_some(system.as_str()),
+            messages,
+            tools: tools.as_deref(),
+            tool_choice: tools
+                .as_ref()
+                .and_then(|_| wire_tool_choice(&request.tool_choice)),
+            temperature: request.settings.temperature,
+            stream,
+        };
+        write_json(&body)
     }
 
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
@@ -183,105 +244,6 @@ impl Wire for Messages {
         response.usage = usage;
         Ok(response)
     }
-
-    fn decode(response: reqwest::Response) -> ModelStream {
-        decode_stream(super::wire::http::body_stream(response))
-    }
-}
-
-/// Decodes a Messages SSE body (for example a recorded one) into model events.
-pub(crate) fn decode_stream<S, B, E>(body: S) -> ModelStream
-where
-    S: Stream<Item = Result<B, E>> + Send + 'static,
-    B: Into<Bytes>,
-    E: std::fmt::Display,
-{
-    decoded(framing::sse(body), AnthropicDecoder::default())
-}
-
-fn request_body(
-    config: &AnthropicConfig,
-    request: &ChatRequest,
-    stream: bool,
-) -> Result<Bytes, ProviderError> {
-    request.tool_choice.check(&request.tools)?;
-    let mut system: Vec<&str> = Vec::new();
-    let mut messages: Vec<WireMessage> = Vec::new();
-    for message in &request.messages {
-        let (role, blocks) = match message {
-            Message::System { content } => {
-                system.push(content);
-                continue;
-            }
-            Message::User { content } => ("user", vec![json!({ "type": "text", "text": content })]),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut blocks = Vec::new();
-                // Anthropic rejects empty text blocks.
-                if !content.is_empty() {
-                    blocks.push(json!({ "type": "text", "text": content }));
-                }
-                blocks.extend(tool_calls.iter().map(|call| {
-                    json!({
-                        "type": "tool_use",
-                        "id": call.id,
-                        "name": call.name,
-                        "input": arguments_object(&call.arguments),
-                    })
-                }));
-                ("assistant", blocks)
-            }
-            Message::Tool {
-                tool_call_id,
-                content,
-                is_error,
-                ..
-            } => {
-                let mut block = json!({
-                    "type": "tool_result",
-                    "tool_use_id": tool_call_id,
-                    "content": content,
-                });
-                // `is_error` tells the model the call failed
-                // (<https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use>);
-                // it is optional and false by default, so it is sent only when set.
-                if *is_error {
-                    block["is_error"] = Value::Bool(true);
-                }
-                ("user", vec![block])
-            }
-        };
-        if blocks.is_empty() {
-            continue;
-        }
-        // The results of parallel calls, and a user message after them, make one message.
-        match messages.last_mut() {
-            Some(last) if last.role == role => last.content.extend(blocks),
-            _ => messages.push(WireMessage {
-                role,
-                content: blocks,
-            }),
-        }
-    }
-    let system = system.join("\n\n");
-    let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
-    let body = RequestBody {
-        model: &config.endpoint.model,
-        max_tokens: request.settings.max_tokens.unwrap_or(config.max_tokens),
-        system: (!system.is_empty()).then_some(system.as_str()),
-        messages,
-        tools: tools.as_deref(),
-        tool_choice: tools
-            .as_ref()
-            .and_then(|_| wire_tool_choice(&request.tool_choice)),
-        temperature: request.settings.temperature,
-        stream,
-    };
-    serde_json::to_vec(&body)
-        .map(Bytes::from)
-        .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
 }
 
 #[derive(Serialize)]
@@ -457,7 +419,7 @@ struct Delta<'a> {
 }
 
 #[derive(Default)]
-struct AnthropicDecoder {
+pub(crate) struct AnthropicDecoder {
     answer: Answer,
     /// The client tool calls by content block index.
     tool_blocks: HashMap<u64, usize>,
@@ -588,10 +550,6 @@ fn is_empty_object(json: &str) -> bool {
 }
 
 impl Decoder for AnthropicDecoder {
-    fn provider(&self) -> Provider {
-        PROVIDER
-    }
-
     fn open_call(&self) -> Option<&str> {
         self.answer.open_call()
     }

@@ -1,35 +1,77 @@
 //! What the four HTTP model clients share: settings, a connection, and the two ways of asking
-//! (a whole answer, a stream). Each wire protocol says only how a request is written and an
-//! answer read ([`Wire`]); [`HttpModel`] does the rest, and [`http_client!`] gives each public
-//! client its constructor from the environment, its settings and its [`ChatModel`] impl.
+//! (a whole answer, a stream). Each wire protocol says only where requests go, how they are
+//! written and how an answer is read ([`Wire`]); [`HttpModel`] does the rest, and
+//! [`http_client!`] gives each public client its constructors, its settings and its
+//! [`ChatModel`] impl.
 
 use std::{fmt, sync::Arc};
 
 use bytes::Bytes;
+use futures::Stream;
 
 use super::{
-    ChatRequest, ChatResponse, ModelStream, ProviderError, endpoint::Endpoint, wire::http::Http,
+    ChatRequest, ChatResponse, ModelStream, ProviderError,
+    endpoint::{Endpoint, HasEndpoint, KeyHeader},
+    wire::{
+        decode::{Decoder, decoded},
+        framing::{self, FrameStream},
+        http::{Http, body_stream},
+    },
 };
 use crate::schema::Provider;
 
-/// One wire protocol: how a request is written and an answer read.
+/// One wire protocol: where requests go, how they are written and how an answer is read.
 pub(crate) trait Wire: 'static {
     /// The client's settings.
-    type Config: fmt::Debug + Send + Sync + 'static;
+    type Config: HasEndpoint + fmt::Debug + Send + Sync + 'static;
+    /// The decoder of a streamed answer.
+    type Decoder: Decoder + Default;
     /// The tool format and the name in errors.
     const PROVIDER: Provider;
-    /// The endpoint part of the settings.
-    fn endpoint(config: &Self::Config) -> &Endpoint;
+    /// How the API key is sent.
+    const KEY: KeyHeader;
+    /// Whether streamed requests ask for `text/event-stream`.
+    const ACCEPT_EVENT_STREAM: bool;
+
+    /// The URLs of whole and of streamed requests.
+    fn urls(endpoint: &Endpoint) -> (String, String);
+
+    /// The provider's own headers, sent with every request before the endpoint's extra ones.
+    /// None unless the wire says otherwise.
+    fn own_headers(_config: &Self::Config) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
     /// The JSON body of a request, streamed or not.
     fn request_body(
         config: &Self::Config,
         request: &ChatRequest,
         stream: bool,
     ) -> Result<Bytes, ProviderError>;
+
     /// A whole answer from a non-streamed response body (already checked for an API error).
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError>;
-    /// The events of a streamed response.
-    fn decode(response: reqwest::Response) -> ModelStream;
+
+    /// The frames of a streamed body: Server-Sent Events unless the wire says otherwise.
+    fn frames<S, B, E>(body: S) -> FrameStream
+    where
+        S: Stream<Item = Result<B, E>> + Send + 'static,
+        B: Into<Bytes>,
+        E: fmt::Display,
+    {
+        framing::sse(body)
+    }
+}
+
+/// Decodes a streamed body of wire `W` (for example a recorded one) into model events.
+pub(crate) fn decode_stream<W, S, B, E>(body: S) -> ModelStream
+where
+    W: Wire,
+    S: Stream<Item = Result<B, E>> + Send + 'static,
+    B: Into<Bytes>,
+    E: fmt::Display,
+{
+    decoded(W::frames(body), W::Decoder::default(), W::PROVIDER)
 }
 
 /// A model over HTTP speaking wire `W`.
@@ -62,19 +104,23 @@ impl<W: Wire> fmt::Debug for HttpModel<W> {
 }
 
 impl<W: Wire> HttpModel<W> {
-    /// A model posting whole requests to `unary_url` and streamed ones to `stream_url`.
-    pub(crate) fn new(
-        config: W::Config,
-        http: Http,
-        unary_url: String,
-        stream_url: String,
-    ) -> Self {
-        Self {
+    /// A model with these settings. Fails when the wire requires an API key and the settings
+    /// have none, or when the HTTP client cannot be built.
+    pub(crate) fn new(config: W::Config) -> Result<Self, ProviderError> {
+        let endpoint = config.endpoint();
+        let http = endpoint.connect(
+            W::PROVIDER,
+            W::KEY,
+            W::own_headers(&config),
+            W::ACCEPT_EVENT_STREAM,
+        )?;
+        let (unary_url, stream_url) = W::urls(endpoint);
+        Ok(Self {
             config: Arc::new(config),
             http,
             unary_url,
             stream_url,
-        }
+        })
     }
 
     /// The settings.
@@ -84,7 +130,7 @@ impl<W: Wire> HttpModel<W> {
 
     /// The model the endpoint names.
     pub(crate) fn model_name(&self) -> &str {
-        &W::endpoint(&self.config).model
+        &self.config.endpoint().model
     }
 
     /// A whole answer.
@@ -98,12 +144,12 @@ impl<W: Wire> HttpModel<W> {
     pub(crate) async fn stream(&self, request: &ChatRequest) -> Result<ModelStream, ProviderError> {
         let body = W::request_body(&self.config, request, true)?;
         let response = self.http.post(&self.stream_url, body, true).await?;
-        Ok(W::decode(response))
+        Ok(decode_stream::<W, _, _, _>(body_stream(response)))
     }
 }
 
-/// Declares a public client `$client` over wire `$wire` with settings `$config`: its
-/// `from_env`, `config` and [`ChatModel`](super::ChatModel) impl. The wire module writes `new`.
+/// Declares a public client `$client` over wire `$wire` with settings `$config`: its `new`,
+/// `from_env`, `config` and [`ChatModel`](super::ChatModel) impl.
 macro_rules! http_client {
     ($(#[$doc:meta])* $client:ident, $wire:ty, $config:ty) => {
         $(#[$doc])*
@@ -113,6 +159,13 @@ macro_rules! http_client {
         }
 
         impl $client {
+            /// A client with these settings. Fails with
+            /// [`ProviderError::Config`](crate::model::ProviderError::Config) when the provider
+            /// requires an API key and the settings have none.
+            pub fn new(config: $config) -> Result<Self, $crate::model::ProviderError> {
+                $crate::model::client::HttpModel::new(config).map(|inner| Self { inner })
+            }
+
             #[doc = concat!("A client configured from the environment (see [`", stringify!($config), "::from_env`]).")]
             pub fn from_env() -> Result<Self, $crate::model::ProviderError> {
                 Self::new(<$config>::from_env())

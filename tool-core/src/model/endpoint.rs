@@ -61,7 +61,7 @@ impl Endpoint {
             self.api_key = Some(api_key);
         }
         if let Some(base_url) = var(vars, names.base_url) {
-            self.base_url = base_url;
+            self.base_url = (names.read_base_url)(&base_url);
         }
         if let Some(model) = var(vars, names.model) {
             self.model = model;
@@ -107,6 +107,12 @@ impl Endpoint {
     }
 }
 
+/// Settings that hold an [`Endpoint`]: every provider configuration.
+pub(crate) trait HasEndpoint {
+    /// The endpoint part of the settings.
+    fn endpoint(&self) -> &Endpoint;
+}
+
 /// How a provider wants the API key.
 // A build with only some of the clients leaves one way unused.
 #[allow(dead_code)]
@@ -126,14 +132,43 @@ pub(crate) struct EnvNames {
     pub(crate) api_key: &'static [&'static str],
     /// The base URL.
     pub(crate) base_url: &'static str,
+    /// How the base URL variable is read: as it is ([`str::to_owned`]), or as Ollama reads
+    /// `OLLAMA_HOST`.
+    pub(crate) read_base_url: fn(&str) -> String,
     /// The model.
     pub(crate) model: &'static str,
 }
 
-/// The setters every provider configuration has, writing to its `endpoint` field.
-macro_rules! endpoint_setters {
-    ($config:ty) => {
+/// What every provider configuration has beside its fields and `Default`: `new`, `from_env`
+/// (documented by the given doc comment), `from_vars` reading the variables `$env`, the setters
+/// writing to its `endpoint` field, and its [`HasEndpoint`] impl.
+macro_rules! provider_config {
+    ($config:ty, $env:ident, $(#[$from_env:meta])*) => {
+        impl $crate::model::endpoint::HasEndpoint for $config {
+            fn endpoint(&self) -> &$crate::model::Endpoint {
+                &self.endpoint
+            }
+        }
+
         impl $config {
+            /// The defaults.
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            $(#[$from_env])*
+            pub fn from_env() -> Self {
+                Self::from_vars(&$crate::model::env::process_vars)
+            }
+
+            /// The settings from variables looked up with `vars` (the environment in
+            /// [`from_env`](Self::from_env)); unset and blank ones leave the defaults.
+            pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
+                let mut config = Self::default();
+                config.endpoint = config.endpoint.overridden_by(vars, &$env);
+                config
+            }
+
             /// Sets the API key.
             #[must_use]
             pub fn api_key(mut self, api_key: impl Into<String>) -> Self {
@@ -172,4 +207,4 @@ macro_rules! endpoint_setters {
     };
 }
 
-pub(crate) use endpoint_setters;
+pub(crate) use provider_config;

@@ -16,18 +16,20 @@
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json, value::RawValue};
 
 use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream, ProviderError,
-    SharedStr, ToolCall, ToolChoice, Usage,
-    client::{HttpModel, Wire, http_client},
-    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
-    wire::accumulate::{Answer, arguments_object},
-    wire::decode::{Decoder, Text, decode_whole, decoded, stream_error, truncated, unreadable},
-    wire::framing::{self, Frame},
+    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
+    ToolCall, ToolChoice, Usage,
+    client::{Wire, http_client},
+    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
+    wire::{
+        accumulate::{Answer, arguments_object},
+        decode::{Decoder, Text, decode_whole, stream_error, truncated, unreadable},
+        framing::Frame,
+        http::write_json,
+    },
 };
 use crate::schema::Provider;
 
@@ -47,6 +49,7 @@ pub struct GeminiConfig {
 const ENV: EnvNames = EnvNames {
     api_key: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
     base_url: "GEMINI_BASE_URL",
+    read_base_url: str::to_owned,
     model: "GEMINI_MODEL",
 };
 
@@ -61,27 +64,12 @@ impl Default for GeminiConfig {
     }
 }
 
-endpoint_setters!(GeminiConfig);
-
-impl GeminiConfig {
-    /// The defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
+provider_config!(
+    GeminiConfig,
+    ENV,
     /// The settings from the environment: `GEMINI_API_KEY` (or `GOOGLE_API_KEY`),
     /// `GEMINI_BASE_URL` and `GEMINI_MODEL`.
-    pub fn from_env() -> Self {
-        Self::from_vars(&super::env::process_vars)
-    }
-
-    /// The settings from variables looked up with `vars`.
-    pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
-        Self {
-            endpoint: Self::default().endpoint.overridden_by(vars, &ENV),
-        }
-    }
-}
+);
 
 http_client!(
     /// A client of the Gemini API.
@@ -90,38 +78,30 @@ http_client!(
     GeminiConfig
 );
 
-impl GeminiClient {
-    /// A client with these settings; fails without an API key.
-    pub fn new(config: GeminiConfig) -> Result<Self, ProviderError> {
-        let endpoint = &config.endpoint;
-        let key = KeyHeader::Required {
-            header: "x-goog-api-key",
-            missing: "no Gemini API key: set GEMINI_API_KEY or GeminiConfig::api_key",
-        };
-        let http = endpoint.connect(PROVIDER, key, [], false)?;
-        let model = if endpoint.model.contains('/') {
-            endpoint.model.clone()
-        } else {
-            format!("models/{}", endpoint.model)
-        };
-        let unary_url = endpoint.url(&format!("/{model}:generateContent"));
-        let stream_url = endpoint.url(&format!("/{model}:streamGenerateContent?alt=sse"));
-        Ok(Self {
-            inner: HttpModel::new(config, http, unary_url, stream_url),
-        })
-    }
-}
-
 /// The `generateContent` wire.
 #[derive(Debug)]
 pub(crate) struct GenerateContent;
 
 impl Wire for GenerateContent {
     type Config = GeminiConfig;
+    type Decoder = GeminiDecoder;
     const PROVIDER: Provider = PROVIDER;
+    const KEY: KeyHeader = KeyHeader::Required {
+        header: "x-goog-api-key",
+        missing: "no Gemini API key: set GEMINI_API_KEY or GeminiConfig::api_key",
+    };
+    const ACCEPT_EVENT_STREAM: bool = false;
 
-    fn endpoint(config: &GeminiConfig) -> &Endpoint {
-        &config.endpoint
+    fn urls(endpoint: &Endpoint) -> (String, String) {
+        let model = if endpoint.model.contains('/') {
+            endpoint.model.clone()
+        } else {
+            format!("models/{}", endpoint.model)
+        };
+        (
+            endpoint.url(&format!("/{model}:generateContent")),
+            endpoint.url(&format!("/{model}:streamGenerateContent?alt=sse")),
+        )
     }
 
     fn request_body(
@@ -129,7 +109,90 @@ impl Wire for GenerateContent {
         request: &ChatRequest,
         _stream: bool,
     ) -> Result<Bytes, ProviderError> {
-        request_body(request)
+        request.tool_choice.check(&request.tools)?;
+        let mut system = Vec::new();
+        let mut contents: Vec<Value> = Vec::new();
+        // The calls by id, to send a result back with the call's Gemini id when it had one.
+        let calls: HashMap<&str, &ToolCall> = request
+            .messages
+            .iter()
+            .filter_map(|message| match message {
+                Message::Assistant { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flatten()
+            .map(|call| (call.id.as_str(), call))
+            .collect();
+        for message in &request.messages {
+            let (role, part) = match message {
+                Message::System { content } => {
+                    system.push(json!({ "text": content }));
+                    continue;
+                }
+                Message::User { content } => ("user", vec![json!({ "text": content })]),
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    let mut parts = Vec::new();
+                    if !content.is_empty() {
+                        parts.push(json!({ "text": content }));
+                    }
+                    parts.extend(tool_calls.iter().map(call_part));
+                    if parts.is_empty() {
+                        parts.push(json!({ "text": "" }));
+                    }
+                    ("model", parts)
+                }
+                Message::Tool {
+                    tool_call_id,
+                    name,
+                    content,
+                    is_error,
+                } => {
+                    let mut response = Map::new();
+                    response.insert("name".into(), json!(name));
+                    // `response` is free-form, but an `error` key is documented to carry a failed
+                    // call's details; without `output` or `error` the whole object is the output
+                    // (<https://ai.google.dev/api/caching#FunctionResponse>).
+                    let key = if *is_error { "error" } else { "result" };
+                    let mut body = Map::new();
+                    body.insert(key.into(), json!(content));
+                    response.insert("response".into(), Value::Object(body));
+                    if let Some(id) = calls.get(tool_call_id.as_str()).and_then(|c| gemini_id(c)) {
+                        response.insert("id".into(), json!(id));
+                    }
+                    ("user", vec![json!({ "functionResponse": response })])
+                }
+            };
+            // Consecutive turns of one role (the results of parallel calls) form one turn.
+            match contents.last_mut() {
+                Some(last) if last["role"] == role => {
+                    if let Some(parts) = last["parts"].as_array_mut() {
+                        parts.extend(part);
+                    }
+                }
+                _ => contents.push(json!({ "role": role, "parts": part })),
+            }
+        }
+        let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
+        let mut generation = Map::new();
+        if let Some(temperature) = request.settings.temperature {
+            generation.insert("temperature".into(), json!(temperature));
+        }
+        if let Some(max_tokens) = request.settings.max_tokens {
+            generation.insert("maxOutputTokens".into(), json!(max_tokens));
+        }
+        let body = RequestBody {
+            contents,
+            system_instruction: (!system.is_empty()).then(|| json!({ "parts": system })),
+            tools: tools.as_deref().map(|tools| [tools]),
+            tool_config: tools
+                .as_ref()
+                .and_then(|_| wire_tool_config(&request.tool_choice)),
+            generation_config: (!generation.is_empty()).then_some(Value::Object(generation)),
+        };
+        write_json(&body)
     }
 
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
@@ -146,112 +209,8 @@ impl Wire for GenerateContent {
             data,
             unterminated: false,
         };
-        decode_whole(decoder, frame)
+        decode_whole(decoder, frame, PROVIDER)
     }
-
-    fn decode(response: reqwest::Response) -> ModelStream {
-        decode_stream(super::wire::http::body_stream(response))
-    }
-}
-
-/// Decodes a `streamGenerateContent?alt=sse` body (for example a recorded one) into model
-/// events.
-pub(crate) fn decode_stream<S, B, E>(body: S) -> ModelStream
-where
-    S: Stream<Item = Result<B, E>> + Send + 'static,
-    B: Into<Bytes>,
-    E: std::fmt::Display,
-{
-    decoded(framing::sse(body), GeminiDecoder::default())
-}
-
-fn request_body(request: &ChatRequest) -> Result<Bytes, ProviderError> {
-    request.tool_choice.check(&request.tools)?;
-    let mut system = Vec::new();
-    let mut contents: Vec<Value> = Vec::new();
-    // The calls by id, to send a result back with the call's Gemini id when it had one.
-    let calls: HashMap<&str, &ToolCall> = request
-        .messages
-        .iter()
-        .filter_map(|message| match message {
-            Message::Assistant { tool_calls, .. } => Some(tool_calls),
-            _ => None,
-        })
-        .flatten()
-        .map(|call| (call.id.as_str(), call))
-        .collect();
-    for message in &request.messages {
-        let (role, part) = match message {
-            Message::System { content } => {
-                system.push(json!({ "text": content }));
-                continue;
-            }
-            Message::User { content } => ("user", vec![json!({ "text": content })]),
-            Message::Assistant {
-                content,
-                tool_calls,
-            } => {
-                let mut parts = Vec::new();
-                if !content.is_empty() {
-                    parts.push(json!({ "text": content }));
-                }
-                parts.extend(tool_calls.iter().map(call_part));
-                if parts.is_empty() {
-                    parts.push(json!({ "text": "" }));
-                }
-                ("model", parts)
-            }
-            Message::Tool {
-                tool_call_id,
-                name,
-                content,
-                is_error,
-            } => {
-                let mut response = Map::new();
-                response.insert("name".into(), json!(name));
-                // `response` is free-form, but an `error` key is documented to carry a failed
-                // call's details; without `output` or `error` the whole object is the output
-                // (<https://ai.google.dev/api/caching#FunctionResponse>).
-                let key = if *is_error { "error" } else { "result" };
-                let mut body = Map::new();
-                body.insert(key.into(), json!(content));
-                response.insert("response".into(), Value::Object(body));
-                if let Some(id) = calls.get(tool_call_id.as_str()).and_then(|c| gemini_id(c)) {
-                    response.insert("id".into(), json!(id));
-                }
-                ("user", vec![json!({ "functionResponse": response })])
-            }
-        };
-        // Consecutive turns of one role (the results of parallel calls) form one turn.
-        match contents.last_mut() {
-            Some(last) if last["role"] == role => {
-                if let Some(parts) = last["parts"].as_array_mut() {
-                    parts.extend(part);
-                }
-            }
-            _ => contents.push(json!({ "role": role, "parts": part })),
-        }
-    }
-    let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
-    let mut generation = Map::new();
-    if let Some(temperature) = request.settings.temperature {
-        generation.insert("temperature".into(), json!(temperature));
-    }
-    if let Some(max_tokens) = request.settings.max_tokens {
-        generation.insert("maxOutputTokens".into(), json!(max_tokens));
-    }
-    let body = RequestBody {
-        contents,
-        system_instruction: (!system.is_empty()).then(|| json!({ "parts": system })),
-        tools: tools.as_deref().map(|tools| [tools]),
-        tool_config: tools
-            .as_ref()
-            .and_then(|_| wire_tool_config(&request.tool_choice)),
-        generation_config: (!generation.is_empty()).then_some(Value::Object(generation)),
-    };
-    serde_json::to_vec(&body)
-        .map(Bytes::from)
-        .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
 }
 
 #[derive(Serialize)]
@@ -436,7 +395,7 @@ struct PromptFeedback<'a> {
 }
 
 #[derive(Default)]
-struct GeminiDecoder {
+pub(crate) struct GeminiDecoder {
     answer: Answer,
     finish: Option<FinishReason>,
     /// A call whose arguments are still streaming in `partialArgs`: its slot and arguments.
@@ -543,10 +502,6 @@ impl GeminiDecoder {
 }
 
 impl Decoder for GeminiDecoder {
-    fn provider(&self) -> Provider {
-        PROVIDER
-    }
-
     fn open_call(&self) -> Option<&str> {
         self.answer.open_call()
     }

@@ -20,14 +20,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, value::RawValue};
 
 use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream, ProviderError,
-    SharedStr, ToolChoice, Usage,
-    client::{HttpModel, Wire, http_client},
-    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
-    wire::accumulate::{Answer, arguments_object},
-    wire::decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
-    wire::framing::{self, Frame},
-    wire::http::read_json,
+    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
+    ToolChoice, Usage,
+    client::{Wire, http_client},
+    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
+    wire::{
+        accumulate::{Answer, arguments_object},
+        decode::{Decoder, Text, stream_error, truncated, unreadable},
+        framing::{self, Frame, FrameStream},
+        http::{read_json, write_json},
+    },
 };
 use crate::schema::Provider;
 
@@ -54,6 +56,7 @@ pub struct OllamaConfig {
 const ENV: EnvNames = EnvNames {
     api_key: &["OLLAMA_API_KEY"],
     base_url: "OLLAMA_HOST",
+    read_base_url: host_url,
     model: "OLLAMA_MODEL",
 };
 
@@ -65,27 +68,14 @@ impl Default for OllamaConfig {
     }
 }
 
-endpoint_setters!(OllamaConfig);
-
-impl OllamaConfig {
-    /// The defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
+provider_config!(
+    OllamaConfig,
+    ENV,
     /// The settings from the environment: `OLLAMA_HOST` (as Ollama reads it: `host`,
     /// `host:port` or a URL), `OLLAMA_MODEL` and `OLLAMA_API_KEY`.
-    pub fn from_env() -> Self {
-        Self::from_vars(&super::env::process_vars)
-    }
+);
 
-    /// The settings from variables looked up with `vars`.
-    pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
-        let mut endpoint = Self::default().endpoint.overridden_by(vars, &ENV);
-        endpoint.base_url = host_url(&endpoint.base_url);
-        Self { endpoint }
-    }
-
+impl OllamaConfig {
     /// Sets the server as `OLLAMA_HOST` names it: a URL, or `host[:port]` (the scheme defaults
     /// to `http`, and the port of `http` to 11434). [`base_url`](Self::base_url)
     /// takes the URL as it is.
@@ -125,28 +115,30 @@ http_client!(
     OllamaConfig
 );
 
-impl OllamaClient {
-    /// A client with these settings.
-    pub fn new(config: OllamaConfig) -> Result<Self, ProviderError> {
-        let endpoint = &config.endpoint;
-        let http = endpoint.connect(PROVIDER, KeyHeader::Bearer, [], false)?;
-        let url = endpoint.url("/api/chat");
-        Ok(Self {
-            inner: HttpModel::new(config, http, url.clone(), url),
-        })
-    }
-}
-
 /// Ollama's native `/api/chat` wire.
 #[derive(Debug)]
 pub(crate) struct OllamaChat;
 
 impl Wire for OllamaChat {
     type Config = OllamaConfig;
+    type Decoder = OllamaDecoder;
     const PROVIDER: Provider = PROVIDER;
+    const KEY: KeyHeader = KeyHeader::Bearer;
+    const ACCEPT_EVENT_STREAM: bool = false;
 
-    fn endpoint(config: &OllamaConfig) -> &Endpoint {
-        &config.endpoint
+    fn urls(endpoint: &Endpoint) -> (String, String) {
+        let url = endpoint.url("/api/chat");
+        (url.clone(), url)
+    }
+
+    /// Newline-delimited JSON (lines of `/api/generate`, with text in `response`, are read too).
+    fn frames<S, B, E>(body: S) -> FrameStream
+    where
+        S: Stream<Item = Result<B, E>> + Send + 'static,
+        B: Into<Bytes>,
+        E: std::fmt::Display,
+    {
+        framing::ndjson(body)
     }
 
     fn request_body(
@@ -154,7 +146,29 @@ impl Wire for OllamaChat {
         request: &ChatRequest,
         stream: bool,
     ) -> Result<Bytes, ProviderError> {
-        request_body(config, request, stream)
+        let tools = match &request.tool_choice {
+            ToolChoice::Required => return Err(cannot_force("`required`")),
+            ToolChoice::Tool(name) => return Err(cannot_force(&format!("tool `{name}`"))),
+            ToolChoice::None => None,
+            ToolChoice::Auto => {
+                (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER))
+            }
+        };
+        let settings = &request.settings;
+        let options = (settings.temperature.is_some() || settings.max_tokens.is_some()).then_some(
+            WireOptions {
+                temperature: settings.temperature,
+                num_predict: settings.max_tokens,
+            },
+        );
+        let body = RequestBody {
+            model: &config.endpoint.model,
+            messages: request.messages.iter().map(WireMessage::from).collect(),
+            stream,
+            tools: tools.as_deref(),
+            options,
+        };
+        write_json(&body)
     }
 
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
@@ -187,52 +201,6 @@ impl Wire for OllamaChat {
         response.usage = usage;
         Ok(response)
     }
-
-    fn decode(response: reqwest::Response) -> ModelStream {
-        decode_stream(super::wire::http::body_stream(response))
-    }
-}
-
-/// Decodes an Ollama `/api/chat` NDJSON body (for example a recorded one) into model events.
-/// Lines of `/api/generate` (text in `response`) are read too.
-pub(crate) fn decode_stream<S, B, E>(body: S) -> ModelStream
-where
-    S: Stream<Item = Result<B, E>> + Send + 'static,
-    B: Into<Bytes>,
-    E: std::fmt::Display,
-{
-    decoded(framing::ndjson(body), OllamaDecoder::default())
-}
-
-fn request_body(
-    config: &OllamaConfig,
-    request: &ChatRequest,
-    stream: bool,
-) -> Result<Bytes, ProviderError> {
-    let tools = match &request.tool_choice {
-        ToolChoice::Required => return Err(cannot_force("`required`")),
-        ToolChoice::Tool(name) => return Err(cannot_force(&format!("tool `{name}`"))),
-        ToolChoice::None => None,
-        ToolChoice::Auto => {
-            (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER))
-        }
-    };
-    let settings = &request.settings;
-    let options =
-        (settings.temperature.is_some() || settings.max_tokens.is_some()).then_some(WireOptions {
-            temperature: settings.temperature,
-            num_predict: settings.max_tokens,
-        });
-    let body = RequestBody {
-        model: &config.endpoint.model,
-        messages: request.messages.iter().map(WireMessage::from).collect(),
-        stream,
-        tools: tools.as_deref(),
-        options,
-    };
-    serde_json::to_vec(&body)
-        .map(Bytes::from)
-        .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
 }
 
 /// The error for a tool choice that forces a call, which `/api/chat` cannot express.
@@ -443,15 +411,11 @@ struct LineFunction<'a> {
 }
 
 #[derive(Default)]
-struct OllamaDecoder {
+pub(crate) struct OllamaDecoder {
     answer: Answer,
 }
 
 impl Decoder for OllamaDecoder {
-    fn provider(&self) -> Provider {
-        PROVIDER
-    }
-
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
         let (line, unterminated) = match frame {
             Frame::Line { line, unterminated } => (line, unterminated),

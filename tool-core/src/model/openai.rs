@@ -11,19 +11,20 @@
 //! finish reason; text in `refusal` instead of `content`.
 
 use bytes::Bytes;
-use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, value::RawValue};
 
 use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream, ProviderError,
-    SharedStr, ToolChoice, Usage,
-    client::{HttpModel, Wire, http_client},
-    endpoint::{Endpoint, EnvNames, KeyHeader, endpoint_setters},
-    wire::accumulate::Answer,
-    wire::decode::{Decoder, Text, decoded, stream_error, truncated, unreadable},
-    wire::framing::{self, Frame},
-    wire::http::read_json,
+    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
+    ToolChoice, Usage,
+    client::{Wire, http_client},
+    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
+    wire::{
+        accumulate::Answer,
+        decode::{Decoder, Text, stream_error, truncated, unreadable},
+        framing::Frame,
+        http::{read_json, write_json},
+    },
 };
 use crate::schema::Provider;
 
@@ -57,6 +58,7 @@ pub struct OpenAiConfig {
 const ENV: EnvNames = EnvNames {
     api_key: &["OPENAI_API_KEY"],
     base_url: "OPENAI_BASE_URL",
+    read_base_url: str::to_owned,
     model: "OPENAI_MODEL",
 };
 
@@ -69,30 +71,14 @@ impl Default for OpenAiConfig {
     }
 }
 
-endpoint_setters!(OpenAiConfig);
-
-impl OpenAiConfig {
-    /// The defaults.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
+provider_config!(
+    OpenAiConfig,
+    ENV,
     /// The settings from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL` and
     /// `OPENAI_MODEL` (each optional; the defaults fill the gaps).
-    pub fn from_env() -> Self {
-        Self::from_vars(&super::env::process_vars)
-    }
+);
 
-    /// The settings from variables looked up with `vars` (the environment in
-    /// [`from_env`](Self::from_env)).
-    pub fn from_vars(vars: &dyn Fn(&str) -> Option<String>) -> Self {
-        let defaults = Self::default();
-        Self {
-            endpoint: defaults.endpoint.overridden_by(vars, &ENV),
-            ..defaults
-        }
-    }
-
+impl OpenAiConfig {
     /// Turns `stream_options.include_usage` on or off.
     #[must_use]
     pub fn include_usage(mut self, include_usage: bool) -> Self {
@@ -108,28 +94,20 @@ http_client!(
     OpenAiConfig
 );
 
-impl OpenAiClient {
-    /// A client with these settings.
-    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let endpoint = &config.endpoint;
-        let http = endpoint.connect(PROVIDER, KeyHeader::Bearer, [], true)?;
-        let url = endpoint.url("/chat/completions");
-        Ok(Self {
-            inner: HttpModel::new(config, http, url.clone(), url),
-        })
-    }
-}
-
 /// The Chat Completions wire.
 #[derive(Debug)]
 pub(crate) struct ChatCompletions;
 
 impl Wire for ChatCompletions {
     type Config = OpenAiConfig;
+    type Decoder = OpenAiDecoder;
     const PROVIDER: Provider = PROVIDER;
+    const KEY: KeyHeader = KeyHeader::Bearer;
+    const ACCEPT_EVENT_STREAM: bool = true;
 
-    fn endpoint(config: &OpenAiConfig) -> &Endpoint {
-        &config.endpoint
+    fn urls(endpoint: &Endpoint) -> (String, String) {
+        let url = endpoint.url("/chat/completions");
+        (url.clone(), url)
     }
 
     fn request_body(
@@ -137,52 +115,28 @@ impl Wire for ChatCompletions {
         request: &ChatRequest,
         stream: bool,
     ) -> Result<Bytes, ProviderError> {
-        request_body(config, request, stream)
+        request.tool_choice.check(&request.tools)?;
+        let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
+        let body = RequestBody {
+            model: &config.endpoint.model,
+            messages: request.messages.iter().map(WireMessage::from).collect(),
+            stream,
+            stream_options: (stream && config.include_usage).then_some(StreamOptions {
+                include_usage: true,
+            }),
+            tools: tools.as_deref(),
+            tool_choice: tools
+                .as_ref()
+                .and_then(|_| wire_tool_choice(&request.tool_choice)),
+            temperature: request.settings.temperature,
+            max_tokens: request.settings.max_tokens,
+        };
+        write_json(&body)
     }
 
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
         read_json::<Completion>(PROVIDER, body)?.into_response()
     }
-
-    fn decode(response: reqwest::Response) -> ModelStream {
-        decode_stream(super::wire::http::body_stream(response))
-    }
-}
-
-/// Decodes a Chat Completions SSE body (for example a recorded one) into model events.
-pub(crate) fn decode_stream<S, B, E>(body: S) -> ModelStream
-where
-    S: Stream<Item = Result<B, E>> + Send + 'static,
-    B: Into<Bytes>,
-    E: std::fmt::Display,
-{
-    decoded(framing::sse(body), OpenAiDecoder::default())
-}
-
-fn request_body(
-    config: &OpenAiConfig,
-    request: &ChatRequest,
-    stream: bool,
-) -> Result<Bytes, ProviderError> {
-    request.tool_choice.check(&request.tools)?;
-    let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
-    let body = RequestBody {
-        model: &config.endpoint.model,
-        messages: request.messages.iter().map(WireMessage::from).collect(),
-        stream,
-        stream_options: (stream && config.include_usage).then_some(StreamOptions {
-            include_usage: true,
-        }),
-        tools: tools.as_deref(),
-        tool_choice: tools
-            .as_ref()
-            .and_then(|_| wire_tool_choice(&request.tool_choice)),
-        temperature: request.settings.temperature,
-        max_tokens: request.settings.max_tokens,
-    };
-    serde_json::to_vec(&body)
-        .map(Bytes::from)
-        .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
 }
 
 #[derive(Serialize)]
@@ -505,7 +459,7 @@ struct FunctionChunk<'a> {
 }
 
 #[derive(Default)]
-struct OpenAiDecoder {
+pub(crate) struct OpenAiDecoder {
     answer: Answer,
     finish: Option<FinishReason>,
     refused: bool,
@@ -575,10 +529,6 @@ impl OpenAiDecoder {
 }
 
 impl Decoder for OpenAiDecoder {
-    fn provider(&self) -> Provider {
-        PROVIDER
-    }
-
     fn open_call(&self) -> Option<&str> {
         self.answer.open_call()
     }

@@ -17,9 +17,6 @@ use crate::{
 
 /// A wire protocol's stream decoder.
 pub(crate) trait Decoder: Send + Unpin + 'static {
-    /// Which provider speaks this protocol.
-    fn provider(&self) -> Provider;
-
     /// Reads one frame and pushes the events it yields. Returns `true` once the protocol's
     /// terminal event has been seen (and `Done` pushed); the rest of the body is not read.
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError>;
@@ -47,11 +44,16 @@ pub(crate) fn truncated(provider: Provider) -> ProviderError {
     }
 }
 
-/// The events of `frames` decoded by `decoder`.
-pub(crate) fn decoded<D: Decoder>(frames: FrameStream, decoder: D) -> ModelStream {
+/// The events of `frames` decoded by `decoder`, a decoder of `provider`'s protocol.
+pub(crate) fn decoded<D: Decoder>(
+    frames: FrameStream,
+    decoder: D,
+    provider: Provider,
+) -> ModelStream {
     Decoded {
         frames,
         decoder,
+        provider,
         ready: VecDeque::new(),
         scratch: Vec::new(),
         events: 0,
@@ -72,6 +74,7 @@ enum State {
 struct Decoded<D> {
     frames: FrameStream,
     decoder: D,
+    provider: Provider,
     ready: VecDeque<ModelEvent>,
     scratch: Vec<ModelEvent>,
     /// The frames read whole so far.
@@ -96,7 +99,7 @@ impl<D: Decoder> Decoded<D> {
     /// The stream ended early: how far it got, and what it was in the middle of.
     fn ended_early(&self, cause: Option<String>) -> ProviderError {
         ProviderError::Truncated {
-            provider: self.decoder.provider(),
+            provider: self.provider,
             bytes: Some(self.frames.bytes_read()),
             events: self.events,
             incomplete_call: self.decoder.open_call().map(str::to_owned),
@@ -220,12 +223,13 @@ pub(crate) fn stream_error(provider: Provider, text: &str) -> ProviderError {
     }
 }
 
-/// A whole (non-streamed) body read with a stream decoder, as one frame.
+/// A whole (non-streamed) body read as one frame with a stream decoder of `provider`'s
+/// protocol.
 pub(crate) fn decode_whole<D: Decoder>(
     mut decoder: D,
     frame: Frame,
+    provider: Provider,
 ) -> Result<ChatResponse, ProviderError> {
-    let provider = decoder.provider();
     let bytes = match &frame {
         Frame::Event { data, .. } | Frame::Raw(data) => data.len(),
         Frame::Line { line, .. } => line.len(),
@@ -287,7 +291,10 @@ mod tests {
     use serde_json::json;
 
     use super::super::framing;
-    use crate::model::{Message, ModelEvent, ModelStream, anthropic, gemini, ollama, openai};
+    use crate::model::{
+        Message, ModelEvent, ModelStream, anthropic::Messages, client::decode_stream,
+        gemini::GenerateContent, ollama::OllamaChat, openai::ChatCompletions,
+    };
 
     const OPENAI: &[&[u8]] = &[
         include_bytes!("../../../../tests/transcripts/openai/calls_all_index_0.sse"),
@@ -349,10 +356,10 @@ mod tests {
         fn(futures::stream::Iter<std::vec::IntoIter<Result<Bytes, String>>>) -> ModelStream;
 
     const WIRES: [(&str, Decode, &[&[u8]]); 4] = [
-        ("openai", openai::decode_stream, OPENAI),
-        ("anthropic", anthropic::decode_stream, ANTHROPIC),
-        ("gemini", gemini::decode_stream, GEMINI),
-        ("ollama", ollama::decode_stream, OLLAMA),
+        ("openai", decode_stream::<ChatCompletions, _, _, _>, OPENAI),
+        ("anthropic", decode_stream::<Messages, _, _, _>, ANTHROPIC),
+        ("gemini", decode_stream::<GenerateContent, _, _, _>, GEMINI),
+        ("ollama", decode_stream::<OllamaChat, _, _, _>, OLLAMA),
     ];
 
     /// What a stream yields: its events with ids renamed in order of appearance (Ollama and

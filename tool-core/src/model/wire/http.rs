@@ -319,6 +319,13 @@ impl Http {
     }
 }
 
+/// A request's JSON body.
+pub(crate) fn write_json(body: &impl serde::Serialize) -> Result<Bytes, ProviderError> {
+    serde_json::to_vec(body)
+        .map(Bytes::from)
+        .map_err(|error| ProviderError::Config(format!("cannot encode the request: {error}")))
+}
+
 /// Reads a non-streamed JSON answer of `provider`.
 pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
     provider: Provider,
