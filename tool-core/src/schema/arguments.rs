@@ -225,6 +225,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::schema::fixtures::recursive_node;
 
     #[test]
     fn a_null_for_an_optional_field_that_rejects_null_is_dropped() {
@@ -299,20 +300,8 @@ mod tests {
 
     #[test]
     fn recursive_schemas_are_followed_at_every_depth() {
-        let schema = json!({
-            "$ref": "#/$defs/Node",
-            "$defs": {
-                "Node": {
-                    "type": "object",
-                    "properties": {
-                        "weight": { "type": "integer", "default": 1 },
-                        "children": { "type": "array", "items": { "$ref": "#/$defs/Node" } }
-                    }
-                }
-            }
-        });
         let args = run(
-            schema,
+            recursive_node(),
             json!({
                 "weight": null,
                 "children": [{ "weight": null, "children": [{ "weight": 3, "children": [{ "weight": null }] }] }]

@@ -377,6 +377,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::schema::fixtures::recursive_node;
 
     /// The arguments after coercion and the coercions, as their `Display` texts.
     fn run(schema: &Value, args: Value) -> (Value, Vec<String>) {
@@ -389,20 +390,33 @@ mod tests {
         serde_json::to_value(schemars::schema_for!(T)).unwrap()
     }
 
-    #[test]
-    fn scalars_are_read_as_the_type_the_schema_names() {
-        let schema = json!({
+    /// Properties of every scalar type, and of none or several.
+    fn scalars_schema() -> Value {
+        json!({
             "type": "object",
             "properties": {
                 "days": { "type": "integer" },
                 "ratio": { "type": "number" },
                 "verbose": { "type": "boolean" },
                 "limit": { "type": "integer" },
-                "big": { "type": "integer" }
+                "big": { "type": "integer" },
+                "half": { "type": "integer" },
+                "word": { "type": "integer" },
+                "name": { "type": "string" },
+                "either": { "type": ["string", "integer"] },
+                "any": {},
+                "nothing": { "type": "integer" },
+                "huge": { "type": "integer" },
+                "options": { "type": "object" },
+                "yes": { "type": "boolean" }
             }
-        });
+        })
+    }
+
+    #[test]
+    fn scalars_are_read_as_the_type_the_schema_names() {
         let (args, coercions) = run(
-            &schema,
+            &scalars_schema(),
             json!({
                 "days": "30",
                 "ratio": "2.5",
@@ -435,23 +449,6 @@ mod tests {
 
     #[test]
     fn values_that_cannot_be_read_as_meant_are_left_alone() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "days": { "type": "integer" },
-                "ratio": { "type": "number" },
-                "verbose": { "type": "boolean" },
-                "half": { "type": "integer" },
-                "word": { "type": "integer" },
-                "name": { "type": "string" },
-                "either": { "type": ["string", "integer"] },
-                "any": {},
-                "nothing": { "type": "integer" },
-                "huge": { "type": "integer" },
-                "options": { "type": "object" },
-                "yes": { "type": "boolean" }
-            }
-        });
         let original = json!({
             "days": "thirty",
             "ratio": "NaN",
@@ -467,7 +464,7 @@ mod tests {
             "yes": "True",
             "unknown": "30"
         });
-        let (args, coercions) = run(&schema, original.clone());
+        let (args, coercions) = run(&scalars_schema(), original.clone());
         assert_eq!(args, original);
         assert!(coercions.is_empty(), "{coercions:?}");
     }
@@ -669,23 +666,8 @@ mod tests {
 
     #[test]
     fn recursive_and_broken_references_end() {
-        let schema = json!({
-            "$ref": "#/$defs/Node",
-            "$defs": {
-                "Node": {
-                    "type": "object",
-                    "properties": {
-                        "weight": { "type": "integer" },
-                        "children": { "type": "array", "items": { "$ref": "#/$defs/Node" } },
-                        "loop": { "$ref": "#/$defs/Loop" },
-                        "gone": { "$ref": "#/$defs/Missing" }
-                    }
-                },
-                "Loop": { "$ref": "#/$defs/Loop" }
-            }
-        });
         let (args, coercions) = run(
-            &schema,
+            &recursive_node(),
             json!({
                 "weight": "1",
                 "children": [{ "children": [{ "weight": "3" }] }],

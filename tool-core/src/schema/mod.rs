@@ -257,3 +257,29 @@ pub fn format_tool(
     };
     Ok(common::sorted(formatted))
 }
+
+/// Schemas the tests of more than one schema module use.
+#[cfg(test)]
+mod fixtures {
+    use serde_json::{Value, json};
+
+    /// A recursive `Node`: a `weight` (default 1), `children` of its own type, a reference
+    /// that only leads to itself (`loop`) and one to nothing (`gone`).
+    pub(super) fn recursive_node() -> Value {
+        json!({
+            "$ref": "#/$defs/Node",
+            "$defs": {
+                "Node": {
+                    "type": "object",
+                    "properties": {
+                        "weight": { "type": "integer", "default": 1 },
+                        "children": { "type": "array", "items": { "$ref": "#/$defs/Node" } },
+                        "loop": { "$ref": "#/$defs/Loop" },
+                        "gone": { "$ref": "#/$defs/Missing" }
+                    }
+                },
+                "Loop": { "$ref": "#/$defs/Loop" }
+            }
+        })
+    }
+}
