@@ -187,6 +187,46 @@ pub(super) fn is_null_schema(schema: &Value) -> bool {
     }
 }
 
+/// Moves a keyword the provider cannot keep into the description `notes`, for the keywords
+/// whose meaning fits in a few words: `default`, `minLength`, `maxLength`, `minProperties`,
+/// `maxProperties`, `multipleOf`, `propertyNames`, `patternProperties`, and the flags
+/// `uniqueItems` and `deprecated` (which say nothing when `false`). Returns what became of the
+/// keyword, for the log; any other keyword is dropped.
+pub(super) fn describe(notes: &mut Vec<String>, keyword: &str, value: &Value) -> &'static str {
+    let note = match keyword {
+        "default" => Some(format!("default: {}", compact(value))),
+        "minLength" => Some(format!("at least {}", characters(value))),
+        "maxLength" => Some(format!("at most {}", characters(value))),
+        "minProperties" => Some(format!("at least {value} properties")),
+        "maxProperties" => Some(format!("at most {value} properties")),
+        "multipleOf" => Some(format!("must be a multiple of {}", show(value))),
+        "propertyNames" => Some(format!("each key: {}", compact(value))),
+        "patternProperties" => Some(format!(
+            "keys matching a pattern, with values: {}",
+            compact(value)
+        )),
+        "uniqueItems" => (value == true).then(|| "items must be unique".to_owned()),
+        "deprecated" => (value == true).then(|| "deprecated".to_owned()),
+        _ => None,
+    };
+    match note {
+        Some(note) => {
+            notes.push(note);
+            "moved into the description"
+        }
+        None => "dropped",
+    }
+}
+
+/// A string length for a note: `1 character`, `3 characters`.
+fn characters(count: &Value) -> String {
+    if count.as_u64() == Some(1) {
+        "1 character".to_owned()
+    } else {
+        format!("{count} characters")
+    }
+}
+
 /// A short rendering of a JSON value for a description note: strings as written, everything
 /// else as compact JSON.
 pub(super) fn show(value: &Value) -> String {

@@ -29,8 +29,8 @@
 use serde_json::{Map, Value};
 
 use super::common::{
-    MAX_DEPTH, NumericFormat, append_notes, at, child, compact, is_null_schema, numeric_format,
-    resolve, show,
+    MAX_DEPTH, NumericFormat, append_notes, at, child, compact, describe, is_null_schema,
+    numeric_format, resolve, show,
 };
 
 /// Every field of Gemini's `Schema` object; nothing else may appear in the output.
@@ -281,9 +281,10 @@ impl Converter<'_> {
                 "exclusiveMinimum" | "exclusiveMaximum" => {
                     self.exclusive_bound(&mut out, &mut notes, &key, &value, path);
                 }
-                "multipleOf" => {
-                    notes.push(format!("must be a multiple of {}", show(&value)));
-                    self.debug(path, &key, "moved into the description");
+                "deprecated" | "multipleOf" | "patternProperties" | "propertyNames"
+                | "uniqueItems" => {
+                    let what = describe(&mut notes, &key, &value);
+                    self.debug(path, &key, what);
                 }
                 "additionalProperties" => match value {
                     Value::Bool(_) => self.debug(path, &key, "dropped"),
@@ -297,23 +298,6 @@ impl Converter<'_> {
                         self.debug(path, &key, "moved into the description");
                     }
                 },
-                "propertyNames" => {
-                    notes.push(format!("each key: {}", compact(&value)));
-                    self.debug(path, &key, "moved into the description");
-                }
-                "patternProperties" => {
-                    notes.push(format!(
-                        "keys matching a pattern, with values: {}",
-                        compact(&value)
-                    ));
-                    self.debug(path, &key, "moved into the description");
-                }
-                "uniqueItems" => {
-                    if value == true {
-                        notes.push("items must be unique".to_owned());
-                        self.debug(path, &key, "moved into the description");
-                    }
-                }
                 "examples" => {
                     let examples = match &value {
                         Value::Array(examples) => {
@@ -322,12 +306,6 @@ impl Converter<'_> {
                         other => show(other),
                     };
                     notes.push(format!("examples: {examples}"));
-                    self.debug(path, &key, "moved into the description");
-                }
-                "deprecated" => {
-                    if value == true {
-                        notes.push("deprecated".to_owned());
-                    }
                     self.debug(path, &key, "moved into the description");
                 }
                 "$schema" | "$id" | "$comment" | "$anchor" | "$dynamicAnchor" | "$defs"

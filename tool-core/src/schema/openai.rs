@@ -29,7 +29,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::common::{
-    MAX_DEPTH, NumericFormat, append_notes, at, child, compact, numeric_format, resolve,
+    MAX_DEPTH, NumericFormat, append_notes, at, child, compact, describe, numeric_format, resolve,
 };
 
 /// The string formats strict mode accepts.
@@ -285,40 +285,13 @@ impl Strict<'_> {
                         }
                     }
                 }
-                "default" => {
-                    notes.push(format!("default: {}", compact(&value)));
-                    self.debug(path, &key, "moved into the description");
-                }
-                "minLength" => {
-                    notes.push(format!("at least {}", characters(&value)));
-                    self.debug(path, &key, "moved into the description");
-                }
-                "maxLength" => {
-                    notes.push(format!("at most {}", characters(&value)));
-                    self.debug(path, &key, "moved into the description");
-                }
-                "minProperties" => {
-                    notes.push(format!("at least {value} properties"));
-                    self.debug(path, &key, "moved into the description");
-                }
-                "maxProperties" => {
-                    notes.push(format!("at most {value} properties"));
-                    self.debug(path, &key, "moved into the description");
-                }
-                "uniqueItems" => {
-                    if value == true {
-                        notes.push("items must be unique".to_owned());
-                    }
-                    self.debug(path, &key, "moved into the description");
+                "default" | "deprecated" | "maxLength" | "maxProperties" | "minLength"
+                | "minProperties" | "uniqueItems" => {
+                    let what = describe(&mut notes, &key, &value);
+                    self.debug(path, &key, what);
                 }
                 "examples" => {
                     notes.push(format!("examples: {}", compact(&value)));
-                    self.debug(path, &key, "moved into the description");
-                }
-                "deprecated" => {
-                    if value == true {
-                        notes.push("deprecated".to_owned());
-                    }
                     self.debug(path, &key, "moved into the description");
                 }
                 "$defs" if root => {
@@ -520,14 +493,6 @@ fn is_nullable(schema: &Map<String, Value>) -> bool {
         .and_then(Value::as_array)
         .is_some_and(|branches| branches.iter().any(super::common::is_null_schema));
     null_type || null_branch || schema.get("const") == Some(&Value::Null)
-}
-
-fn characters(count: &Value) -> String {
-    if count.as_u64() == Some(1) {
-        "1 character".to_owned()
-    } else {
-        format!("{count} characters")
-    }
 }
 
 fn has_lookaround(pattern: &str) -> bool {
