@@ -153,6 +153,12 @@ pub(crate) fn check_name(what: &'static str, name: &str) -> Result<(), Conversat
     }
 }
 
+/// Checks the scope and the id of a conversation (see [`check_name`]).
+pub(crate) fn check_key(scope: &str, id: &str) -> Result<(), ConversationError> {
+    check_name("scope", scope)?;
+    check_name("id", id)
+}
+
 /// Sorts summaries the most recent first, ties by id. RFC 3339 UTC times compare as text.
 pub(crate) fn sort_summaries(summaries: &mut [ConversationSummary]) {
     summaries.sort_by(|a, b| b.saved_at.cmp(&a.saved_at).then_with(|| a.id.cmp(&b.id)));
@@ -183,8 +189,7 @@ impl FileConversationStore {
 
     /// The file of a conversation.
     pub fn path_of(&self, scope: &str, id: &str) -> Result<PathBuf, ConversationError> {
-        check_name("scope", scope)?;
-        check_name("id", id)?;
+        check_key(scope, id)?;
         Ok(self.dir.join(scope).join(format!("{id}.json")))
     }
 
@@ -303,8 +308,7 @@ impl ConversationStore for MemoryConversationStore {
         id: &str,
         conversation: &SavedConversation,
     ) -> Result<(), ConversationError> {
-        check_name("scope", scope)?;
-        check_name("id", id)?;
+        check_key(scope, id)?;
         let conversation = conversation.clone();
         self.with(|map| map.insert((scope.to_owned(), id.to_owned()), conversation));
         Ok(())
@@ -315,8 +319,7 @@ impl ConversationStore for MemoryConversationStore {
         scope: &str,
         id: &str,
     ) -> Result<Option<SavedConversation>, ConversationError> {
-        check_name("scope", scope)?;
-        check_name("id", id)?;
+        check_key(scope, id)?;
         Ok(self.with(|map| map.get(&(scope.to_owned(), id.to_owned())).cloned()))
     }
 
@@ -333,8 +336,7 @@ impl ConversationStore for MemoryConversationStore {
     }
 
     async fn delete(&self, scope: &str, id: &str) -> Result<bool, ConversationError> {
-        check_name("scope", scope)?;
-        check_name("id", id)?;
+        check_key(scope, id)?;
         Ok(self.with(|map| map.remove(&(scope.to_owned(), id.to_owned())).is_some()))
     }
 }

@@ -7,7 +7,8 @@ use sqlx::Row;
 use super::{
     StoreError,
     conversation::{
-        ConversationError, ConversationStore, ConversationSummary, check_name, sort_summaries,
+        ConversationError, ConversationStore, ConversationSummary, check_key, check_name,
+        sort_summaries,
     },
     redact_url,
 };
@@ -466,8 +467,7 @@ impl ConversationStore for SqlStore {
         id: &str,
         conversation: &SavedConversation,
     ) -> Result<(), ConversationError> {
-        check_name("scope", scope)?;
-        check_name("id", id)?;
+        check_key(scope, id)?;
         // The whole document is stored, so fields added to the format later are kept; the
         // other columns are copies for listing and sorting.
         let document =
@@ -508,8 +508,7 @@ impl ConversationStore for SqlStore {
         scope: &str,
         id: &str,
     ) -> Result<Option<SavedConversation>, ConversationError> {
-        check_name("scope", scope)?;
-        check_name("id", id)?;
+        check_key(scope, id)?;
         let document: Option<String> = on_pool!(self, pool => {
             sqlx::query_scalar("SELECT document FROM tool_conversations WHERE scope = $1 AND id = $2")
                 .bind(scope)
@@ -562,8 +561,7 @@ impl ConversationStore for SqlStore {
     }
 
     async fn delete(&self, scope: &str, id: &str) -> Result<bool, ConversationError> {
-        check_name("scope", scope)?;
-        check_name("id", id)?;
+        check_key(scope, id)?;
         let result = on_pool!(self, pool => {
             sqlx::query("DELETE FROM tool_conversations WHERE scope = $1 AND id = $2")
                 .bind(scope)
