@@ -180,6 +180,18 @@ async fn text_and_object_give_the_same_result_and_the_same_error_texts() {
             r#"{"city": 7, "days": 300}"#,
             "Error: invalid arguments for forecast: at /city: expected a string, got 7; at /days: expected a number <= 14, got 300",
         ),
+        // A typed tool known to read text: the bounds are checked on the parsed object, which
+        // the tool then reads.
+        (
+            "forecast",
+            r#"{"city": "Bergen", "days": 14}"#,
+            "14 days in Bergen",
+        ),
+        (
+            "forecast",
+            r#"{"city": "Bergen", "days": 3.5}"#,
+            "Error: invalid arguments for forecast: at /days: expected an integer, got 3.5",
+        ),
         ("ping", "", "pong"),
         ("ping", "null", "pong"),
         ("ping", r#"{"unused": [1, 2]}"#, "pong"),
@@ -361,4 +373,50 @@ async fn a_tool_reading_its_call_gets_the_context_on_the_text_path() {
             .await,
         Ok("yo from whoami (c)".to_owned())
     );
+}
+
+/// Wait, then answer.
+#[tool(timeout = "50ms")]
+async fn slow_echo(text: String, wait_ms: u64) -> String {
+    tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
+    text
+}
+
+#[tokio::test]
+async fn a_tool_that_waits_runs_to_its_end_or_its_timeout_on_the_text_path() {
+    let registry = ToolRegistry::new();
+    registry.register(SlowEcho).unwrap();
+    let finished = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        registry.execute_text("slow_echo", r#"{"text": "late", "wait_ms": 5}"#),
+    )
+    .await
+    .unwrap();
+    assert_eq!(finished, "late");
+    let stopped = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        registry.try_execute_text("slow_echo", r#"{"text": "never", "wait_ms": 2000}"#),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        stopped,
+        Err(tool_core::ExecuteError::TimedOut {
+            name: "slow_echo".to_owned(),
+            after: std::time::Duration::from_millis(50),
+        })
+    );
+}
+
+#[test]
+fn a_tool_whose_body_never_waits_finishes_when_its_text_call_is_made() {
+    let call = Add.execute_text(r#"{"a": 1, "b": 2}"#, None);
+    assert!(
+        matches!(&call, TextCall::Finished(Ok(text)) if text == "3"),
+        "{call:?}"
+    );
+    let call = SlowEcho.execute_text(r#"{"text": "x", "wait_ms": 1}"#, None);
+    assert!(matches!(call, TextCall::Started(_)), "{call:?}");
+    let call = Add.execute_text(r#"{"a": "1", "b": 2}"#, None);
+    assert!(matches!(call, TextCall::Refused(None)), "{call:?}");
 }

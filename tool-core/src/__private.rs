@@ -38,13 +38,39 @@ pub type ExecuteFuture<'a> = crate::tool::ToolFuture<'a>;
 /// A shared tool, as `#[toolbox]`'s `tools()` returns them.
 pub type DynTool = Arc<dyn ExecutableTool>;
 
-/// Boxes the body of a generated `execute`. Taking the future through a generic bound lets the
+/// A started tool body: running, or already finished.
+pub enum Body<'a> {
+    /// The body's future, to await.
+    Running(ExecuteFuture<'a>),
+    /// What the body returned.
+    Finished(Result<String, ToolError>),
+}
+
+/// Boxes the body of a generated tool. Taking the future through a generic bound lets the
 /// compiler infer the `async` block's output, so `?` works inside it.
-pub fn execute<'a, F>(future: F) -> ExecuteFuture<'a>
+pub fn execute<'a, F>(future: F) -> Body<'a>
 where
     F: Future<Output = Result<String, ToolError>> + Send + 'a,
 {
-    Box::pin(future)
+    Body::Running(Box::pin(future))
+}
+
+/// Runs the body of a generated tool that never waits (the macro found no `.await` and no
+/// macro that could hide one) to its end, with no boxed future: such a body finishes when it is
+/// first polled.
+pub fn execute_now<'a, F>(future: F) -> Body<'a>
+where
+    F: Future<Output = Result<String, ToolError>> + Send + 'a,
+{
+    let mut future = core::pin::pin!(future);
+    let mut context = core::task::Context::from_waker(core::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        core::task::Poll::Ready(result) => Body::Finished(result),
+        // Only a body with an await point can wait, and this one has none.
+        core::task::Poll::Pending => Body::Finished(Err(ToolError::new(
+            "the tool waited although its body has no `.await`",
+        ))),
+    }
 }
 
 /// Where a generated tool reads its arguments from.
@@ -72,17 +98,21 @@ pub fn start<'a, T, S, R>(
 where
     T: ArgsDeserialize,
     S: FnOnce() -> ChatTool,
-    R: FnOnce(T, Option<CallContext>) -> ExecuteFuture<'a>,
+    R: FnOnce(T, Option<CallContext>) -> Body<'a>,
 {
     use crate::tool::TextCall;
+    let started = |body| match body {
+        Body::Running(future) => TextCall::Started(future),
+        Body::Finished(result) => TextCall::Finished(result),
+    };
     match source {
         Source::Text(text) => match read_text::<T>(text) {
-            Some(args) => TextCall::Started(run(args, call)),
+            Some(args) => started(run(args, call)),
             None => TextCall::Refused(call),
         },
         Source::Object(args) => match narrow_with::<T>(tool, args, schema) {
-            Ok(args) => TextCall::Started(run(args, call)),
-            Err(error) => TextCall::Started(failed(error)),
+            Ok(args) => started(run(args, call)),
+            Err(error) => TextCall::Finished(Err(error)),
         },
     }
 }
@@ -91,14 +121,13 @@ where
 pub fn started(call: crate::tool::TextCall<'_>) -> ExecuteFuture<'_> {
     match call {
         crate::tool::TextCall::Started(future) => future,
-        crate::tool::TextCall::Refused(_) | crate::tool::TextCall::Unsupported(_) => failed(
-            ToolError::new("the tool refused arguments given as an object"),
-        ),
+        crate::tool::TextCall::Finished(result) => Box::pin(core::future::ready(result)),
+        crate::tool::TextCall::Refused(_) | crate::tool::TextCall::Unsupported(_) => {
+            Box::pin(core::future::ready(Err(ToolError::new(
+                "the tool refused arguments given as an object",
+            ))))
+        }
     }
-}
-
-fn failed<'a>(error: ToolError) -> ExecuteFuture<'a> {
-    Box::pin(core::future::ready(Err(error)))
 }
 
 /// `T` read from the model's text, when the text is a JSON object `T` deserializes from.
@@ -252,7 +281,8 @@ fn join_description(parts: &[&str]) -> String {
 }
 
 /// Picks how a tool's return value becomes its text, by autoref specialization on the type,
-/// called as `(&&&Output::new(value)).tool_output()`: a `Result<T, ToolError>` keeps its error
+/// called as `(&&&&Output::new(value)).tool_output()`: a `String` is the text (`StringOutput`,
+/// on `&&&Output`); a `Result<T, ToolError>` keeps its error
 /// as it is, so a [`ToolError::retry`] stays a retry (`ToolErrorOutput`, on `&&Output`); any
 /// other `Result<T, E>` is unwrapped with the error's text (`ResultOutput`, on `&Output`); any
 /// other value goes through `PlainOutput` (on `Output`). The bounds on `T` and `E` sit on the
@@ -269,6 +299,18 @@ impl<T> Output<T> {
         self.0
             .take()
             .ok_or_else(|| ToolError::new("the tool's output was already taken"))
+    }
+}
+
+/// The `String` path of [`Output`]: the text itself, moved, not copied through serde.
+pub trait StringOutput {
+    /// The tool's text.
+    fn tool_output(&self) -> Result<String, ToolError>;
+}
+
+impl StringOutput for &&&Output<String> {
+    fn tool_output(&self) -> Result<String, ToolError> {
+        self.take()
     }
 }
 

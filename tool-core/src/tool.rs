@@ -119,6 +119,10 @@ pub type ToolFuture<'a> =
 pub enum TextCall<'a> {
     /// The text was read into the tool's typed arguments and the call made; await the future.
     Started(ToolFuture<'a>),
+    /// The text was read into the tool's typed arguments and the call ran to its end at once:
+    /// a `#[tool]` fn whose body never waits (no `.await`) finishes when it is first polled, so
+    /// its result comes back without a boxed future.
+    Finished(Result<String, ToolError>),
     /// The tool reads text, but this text does not deserialize into its arguments. The call's
     /// context is handed back for the object path.
     Refused(Option<crate::CallContext>),
@@ -130,6 +134,7 @@ impl fmt::Debug for TextCall<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             TextCall::Started(_) => "TextCall::Started(..)",
+            TextCall::Finished(_) => "TextCall::Finished(..)",
             TextCall::Refused(_) => "TextCall::Refused(..)",
             TextCall::Unsupported(_) => "TextCall::Unsupported(..)",
         })

@@ -350,7 +350,7 @@ fn tool_impl(
         syn::ReturnType::Default => tool.func.sig.ident.span(),
     };
     let output = quote_spanned! {output_span=>
-        (&&&::tool_core::__private::Output::new(__output)).tool_output()
+        (&&&&::tool_core::__private::Output::new(__output)).tool_output()
     };
     // A tool that reads its call gets an empty context when it is called without one.
     let call = if takes_call {
@@ -370,6 +370,13 @@ fn tool_impl(
                     ::tool_core::__private::Send + ::tool_core::__private::Sync + 'static
         }
     });
+    // A body that never waits finishes when first polled: it is run at once, unboxed.
+    let block = &tool.func.block;
+    let execute = if never_waits(quote!(#block)) {
+        quote!(execute_now)
+    } else {
+        quote!(execute)
+    };
     let start_ident = format_ident!("__{}start", prefix);
     let start_fn = quote! {
         fn #start_ident<'__a>(
@@ -386,9 +393,10 @@ fn tool_impl(
                     #unpack
                     #call
                     use ::tool_core::__private::{
-                        PlainOutput as _, ResultOutput as _, ToolErrorOutput as _,
+                        PlainOutput as _, ResultOutput as _, StringOutput as _,
+                        ToolErrorOutput as _,
                     };
-                    ::tool_core::__private::execute(async move {
+                    ::tool_core::__private::#execute(async move {
                         let __output = #callee(#(#call_args),*).await;
                         #output
                     })
@@ -472,6 +480,58 @@ fn tool_impl(
             #execute
         }
     }
+}
+
+/// Macros that expand to no await point of their own: an `.await` in their input is seen by
+/// [`never_waits`] like any other.
+const NON_WAITING_MACROS: &[&str] = &[
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "concat",
+    "dbg",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "eprint",
+    "eprintln",
+    "format",
+    "format_args",
+    "matches",
+    "panic",
+    "print",
+    "println",
+    "stringify",
+    "todo",
+    "unimplemented",
+    "unreachable",
+    "vec",
+    "write",
+    "writeln",
+];
+
+/// Whether a function body can never wait: it holds no `.await`, and no macro call other than
+/// [`NON_WAITING_MACROS`] written by their bare names (any other macro could expand to one).
+pub(crate) fn never_waits(tokens: TokenStream) -> bool {
+    use proc_macro2::TokenTree;
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    tokens.iter().enumerate().all(|(index, token)| match token {
+        TokenTree::Group(group) => never_waits(group.stream()),
+        TokenTree::Punct(dot) if dot.as_char() == '.' => !matches!(
+            tokens.get(index + 1),
+            Some(TokenTree::Ident(ident)) if ident == "await"
+        ),
+        TokenTree::Ident(name) => {
+            let is_macro_call = matches!(
+                (tokens.get(index + 1), tokens.get(index + 2)),
+                (Some(TokenTree::Punct(bang)), Some(TokenTree::Group(_))) if bang.as_char() == '!'
+            );
+            let after_path = index > 0
+                && matches!(&tokens[index - 1], TokenTree::Punct(colon) if colon.as_char() == ':');
+            !is_macro_call || (!after_path && NON_WAITING_MACROS.contains(&&*name.to_string()))
+        }
+        _ => true,
+    })
 }
 
 fn first_span(tokens: &TokenStream) -> Span {

@@ -191,3 +191,22 @@ fn a_parameter_named_args_without_the_marker_is_a_plain_parameter() {
     );
     assert!(!output.contains("narrow_args"), "{output}");
 }
+
+#[test]
+fn a_body_waits_when_it_awaits_or_calls_an_unknown_macro() {
+    use quote::quote;
+    assert!(crate::expand::never_waits(quote!({
+        let x = format!("{}", a);
+        vec![x].len() + 1
+    })));
+    assert!(!crate::expand::never_waits(quote!({ helper().await })));
+    assert!(!crate::expand::never_waits(quote!({
+        format!("{}", helper().await)
+    })));
+    assert!(!crate::expand::never_waits(quote!({ tokio::join!(a, b) })));
+    assert!(!crate::expand::never_waits(quote!({ join!(a, b) })));
+    assert!(!crate::expand::never_waits(quote!({
+        std::format!("{}", 1)
+    })));
+    assert!(crate::expand::never_waits(quote!({ a != b })));
+}

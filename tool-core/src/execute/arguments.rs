@@ -37,6 +37,15 @@ pub(crate) struct ArgumentChecks {
 const READS_TEXT: u8 = 1;
 const OBJECTS_ONLY: u8 = 2;
 
+/// How [`ArgumentChecks::start_text`] went on.
+pub(crate) enum TextStart<'t> {
+    /// What the tool made of the text.
+    Tool(TextCall<'t>),
+    /// The parsed arguments of a tool that reads text, already checked for what its type does
+    /// not check: run them through the object path without validating them again.
+    Checked(JsonObject, Option<CallContext>),
+}
+
 /// How a typed tool's arguments are checked beyond deserialization.
 enum ResidueCheck {
     /// Deserialization is enough.
@@ -61,32 +70,41 @@ impl ArgumentChecks {
         text: &str,
         context: Option<CallContext>,
         validate: bool,
-    ) -> Result<TextCall<'t>, ExecuteError> {
-        if self.reads_text.load(Ordering::Relaxed) == OBJECTS_ONLY {
-            return Ok(TextCall::Unsupported(context));
+    ) -> Result<TextStart<'t>, ExecuteError> {
+        let reads_text = self.reads_text.load(Ordering::Relaxed);
+        if reads_text == OBJECTS_ONLY {
+            return Ok(TextStart::Tool(TextCall::Unsupported(context)));
         }
         if validate {
             match self.residue(parameters) {
                 ResidueCheck::Nothing => {}
-                ResidueCheck::Whole => return Ok(TextCall::Unsupported(context)),
+                ResidueCheck::Whole => return Ok(TextStart::Tool(TextCall::Unsupported(context))),
                 ResidueCheck::Keywords(validator) => {
                     let Ok(mut args) = parse_arguments(text) else {
-                        return Ok(TextCall::Refused(context));
+                        return Ok(TextStart::Tool(TextCall::Refused(context)));
                     };
                     self.optional_nulls(parameters).drop_from(&mut args);
-                    if !validator.is_valid(&Value::Object(args)) {
-                        return Ok(TextCall::Refused(context));
+                    let args = Value::Object(args);
+                    if !validator.is_valid(&args) {
+                        return Ok(TextStart::Tool(TextCall::Refused(context)));
+                    }
+                    // A typed tool reads the object already parsed; its type checks the rest.
+                    if let (READS_TEXT, Value::Object(args)) = (reads_text, args) {
+                        return Ok(TextStart::Checked(args, context));
                     }
                 }
             }
         }
         let call = guarded(name, || tool.execute_text(text, context))?;
-        match &call {
-            TextCall::Started(_) => self.reads_text.store(READS_TEXT, Ordering::Relaxed),
-            TextCall::Unsupported(_) => self.reads_text.store(OBJECTS_ONLY, Ordering::Relaxed),
-            TextCall::Refused(_) => {}
+        let reads_text = match &call {
+            TextCall::Started(_) | TextCall::Finished(_) => READS_TEXT,
+            TextCall::Unsupported(_) => OBJECTS_ONLY,
+            TextCall::Refused(_) => return Ok(TextStart::Tool(call)),
+        };
+        if self.reads_text.load(Ordering::Relaxed) != reads_text {
+            self.reads_text.store(reads_text, Ordering::Relaxed);
         }
-        Ok(call)
+        Ok(TextStart::Tool(call))
     }
 
     fn residue(&self, parameters: &Value) -> &ResidueCheck {

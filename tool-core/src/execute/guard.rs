@@ -32,6 +32,8 @@ pub(crate) struct GuardedCall<'a> {
     context: Option<CallContext>,
     /// The tool's future while it runs.
     call: Option<ToolFuture<'a>>,
+    /// The result of a call that finished when it was made.
+    finished: Option<Result<String, ToolError>>,
     timeout: Option<Duration>,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
@@ -42,6 +44,24 @@ type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + S
 type Step = Result<Result<String, ToolError>, Duration>;
 
 impl<'a> GuardedCall<'a> {
+    /// A call of `tool` (named `name`) that has already finished with `result`.
+    pub(crate) fn finished(
+        tool: &'a dyn ExecutableTool,
+        name: &'a str,
+        result: Result<String, ToolError>,
+    ) -> Self {
+        Self {
+            tool,
+            name,
+            args: None,
+            context: None,
+            call: None,
+            finished: Some(result),
+            timeout: None,
+            timer: None,
+        }
+    }
+
     /// A call of `tool` (named `name`) already made: `call` is its future.
     pub(crate) fn started(
         tool: &'a dyn ExecutableTool,
@@ -55,6 +75,7 @@ impl<'a> GuardedCall<'a> {
             args: None,
             context: None,
             call: Some(call),
+            finished: None,
             timeout,
             timer: None,
         }
@@ -74,6 +95,7 @@ impl<'a> GuardedCall<'a> {
             args: Some(args),
             context,
             call: None,
+            finished: None,
             timeout,
             timer: None,
         }
@@ -88,6 +110,9 @@ impl<'a> GuardedCall<'a> {
                 None => tool.execute(args),
                 Some(context) => tool.execute_with(args, context),
             });
+        }
+        if let Some(result) = self.finished.take() {
+            return Poll::Ready(Ok(result));
         }
         let Some(call) = &mut self.call else {
             return Poll::Ready(Ok(Err(ToolError::new(

@@ -9,7 +9,7 @@ mod arguments;
 mod guard;
 mod messages;
 
-pub(crate) use arguments::{ArgumentChecks, parse_arguments};
+pub(crate) use arguments::{ArgumentChecks, TextStart, parse_arguments};
 pub(crate) use guard::GuardedCall;
 pub(crate) use messages::{describe_schema_errors, describe_serde_error, describe_serde_message};
 

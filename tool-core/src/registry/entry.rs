@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::{RegistryError, RegistryOptions, checks};
 use crate::{
     call::CallContext,
-    execute::{ArgumentChecks, ExecuteError, GuardedCall, parse_arguments},
+    execute::{ArgumentChecks, ExecuteError, GuardedCall, TextStart, parse_arguments},
     schema::{
         Coercion, FormatOptions, Provider,
         list::{FormatCache, FormatResult},
@@ -173,7 +173,16 @@ impl ToolEntry {
                 context,
                 options.validate_arguments,
             )? {
-                TextCall::Started(call) => {
+                TextStart::Checked(args, context) => {
+                    return Ok(GuardedCall::new(
+                        self.tool(),
+                        self.name(),
+                        args,
+                        context,
+                        self.timeout(options, default_timeout),
+                    ));
+                }
+                TextStart::Tool(TextCall::Started(call)) => {
                     return Ok(GuardedCall::started(
                         self.tool(),
                         self.name(),
@@ -181,7 +190,12 @@ impl ToolEntry {
                         self.timeout(options, default_timeout),
                     ));
                 }
-                TextCall::Refused(context) | TextCall::Unsupported(context) => context,
+                TextStart::Tool(TextCall::Finished(result)) => {
+                    return Ok(GuardedCall::finished(self.tool(), self.name(), result));
+                }
+                TextStart::Tool(TextCall::Refused(context) | TextCall::Unsupported(context)) => {
+                    context
+                }
             }
         };
         let args = parse_arguments(text).map_err(|message| ExecuteError::InvalidArguments {
