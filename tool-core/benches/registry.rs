@@ -1,7 +1,13 @@
 //! Registry benchmarks, each against a hand-written baseline in the same run:
 //!
-//! - dispatch: the model's argument text to the result string, for a 2-integer tool, a nested
-//!   struct with `Vec` and `Option`, and a 40-field struct;
+//! - dispatch: the model's argument text to the result string, for `#[tool]` fns taking a
+//!   2-integer struct, a nested struct with `Vec` and `Option`, a 40-field struct, and a struct
+//!   with bounds and a length the schema states and serde does not check. The limit ("typed") is
+//!   a map of boxed closures that `serde_json::from_str` the text into the arguments type; the
+//!   registry is timed on the text path (`execute_text`, what an agent uses) and on the object
+//!   path (`execute` on a parsed `JsonObject`), each with and without validation;
+//! - first call: a tool's first call in a fresh registry (its argument checks are worked out
+//!   then) against its later calls;
 //! - definitions per request: the enabled tools of a 1,000-tool registry as JSON ready to send;
 //! - scale: dispatch in a 1,000-tool registry against a 3-tool one, and building a 1,000-tool
 //!   registry against filling a `HashMap`: one by one (`register_arc` against `insert`), and in
@@ -9,205 +15,22 @@
 //!
 //! After criterion's own report, every ratio a target is set for is measured again with the
 //! candidate and its baseline timed in alternating rounds (`support::Paired`), which holds
-//! steady on a machine whose speed drifts between criterion's separate runs.
+//! steady on a machine whose speed drifts between criterion's separate runs. The allocations
+//! of each path are counted by the `dispatch_allocations` bench, apart from these timings
+//! (counting makes every allocation dearer).
 
-use std::{collections::HashMap, hint::black_box, marker::PhantomData, sync::Arc};
+use std::{collections::HashMap, hint::black_box, sync::Arc};
 
 use criterion::{BatchSize, Criterion, criterion_group};
-use schemars::JsonSchema;
-use serde::{Deserialize, de::DeserializeOwned};
-use serde_json::Value;
-use tool_core::{
-    __private, ChatTool, ExecutableTool, JsonObject, Provider, RegistryOptions, ToolError,
-    ToolRegistry, async_trait,
-};
+use tool_core::{ExecutableTool, Provider, RegistryOptions, ToolRegistry};
 
+#[path = "support/dispatch.rs"]
+mod dispatch_cases;
 mod support;
-
-// --- the tools ------------------------------------------------------------------------------
-
-#[derive(Deserialize, JsonSchema)]
-struct AddArgs {
-    /// The first addend.
-    a: i64,
-    /// The second addend.
-    b: i64,
-}
-
-fn add(args: AddArgs) -> String {
-    (args.a + args.b).to_string()
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct Address {
-    street: String,
-    city: String,
-    zip: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct NestedArgs {
-    name: String,
-    address: Address,
-    tags: Vec<String>,
-    note: Option<String>,
-}
-
-fn nested(args: NestedArgs) -> String {
-    format!(
-        "{} lives on {} in {} ({} tags{}{})",
-        args.name,
-        args.address.street,
-        args.address.city,
-        args.tags.len(),
-        args.address.zip.as_deref().unwrap_or(""),
-        args.note.as_deref().unwrap_or("")
-    )
-}
-
-macro_rules! wide_args {
-    ($($s:ident)*; $($i:ident)*; $($b:ident)*; $($f:ident)*) => {
-        #[derive(Deserialize, JsonSchema)]
-        struct WideArgs {
-            $($s: String,)*
-            $($i: i64,)*
-            $($b: bool,)*
-            $($f: f64,)*
-        }
-
-        fn wide(args: WideArgs) -> String {
-            let mut total = 0.0;
-            $(total += args.$s.len() as f64;)*
-            $(total += args.$i as f64;)*
-            $(total += f64::from(u8::from(args.$b));)*
-            $(total += args.$f;)*
-            total.to_string()
-        }
-
-        fn wide_text() -> String {
-            let mut object = serde_json::Map::new();
-            $(object.insert(stringify!($s).to_owned(), Value::from("some text"));)*
-            $(object.insert(stringify!($i).to_owned(), Value::from(42));)*
-            $(object.insert(stringify!($b).to_owned(), Value::from(true));)*
-            $(object.insert(stringify!($f).to_owned(), Value::from(1.5));)*
-            Value::Object(object).to_string()
-        }
-    };
-}
-
-wide_args!(
-    s0 s1 s2 s3 s4 s5 s6 s7 s8 s9;
-    i0 i1 i2 i3 i4 i5 i6 i7 i8 i9;
-    b0 b1 b2 b3 b4 b5 b6 b7 b8 b9;
-    f0 f1 f2 f3 f4 f5 f6 f7 f8 f9
-);
-
-/// A tool shaped like the code `#[tool]` generates: narrow the arguments, call the function.
-struct TypedTool<A> {
-    name: String,
-    schema: ChatTool,
-    function: fn(A) -> String,
-    args: PhantomData<fn(A)>,
-}
-
-impl<A: JsonSchema> TypedTool<A> {
-    fn new(name: &str, function: fn(A) -> String) -> Self {
-        Self {
-            name: name.to_owned(),
-            schema: ChatTool::new(name, "A benchmark tool.", __private::schema_for::<A>()),
-            function,
-            args: PhantomData,
-        }
-    }
-}
-
-#[async_trait]
-impl<A: DeserializeOwned + Send + 'static> ExecutableTool for TypedTool<A> {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn get_schema(&self) -> ChatTool {
-        self.schema.clone()
-    }
-
-    async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-        let args: A = __private::narrow_with(&self.name, args, || self.schema.clone())?;
-        Ok((self.function)(args))
-    }
-}
-
-/// The limit: a map of boxed closures that parse straight into the typed arguments.
-type FnMap = HashMap<String, Box<dyn Fn(&str) -> String>>;
-
-struct Case {
-    name: &'static str,
-    text: String,
-    baseline_map: FnMap,
-    baseline_value: fn(&str) -> String,
-}
-
-fn through_value<A: DeserializeOwned>(text: &str, function: fn(A) -> String) -> String {
-    let value: Value = serde_json::from_str(text).unwrap_or_default();
-    match A::deserialize(value) {
-        Ok(args) => function(args),
-        Err(error) => error.to_string(),
-    }
-}
-
-fn direct<A: DeserializeOwned>(text: &str, function: fn(A) -> String) -> String {
-    match serde_json::from_str::<A>(text) {
-        Ok(args) => function(args),
-        Err(error) => error.to_string(),
-    }
-}
-
-fn baseline_map() -> FnMap {
-    let mut map: FnMap = HashMap::new();
-    map.insert("add".into(), Box::new(|text| direct(text, add)));
-    map.insert("nested".into(), Box::new(|text| direct(text, nested)));
-    map.insert("wide".into(), Box::new(|text| direct(text, wide)));
-    map
-}
-
-fn cases() -> Vec<Case> {
-    let nested_text = r#"{"name":"Ada","address":{"street":"1 Main St","city":"Oslo","zip":null},"tags":["a","b","c"],"note":"hi"}"#;
-    vec![
-        Case {
-            name: "add",
-            text: r#"{"a": 2, "b": 3}"#.to_owned(),
-            baseline_map: baseline_map(),
-            baseline_value: |text| through_value(text, add),
-        },
-        Case {
-            name: "nested",
-            text: nested_text.to_owned(),
-            baseline_map: baseline_map(),
-            baseline_value: |text| through_value(text, nested),
-        },
-        Case {
-            name: "wide",
-            text: wide_text(),
-            baseline_map: baseline_map(),
-            baseline_value: |text| through_value(text, wide),
-        },
-    ]
-}
-
-fn registry(options: RegistryOptions) -> ToolRegistry {
-    let registry = ToolRegistry::with_options(options);
-    registry
-        .register(TypedTool::new("add", add))
-        .and_then(|()| registry.register(TypedTool::new("nested", nested)))
-        .and_then(|()| registry.register(TypedTool::new("wide", wide)))
-        .unwrap_or_else(|error| panic!("benchmark tools must register: {error}"));
-    registry
-}
-
-fn dispatch_text(registry: &ToolRegistry, name: &str, text: &str) -> String {
-    let args: JsonObject = serde_json::from_str(text).unwrap_or_default();
-    support::run_now(registry.execute(name, args))
-}
+use dispatch_cases::{
+    CASES, PATHS, TypedTool, cases, dispatch_object, dispatch_on, dispatch_text, nested_result,
+    registry, typed,
+};
 
 // --- dispatch --------------------------------------------------------------------------------
 
@@ -217,35 +40,74 @@ fn dispatch(c: &mut Criterion) {
     for case in cases() {
         // Every path must agree before it is timed.
         let expected = (case.baseline_value)(&case.text);
-        assert_eq!(dispatch_text(&unchecked, case.name, &case.text), expected);
-        assert_eq!(dispatch_text(&validated, case.name, &case.text), expected);
-        assert_eq!((case.baseline_map[case.name])(&case.text), expected);
+        assert_eq!(typed(&case), expected);
+        for (label, text_path, validate) in PATHS {
+            assert_eq!(
+                dispatch_on(&validated, &unchecked, (text_path, validate), &case),
+                expected,
+                "{label}"
+            );
+        }
 
         let mut group = c.benchmark_group(format!("dispatch/{}", case.name));
-        group.bench_function("baseline_fn_map", |b| {
-            b.iter(|| {
-                let function = &case.baseline_map[black_box(case.name)];
-                function(black_box(&case.text))
-            });
-        });
+        group.bench_function("baseline_fn_map", |b| b.iter(|| typed(&case)));
         group.bench_function("baseline_value_deserialize", |b| {
             b.iter(|| (case.baseline_value)(black_box(&case.text)));
         });
-        group.bench_function("registry_unvalidated", |b| {
-            b.iter(|| dispatch_text(&unchecked, black_box(case.name), black_box(&case.text)));
-        });
-        group.bench_function("registry_validated", |b| {
-            b.iter(|| dispatch_text(&validated, black_box(case.name), black_box(&case.text)));
-        });
+        for (label, text_path, validate) in PATHS {
+            group.bench_function(label, |b| {
+                b.iter(|| dispatch_on(&validated, &unchecked, (text_path, validate), &case));
+            });
+        }
         group.finish();
     }
+}
+
+// --- first call ------------------------------------------------------------------------------
+
+/// A tool's first call in a fresh registry works out its argument checks (on the object path,
+/// the JSON Schema validator); later calls reuse them.
+fn first_call(c: &mut Criterion) {
+    let mut group = c.benchmark_group("first_call");
+    for case in cases() {
+        for (path, text_path) in [("text", true), ("object", false)] {
+            let run = |registry: &mut ToolRegistry| {
+                if text_path {
+                    dispatch_text(registry, case.name, &case.text)
+                } else {
+                    dispatch_object(registry, case.name, &case.text)
+                }
+            };
+            group.bench_function(format!("{}_{path}_first", case.name), |b| {
+                b.iter_batched_ref(
+                    || registry(RegistryOptions::new()),
+                    run,
+                    BatchSize::SmallInput,
+                );
+            });
+            group.bench_function(format!("{}_{path}_later", case.name), |b| {
+                b.iter_batched_ref(
+                    || {
+                        let mut warm = registry(RegistryOptions::new());
+                        run(&mut warm);
+                        warm
+                    },
+                    run,
+                    BatchSize::SmallInput,
+                );
+            });
+        }
+    }
+    group.finish();
 }
 
 // --- definitions per request -----------------------------------------------------------------
 
 fn thousand_tools() -> Vec<Arc<dyn ExecutableTool>> {
     (0..1000)
-        .map(|i| Arc::new(TypedTool::new(&format!("tool_{i}"), nested)) as Arc<dyn ExecutableTool>)
+        .map(|i| {
+            Arc::new(TypedTool::new(&format!("tool_{i}"), nested_result)) as Arc<dyn ExecutableTool>
+        })
         .collect()
 }
 
@@ -351,29 +213,31 @@ fn register_all(tools: Vec<Arc<dyn ExecutableTool>>) -> ToolRegistry {
     registry
 }
 
-criterion_group!(benches, dispatch, definitions, scale);
+criterion_group!(benches, dispatch, first_call, definitions, scale);
 
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
 
     let mut pairs = Vec::new();
-    let groups: Vec<String> = ["add", "nested", "wide"]
+    let groups: Vec<String> = CASES
         .iter()
         .map(|name| format!("dispatch/{name}"))
         .collect();
     for group in &groups {
+        for (label, _, _) in PATHS {
+            pairs.push((group.as_str(), label, "baseline_fn_map"));
+        }
         pairs.push((
             group.as_str(),
-            "registry_unvalidated",
-            "baseline_value_deserialize",
+            "registry_text_validated",
+            "registry_text_unvalidated",
         ));
         pairs.push((
             group.as_str(),
             "registry_validated",
             "baseline_value_deserialize",
         ));
-        pairs.push((group.as_str(), "registry_unvalidated", "baseline_fn_map"));
     }
     let providers: Vec<(String, String)> = Provider::ALL
         .iter()
@@ -396,7 +260,28 @@ fn main() {
         "baseline_hashmap_collect_1000",
     ));
     support::print_ratios("registry", &pairs);
+    print_first_calls();
     paired_ratios();
+}
+
+/// What a tool's first call costs more than its later ones, from criterion's estimates.
+fn print_first_calls() {
+    println!("\n== registry: first call in a fresh registry, against later calls (mean time) ==");
+    for name in CASES {
+        for path in ["text", "object"] {
+            let first = support::mean_ns("first_call", &format!("{name}_{path}_first"));
+            let later = support::mean_ns("first_call", &format!("{name}_{path}_later"));
+            match (first, later) {
+                (Some(first), Some(later)) => println!(
+                    "first_call/{name} ({path} path): first {:.2} µs, later {:.2} µs, +{:.2} µs",
+                    first / 1000.0,
+                    later / 1000.0,
+                    (first - later) / 1000.0
+                ),
+                _ => println!("first_call/{name} ({path} path): not measured in this run"),
+            }
+        }
+    }
 }
 
 /// The targets' ratios again, each pair timed in alternating rounds (see `support::Paired`).
@@ -405,22 +290,35 @@ fn paired_ratios() {
     let unchecked = registry(RegistryOptions::new().validate_arguments(false));
     let validated = registry(RegistryOptions::new());
     for case in cases() {
-        for (label, registry) in [
-            ("registry_unvalidated", &unchecked),
-            ("registry_validated", &validated),
-        ] {
+        for (label, text_path, validate) in PATHS {
             let paired = support::Paired::measure(
-                || dispatch_text(registry, black_box(case.name), black_box(&case.text)),
-                || (case.baseline_value)(black_box(&case.text)),
+                || dispatch_on(&validated, &unchecked, (text_path, validate), &case),
+                || typed(&case),
             );
-            support::print_paired(
-                &format!(
-                    "dispatch/{}: {label} / baseline_value_deserialize",
-                    case.name
-                ),
-                &paired,
-            );
+            support::print_paired(&format!("dispatch/{}: {label} / typed", case.name), &paired);
         }
+        let paired = support::Paired::measure(
+            || dispatch_on(&validated, &unchecked, (true, true), &case),
+            || dispatch_on(&validated, &unchecked, (true, false), &case),
+        );
+        support::print_paired(
+            &format!(
+                "dispatch/{}: registry_text_validated / registry_text_unvalidated",
+                case.name
+            ),
+            &paired,
+        );
+        let paired = support::Paired::measure(
+            || dispatch_on(&validated, &unchecked, (false, true), &case),
+            || (case.baseline_value)(black_box(&case.text)),
+        );
+        support::print_paired(
+            &format!(
+                "dispatch/{}: registry_validated / baseline_value_deserialize",
+                case.name
+            ),
+            &paired,
+        );
     }
 
     let large = large_registry();

@@ -9,37 +9,21 @@
 //! allocations (count and bytes of one decode, and of one baseline run) is printed at the end.
 //! Filter the cases by name as usual (`-- 5mb`).
 
-use std::{
-    alloc::System,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput};
 use futures::{StreamExt, executor::block_on};
 use serde_json::{Value, json};
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
+#[path = "support/counting.rs"]
+mod counting;
 mod support;
+use counting::allocations;
 use tool_core::{
     __bench::{decode_anthropic, decode_gemini, decode_ollama, decode_openai},
     model::{ModelEvent, ModelStream},
 };
-
-#[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
-
-/// The allocations (count, bytes asked for) that `run` makes; a reallocation counts as one,
-/// with the bytes it added.
-fn allocations(run: impl FnOnce() -> usize) -> (usize, usize) {
-    let region = Region::new(GLOBAL);
-    std::hint::black_box(run());
-    let stats = region.change();
-    (
-        stats.allocations + stats.reallocations,
-        stats.bytes_allocated + usize::try_from(stats.bytes_reallocated).unwrap_or(0),
-    )
-}
 
 /// The size of the chunks the body is delivered in (as a socket would).
 const CHUNK: usize = 16 * 1024;
