@@ -397,11 +397,38 @@ async fn open_sqlite(
             tokio::fs::create_dir_all(parent).await?;
         }
     }
-    SqlitePoolOptions::new()
-        .max_connections(options.max_connections)
-        .acquire_timeout(options.acquire_timeout)
-        .connect_with(connect)
-        .await
+    // Turning a fresh file to WAL takes a lock that SQLite does not wait for: openers racing
+    // on a new database get SQLITE_BUSY at once. They try again until the busy timeout.
+    let deadline = tokio::time::Instant::now() + options.busy_timeout;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        let opened = SqlitePoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .connect_with(connect.clone())
+            .await;
+        match opened {
+            Err(error) if is_busy(&error) && tokio::time::Instant::now() + pause < deadline => {
+                tracing::debug!(%error, "the SQLite database is busy; opening it again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            opened => return opened,
+        }
+    }
+}
+
+/// Whether SQLite said the database is busy (`SQLITE_BUSY`, any extended code).
+#[cfg(feature = "sqlite")]
+fn is_busy(error: &sqlx::Error) -> bool {
+    const SQLITE_BUSY: i32 = 5;
+    match error {
+        sqlx::Error::Database(error) => error
+            .code()
+            .and_then(|code| code.parse::<i32>().ok())
+            .is_some_and(|code| code & 0xff == SQLITE_BUSY),
+        _ => false,
+    }
 }
 
 /// What an error says, with a hint where the driver's words alone do not tell the reason.
