@@ -25,17 +25,22 @@ use crate::{
 pub(crate) struct GuardedCall<'a> {
     tool: &'a dyn ExecutableTool,
     name: &'a str,
-    /// The arguments, until the first poll calls the tool with them.
-    args: Option<JsonObject>,
-    /// The call's context, when the caller gave one: the tool is then called through
-    /// `execute_with`.
-    context: Option<CallContext>,
-    /// The tool's future while it runs.
-    call: Option<ToolFuture<'a>>,
-    /// The result of a call that finished when it was made.
-    finished: Option<Result<String, ToolError>>,
+    stage: Stage<'a>,
     timeout: Option<Duration>,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+/// Where a [`GuardedCall`] is.
+enum Stage<'a> {
+    /// Not called yet: the arguments, and the call's context when the caller gave one (the tool
+    /// is then called through `execute_with`).
+    Waiting(JsonObject, Option<CallContext>),
+    /// The tool's future while it runs.
+    Running(ToolFuture<'a>),
+    /// The result of a call that finished when it was made.
+    Finished(Result<String, ToolError>),
+    /// The result was handed out, or the call stopped.
+    Done,
 }
 
 type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'a>>;
@@ -44,22 +49,15 @@ type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + S
 type Step = Result<Result<String, ToolError>, Duration>;
 
 impl<'a> GuardedCall<'a> {
-    /// A call of `tool` (named `name`) that has already finished with `result`.
-    pub(crate) fn finished(
+    /// A call of `tool` (named `name`) with `args`, made when the call is first polled.
+    pub(crate) fn new(
         tool: &'a dyn ExecutableTool,
         name: &'a str,
-        result: Result<String, ToolError>,
+        args: JsonObject,
+        context: Option<CallContext>,
+        timeout: Option<Duration>,
     ) -> Self {
-        Self {
-            tool,
-            name,
-            args: None,
-            context: None,
-            call: None,
-            finished: Some(result),
-            timeout: None,
-            timer: None,
-        }
+        Self::at(tool, name, Stage::Waiting(args, context), timeout)
     }
 
     /// A call of `tool` (named `name`) already made: `call` is its future.
@@ -69,33 +67,28 @@ impl<'a> GuardedCall<'a> {
         call: ToolFuture<'a>,
         timeout: Option<Duration>,
     ) -> Self {
-        Self {
-            tool,
-            name,
-            args: None,
-            context: None,
-            call: Some(call),
-            finished: None,
-            timeout,
-            timer: None,
-        }
+        Self::at(tool, name, Stage::Running(call), timeout)
     }
 
-    /// A call of `tool` (named `name`) with `args`, made when the call is first polled.
-    pub(crate) fn new(
+    /// A call of `tool` (named `name`) that has already finished with `result`.
+    pub(crate) fn finished(
         tool: &'a dyn ExecutableTool,
         name: &'a str,
-        args: JsonObject,
-        context: Option<CallContext>,
+        result: Result<String, ToolError>,
+    ) -> Self {
+        Self::at(tool, name, Stage::Finished(result), None)
+    }
+
+    fn at(
+        tool: &'a dyn ExecutableTool,
+        name: &'a str,
+        stage: Stage<'a>,
         timeout: Option<Duration>,
     ) -> Self {
         Self {
             tool,
             name,
-            args: Some(args),
-            context,
-            call: None,
-            finished: None,
+            stage,
             timeout,
             timer: None,
         }
@@ -104,17 +97,19 @@ impl<'a> GuardedCall<'a> {
     /// Calls the tool if it has not been called, then polls it, dropping its future as soon as
     /// it is ready or timed out. Runs inside the panic guard.
     fn step(&mut self, cx: &mut Context<'_>) -> Poll<Step> {
-        if let Some(args) = self.args.take() {
-            let tool = self.tool;
-            self.call = Some(match self.context.take() {
-                None => tool.execute(args),
-                Some(context) => tool.execute_with(args, context),
-            });
+        match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::Waiting(args, context) => {
+                let tool = self.tool;
+                self.stage = Stage::Running(match context {
+                    None => tool.execute(args),
+                    Some(context) => tool.execute_with(args, context),
+                });
+            }
+            Stage::Running(call) => self.stage = Stage::Running(call),
+            Stage::Finished(result) => return Poll::Ready(Ok(result)),
+            Stage::Done => {}
         }
-        if let Some(result) = self.finished.take() {
-            return Poll::Ready(Ok(result));
-        }
-        let Some(call) = &mut self.call else {
+        let Stage::Running(call) = &mut self.stage else {
             return Poll::Ready(Ok(Err(ToolError::new(
                 "the call was polled again after it finished",
             ))));
@@ -138,7 +133,7 @@ impl<'a> GuardedCall<'a> {
 
     /// Drops the tool's future and the timer.
     fn stop(&mut self) {
-        self.call = None;
+        self.stage = Stage::Done;
         self.timer = None;
     }
 }
