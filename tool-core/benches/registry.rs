@@ -6,6 +6,7 @@
 //!   a map of boxed closures that `serde_json::from_str` the text into the arguments type; the
 //!   registry is timed on the text path (`execute_text`, what an agent uses) and on the object
 //!   path (`execute` on a parsed `JsonObject`), each with and without validation;
+//! - parts: the 2-integer call's share spent in the tool itself and in the registry's lookup;
 //! - first call: a tool's first call in a fresh registry (its argument checks are worked out
 //!   then) against its later calls;
 //! - definitions per request: the enabled tools of a 1,000-tool registry as JSON ready to send;
@@ -22,7 +23,7 @@
 use std::{collections::HashMap, hint::black_box, sync::Arc};
 
 use criterion::{BatchSize, Criterion, criterion_group};
-use tool_core::{ExecutableTool, Provider, RegistryOptions, ToolRegistry};
+use tool_core::{ExecutableTool, Provider, RegistryOptions, TextCall, ToolRegistry};
 
 #[path = "support/dispatch.rs"]
 mod dispatch_cases;
@@ -61,6 +62,30 @@ fn dispatch(c: &mut Criterion) {
         }
         group.finish();
     }
+}
+
+// --- where a call's time goes --------------------------------------------------------------
+
+/// The parts of a registry call of the 2-integer tool: the tool's own text path with no
+/// registry around it, and the registry's lookup (lock, map, shared entry).
+fn parts(c: &mut Criterion) {
+    let text = r#"{"a": 2, "b": 3}"#;
+    let tool = dispatch_cases::add_tool();
+    let registry = registry(RegistryOptions::new());
+    let mut group = c.benchmark_group("parts");
+    group.bench_function("tool_execute_text", |b| {
+        b.iter(|| match tool.execute_text(black_box(text), None) {
+            TextCall::Finished(Ok(result)) => result,
+            _ => String::new(),
+        });
+    });
+    group.bench_function("registry_get", |b| {
+        b.iter(|| registry.get(black_box("add")));
+    });
+    group.bench_function("registry_execute_text", |b| {
+        b.iter(|| dispatch_text(&registry, black_box("add"), black_box(text)));
+    });
+    group.finish();
 }
 
 // --- first call ------------------------------------------------------------------------------
@@ -213,7 +238,7 @@ fn register_all(tools: Vec<Arc<dyn ExecutableTool>>) -> ToolRegistry {
     registry
 }
 
-criterion_group!(benches, dispatch, first_call, definitions, scale);
+criterion_group!(benches, dispatch, parts, first_call, definitions, scale);
 
 fn main() {
     benches();
@@ -259,6 +284,8 @@ fn main() {
         "build_registry_1000_register_all",
         "baseline_hashmap_collect_1000",
     ));
+    pairs.push(("parts", "tool_execute_text", "registry_execute_text"));
+    pairs.push(("parts", "registry_get", "registry_execute_text"));
     support::print_ratios("registry", &pairs);
     print_first_calls();
     paired_ratios();

@@ -285,3 +285,8 @@ pub(crate) fn dispatch_on(
         dispatch_object(registry, black_box(case.name), black_box(&case.text))
     }
 }
+
+/// The 2-integer `#[tool]`, on its own.
+pub(crate) fn add_tool() -> impl ExecutableTool {
+    Add
+}
