@@ -542,6 +542,33 @@ fn first_span(tokens: &TokenStream) -> Span {
         .map_or_else(Span::call_site, |token| token.span())
 }
 
+/// Whether `ty` is text, a number, a `bool` or `()`, or a `Result` of one: a type whose schema
+/// is never an object, so it has no output schema and the probe for one can be left out.
+pub(crate) fn never_an_object(ty: &syn::Type) -> bool {
+    const SCALARS: &[&str] = &[
+        "String", "str", "bool", "char", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16",
+        "u32", "u64", "u128", "usize", "f32", "f64",
+    ];
+    match ty {
+        syn::Type::Tuple(tuple) => tuple.elems.is_empty(),
+        syn::Type::Reference(reference) => never_an_object(&reference.elem),
+        syn::Type::Paren(inner) => never_an_object(&inner.elem),
+        syn::Type::Path(path) if path.qself.is_none() => {
+            let Some(last) = path.path.segments.last() else {
+                return false;
+            };
+            match &last.arguments {
+                syn::PathArguments::None => SCALARS.contains(&&*last.ident.to_string()),
+                syn::PathArguments::AngleBracketed(args) if last.ident == "Result" => {
+                    matches!(args.args.first(), Some(syn::GenericArgument::Type(ok)) if never_an_object(ok))
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
 /// The `.output_schema(..)` metadata call for a return type that can be named outside the fn
 /// (no `impl Trait`, no `Self`); the schema itself is picked by autoref specialization.
 fn output_schema(output: &syn::ReturnType) -> Option<TokenStream> {
@@ -555,7 +582,7 @@ fn output_schema(output: &syn::ReturnType) -> Option<TokenStream> {
             _ => true,
         })
     }
-    if !nameable(quote!(#ty)) {
+    if !nameable(quote!(#ty)) || never_an_object(ty) {
         return None;
     }
     let pick = quote_spanned! {ty.span()=>

@@ -210,3 +210,28 @@ fn a_body_waits_when_it_awaits_or_calls_an_unknown_macro() {
     })));
     assert!(crate::expand::never_waits(quote!({ a != b })));
 }
+
+#[test]
+fn only_text_numbers_bools_and_unit_skip_the_output_schema_probe() {
+    let never = |ty: &str| crate::expand::never_an_object(&syn::parse_str(ty).unwrap());
+    for ty in [
+        "String",
+        "&'static str",
+        "()",
+        "i64",
+        "f64",
+        "bool",
+        "Result<String, MyError>",
+    ] {
+        assert!(never(ty), "{ty}");
+    }
+    for ty in [
+        "Forecast",
+        "Result<Forecast, MyError>",
+        "Vec<String>",
+        "serde_json::Value",
+        "Option<String>",
+    ] {
+        assert!(!never(ty), "{ty}");
+    }
+}
