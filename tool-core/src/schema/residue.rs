@@ -21,9 +21,9 @@ pub(crate) enum Residue {
     /// A schema of just the keywords deserialization does not check, with the properties,
     /// items and `$defs` that lead to them.
     Keywords(Value),
-    /// The schema has to be checked whole: a constraint under `anyOf`, `oneOf`, `allOf` or a
-    /// conditional (pruning inside them would change which branch matches), a reference that is
-    /// not into `$defs`, or nesting deeper than the schema walks go.
+    /// The schema has to be checked whole: a constraint under `anyOf`, `oneOf` or `allOf`
+    /// (pruning inside them would change which branch matches), a condition (`not`, `if`, …), a
+    /// reference that is not into `$defs`, or nesting deeper than the schema walks go.
     Whole,
 }
 
@@ -129,17 +129,19 @@ const ANNOTATIONS: &[&str] = &[
 /// Keywords a typed deserialization enforces.
 const STRUCTURAL: &[&str] = &["const", "enum", "required", "type"];
 
-/// Keywords whose subschemas decide which branch matches: a constraint inside them is checked
-/// with the whole schema.
-const BRANCHES: &[&str] = &[
-    "allOf",
-    "anyOf",
+/// Keywords whose branches schemars writes for Rust enums, `Option`s and flattened structs,
+/// which deserialization enforces; a constraint inside them is checked with the whole schema,
+/// since pruning a branch would change which branch matches.
+const BRANCHES: &[&str] = &["allOf", "anyOf", "oneOf"];
+
+/// Keywords no Rust type's schema holds, whose subschemas say what the value must or must not
+/// be whatever they contain (`not: {"type": "string"}`): the whole schema is checked.
+const CONDITIONS: &[&str] = &[
     "contains",
     "dependentSchemas",
     "else",
     "if",
     "not",
-    "oneOf",
     "patternProperties",
     "propertyNames",
     "then",
@@ -231,15 +233,22 @@ impl<'a> Pruner<'a> {
                     }
                 }
                 "$ref" => {
-                    if self.reference(value, depth) {
+                    if self.reference(value) {
                         kept.insert(key.to_owned(), value.clone());
                     }
                 }
                 key if BRANCHES.contains(&key) => {
-                    if self.branches_constrained(value, depth) {
+                    let constrained = match value {
+                        Value::Array(branches) => branches
+                            .iter()
+                            .any(|branch| self.node(branch, depth + 1).is_some()),
+                        other => self.node(other, depth + 1).is_some(),
+                    };
+                    if constrained {
                         self.whole = true;
                     }
                 }
+                key if CONDITIONS.contains(&key) => self.whole = true,
                 // A constraint: bounds, lengths, patterns, string formats, unknown keywords.
                 _ => {
                     kept.insert(key.to_owned(), value.clone());
@@ -249,28 +258,9 @@ impl<'a> Pruner<'a> {
         (!kept.is_empty()).then_some(Value::Object(kept))
     }
 
-    /// Whether the subschemas under a branching keyword hold a constraint.
-    fn branches_constrained(&mut self, value: &'a Value, depth: usize) -> bool {
-        match value {
-            Value::Array(branches) => branches
-                .iter()
-                .any(|branch| self.node(branch, depth + 1).is_some()),
-            Value::Object(map) if !map.is_empty() && map.values().all(Value::is_object) => {
-                // `patternProperties`/`dependentSchemas` map names to schemas; any other object
-                // is one schema.
-                if self.node(value, depth + 1).is_some() {
-                    return true;
-                }
-                map.values()
-                    .any(|schema| self.node(schema, depth + 1).is_some())
-            }
-            other => self.node(other, depth + 1).is_some(),
-        }
-    }
-
     /// Whether a `$ref` to `reference` is kept: in the first pass it is only noted; in the
     /// second it is kept when the entry it points at holds a constraint.
-    fn reference(&mut self, reference: &'a Value, _depth: usize) -> bool {
+    fn reference(&mut self, reference: &'a Value) -> bool {
         let name = reference.as_str().and_then(|reference| {
             reference
                 .strip_prefix("#/$defs/")
@@ -412,6 +402,16 @@ mod tests {
             "properties": {"id": {"anyOf": [{"type": "string"}, {"type": "null"}]}}
         });
         assert_eq!(residue(&schema), Residue::Nothing);
+    }
+
+    #[test]
+    fn a_condition_keeps_the_whole_schema_whatever_it_holds() {
+        // `not` of a bare type is a constraint no deserialization checks.
+        let schema = json!({"properties": {"a": {"not": {"type": "string"}}}});
+        assert_eq!(residue(&schema), Residue::Whole);
+        let schema =
+            json!({"if": {"properties": {"a": {"const": 1}}}, "then": {"required": ["b"]}});
+        assert_eq!(residue(&schema), Residue::Whole);
     }
 
     #[test]
