@@ -141,8 +141,6 @@ impl fmt::Debug for TextCall<'_> {
     }
 }
 
-type CallFuture<'a> = ToolFuture<'a>;
-
 /// `ExecutableTool` for a pointer to a tool: every method forwards, and a call hands back the
 /// tool's own boxed future instead of boxing it a second time.
 macro_rules! forward_executable_tool {
@@ -159,7 +157,7 @@ macro_rules! forward_executable_tool {
             fn execute<'life0, 'async_trait>(
                 &'life0 self,
                 args: JsonObject,
-            ) -> CallFuture<'async_trait>
+            ) -> ToolFuture<'async_trait>
             where
                 'life0: 'async_trait,
                 Self: 'async_trait,
@@ -171,7 +169,7 @@ macro_rules! forward_executable_tool {
                 &'life0 self,
                 args: JsonObject,
                 call: crate::CallContext,
-            ) -> CallFuture<'async_trait>
+            ) -> ToolFuture<'async_trait>
             where
                 'life0: 'async_trait,
                 Self: 'async_trait,

@@ -649,7 +649,7 @@ impl Agent {
             .into_iter()
             .filter(|pending| pending.needs_approval)
             .map(|pending| ApprovalRequest {
-                arguments: run::parse_arguments(&pending.call.arguments).ok(),
+                arguments: crate::execute::parse_arguments(&pending.call.arguments).ok(),
                 call: pending.call,
             })
             .collect()

@@ -16,7 +16,7 @@ use super::{
 use crate::{
     call::{CallContext, Deps},
     context::{PendingCall, ToolContext},
-    execute::ExecuteError,
+    execute::{ExecuteError, parse_arguments},
     model::{
         ChatRequest, FinishReason, Message, ModelEvent, ProviderError, RequestTools, ToolCall,
         ToolChoice, Usage,
@@ -769,8 +769,6 @@ fn with_available(error: &ExecuteError, available: &[&str]) -> String {
     text
 }
 
-pub(crate) use crate::execute::parse_arguments;
-
 /// The system prompt (when there is one) and the conversation.
 fn request_messages(context: &ToolContext) -> Vec<Message> {
     let session = context.session_context();
@@ -862,20 +860,6 @@ async fn flush(events: Events<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn arguments_parse_or_say_what_to_fix() {
-        assert_eq!(parse_arguments("").unwrap(), JsonObject::new());
-        assert_eq!(parse_arguments(" null ").unwrap(), JsonObject::new());
-        assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap()["a"], 1);
-        let error = parse_arguments("[1, 2]").unwrap_err();
-        assert!(
-            error.contains("must be a JSON object, got [1,2]"),
-            "{error}"
-        );
-        let error = parse_arguments(r#"{"a": "#).unwrap_err();
-        assert!(error.contains("not valid JSON"), "{error}");
-    }
 
     #[test]
     fn dangling_calls_get_a_result_after_the_recorded_ones() {

@@ -202,3 +202,22 @@ pub(crate) fn parse_arguments(text: &str) -> Result<JsonObject, String> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_parse_or_say_what_to_fix() {
+        assert_eq!(parse_arguments("").unwrap(), JsonObject::new());
+        assert_eq!(parse_arguments(" null ").unwrap(), JsonObject::new());
+        assert_eq!(parse_arguments(r#"{"a":1}"#).unwrap()["a"], 1);
+        let error = parse_arguments("[1, 2]").unwrap_err();
+        assert!(
+            error.contains("must be a JSON object, got [1,2]"),
+            "{error}"
+        );
+        let error = parse_arguments(r#"{"a": "#).unwrap_err();
+        assert!(error.contains("not valid JSON"), "{error}");
+    }
+}

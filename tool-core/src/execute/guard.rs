@@ -13,7 +13,7 @@ use std::{
 use super::ExecuteError;
 use crate::{
     call::CallContext,
-    tool::{ExecutableTool, JsonObject, ToolError},
+    tool::{ExecutableTool, JsonObject, ToolError, ToolFuture},
 };
 
 /// A tool call, polled as a plain future (no extra state machine around the tool's own).
@@ -42,8 +42,6 @@ enum Stage<'a> {
     /// The result was handed out, or the call stopped.
     Done,
 }
-
-type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'a>>;
 
 /// A step of a call: the tool's result, or the timeout that elapsed first.
 type Step = Result<Result<String, ToolError>, Duration>;
@@ -156,10 +154,7 @@ impl Future for GuardedCall<'_> {
             Err(payload) => {
                 // A future that panicked is not polled again; drop it under a guard too.
                 let _ = std::panic::catch_unwind(AssertUnwindSafe(|| this.stop()));
-                Poll::Ready(Err(ExecuteError::Panicked {
-                    name: name.to_owned(),
-                    message: panic_message(payload.as_ref()),
-                }))
+                Poll::Ready(Err(panicked(name, payload.as_ref())))
             }
         }
     }
@@ -167,10 +162,16 @@ impl Future for GuardedCall<'_> {
 
 /// Runs `make` (the synchronous start of a call) under the same panic guard as a call's polls.
 pub(crate) fn guarded<R>(name: &str, make: impl FnOnce() -> R) -> Result<R, ExecuteError> {
-    std::panic::catch_unwind(AssertUnwindSafe(make)).map_err(|payload| ExecuteError::Panicked {
+    std::panic::catch_unwind(AssertUnwindSafe(make))
+        .map_err(|payload| panicked(name, payload.as_ref()))
+}
+
+/// The registry's outcome for a panic of the tool `name`.
+fn panicked(name: &str, payload: &(dyn Any + Send)) -> ExecuteError {
+    ExecuteError::Panicked {
         name: name.to_owned(),
-        message: panic_message(payload.as_ref()),
-    })
+        message: panic_message(payload),
+    }
 }
 
 /// The registry's outcome for what a tool returned.
