@@ -719,6 +719,15 @@ async fn mcp_stdio_answers_a_message_over_the_limit_with_an_error_and_goes_on() 
         writer.write_all(message.as_bytes()).await.unwrap();
         writer.write_all(b"\n").await.unwrap();
     };
+    // The server's next message, within ten seconds.
+    let mut receive = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
     send(
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
@@ -726,12 +735,7 @@ async fn mcp_stdio_answers_a_message_over_the_limit_with_an_error_and_goes_on() 
         .to_string(),
     )
     .await;
-    let answer = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(serde_json::from_str::<Value>(&answer).unwrap()["id"], 1);
+    assert_eq!(receive().await["id"], 1);
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string()).await;
     // The id after the big arguments, as the TypeScript SDK writes it.
     send(
@@ -740,13 +744,8 @@ async fn mcp_stdio_answers_a_message_over_the_limit_with_an_error_and_goes_on() 
         .to_string(),
     )
     .await;
-    let answer = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
     assert_eq!(
-        serde_json::from_str::<Value>(&answer).unwrap(),
+        receive().await,
         json!({"jsonrpc": "2.0", "id": "big", "error": {"code": -32600,
             "message": "the request is larger than the server's limit of 1024 bytes"}})
     );
@@ -756,12 +755,7 @@ async fn mcp_stdio_answers_a_message_over_the_limit_with_an_error_and_goes_on() 
         .to_string(),
     )
     .await;
-    let answer = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let answer: Value = serde_json::from_str(&answer).unwrap();
+    let answer = receive().await;
     assert_eq!(answer["id"], 3);
     assert_eq!(answer["result"]["content"][0]["text"], "hello ada");
     // Closing the client's side ends the server.
