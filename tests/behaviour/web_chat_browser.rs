@@ -245,7 +245,8 @@ async fn approval_prompt(client: &Client, turn: usize) {
 }
 
 /// Clicks Approve or Deny (`which`) in the prompt of the `turn`-th reply, after typing `reason`
-/// when there is one, and waits until the turn goes on to its reply.
+/// when there is one, and waits until the turn goes on to its reply and the page takes a new
+/// message again (the reply's `done` event comes before the stream's end is handled).
 async fn decide(client: &Client, turn: usize, which: &str, reason: Option<&str>) -> String {
     let turns = client
         .find_all(Locator::Css("#conversation li.assistant"))
@@ -275,7 +276,8 @@ async fn decide(client: &Client, turn: usize, which: &str, reason: Option<&str>)
         "const turn = document.querySelectorAll('#conversation li.assistant')[{turn}];
          const card = turn.querySelector('.tool-card[data-tool=write_file]');
          return turn.dataset.done === 'true' && !card.querySelector('.approval')
-             && turn.querySelector('.text') ? card.querySelector('.result').textContent : null;"
+             && turn.querySelector('.text') && !document.getElementById('send').disabled
+             ? card.querySelector('.result').textContent : null;"
     );
     wait_for(client, "the turn to go on", &script)
         .await
