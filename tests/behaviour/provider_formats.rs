@@ -301,6 +301,7 @@ fn convert_to_ollama_format() {
     );
     // Strict mode is OpenAI's alone: Ollama ignores it.
     let strict = registry
+        .snapshot()
         .try_tools_for_provider(Provider::Ollama, None, &FormatOptions::new().strict(true))
         .unwrap();
     assert_eq!(strict, ollama);
@@ -517,6 +518,7 @@ fn openai_strict_format_snapshot() {
     let mut allowed = STRICT_CAPABLE.to_vec();
     allowed.push("sum_tree");
     let tools = registry
+        .snapshot()
         .try_tools_for_provider(
             Provider::OpenAi,
             Some(&allowed),
@@ -759,6 +761,7 @@ fn gemini_rejects_recursive_types() {
     let registry = registry();
     registry.register(tree()).unwrap();
     let error = registry
+        .snapshot()
         .try_tools_for_provider(Provider::Gemini, None, &FormatOptions::new())
         .unwrap_err();
     assert_eq!(error.tool, "sum_tree");
@@ -786,6 +789,7 @@ fn strict_openai_output_follows_structured_output_rules() {
     let mut allowed = STRICT_CAPABLE.to_vec();
     allowed.push("sum_tree");
     let tools = registry
+        .snapshot()
         .try_tools_for_provider(
             Provider::OpenAi,
             Some(&allowed),
@@ -838,6 +842,7 @@ fn strict_makes_optional_fields_nullable() {
 fn maps_cannot_be_strict() {
     let registry = registry();
     let error = registry
+        .snapshot()
         .try_tools_for_provider(Provider::OpenAi, None, &FormatOptions::new().strict(true))
         .unwrap_err();
     assert_eq!(error.tool, "record_scores");
@@ -852,6 +857,7 @@ fn maps_cannot_be_strict() {
     // Without strict the same tool converts fine.
     assert!(
         registry
+            .snapshot()
             .try_tools_for_provider(Provider::OpenAi, None, &FormatOptions::new())
             .is_ok()
     );

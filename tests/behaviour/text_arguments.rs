@@ -348,6 +348,7 @@ async fn a_tool_reading_its_call_gets_the_context_on_the_text_path() {
     registry.register(Whoami).unwrap();
     assert_eq!(
         registry
+            .snapshot()
             .try_execute_text_with(
                 "whoami",
                 r#"{"greeting": "hi"}"#,
@@ -386,13 +387,17 @@ async fn slow_echo(text: String, wait_ms: u64) -> String {
 async fn a_tool_that_waits_runs_to_its_end_or_its_timeout_on_the_text_path() {
     let registry = ToolRegistry::new();
     registry.register(SlowEcho).unwrap();
-    let finished = tokio::time::timeout(
+    let snapshot = registry.snapshot();
+    let (finished, in_snapshot) = tokio::time::timeout(
         std::time::Duration::from_secs(5),
-        registry.execute_text("slow_echo", r#"{"text": "late", "wait_ms": 5}"#),
+        futures::future::join(
+            registry.execute_text("slow_echo", r#"{"text": "late", "wait_ms": 5}"#),
+            snapshot.execute_text("slow_echo", r#"{"text": "later", "wait_ms": 5}"#),
+        ),
     )
     .await
     .unwrap();
-    assert_eq!(finished, "late");
+    assert_eq!((finished.as_str(), in_snapshot.as_str()), ("late", "later"));
     let stopped = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         registry.try_execute_text("slow_echo", r#"{"text": "never", "wait_ms": 2000}"#),
@@ -419,4 +424,29 @@ fn a_tool_whose_body_never_waits_finishes_when_its_text_call_is_made() {
     assert!(matches!(call, TextCall::Started(_)), "{call:?}");
     let call = Add.execute_text(r#"{"a": "1", "b": 2}"#, None);
     assert!(matches!(call, TextCall::Refused(None)), "{call:?}");
+}
+
+#[tokio::test]
+async fn a_snapshot_runs_text_calls_at_its_own_version() {
+    let registry = registry(RegistryOptions::new());
+    let snapshot = registry.snapshot();
+    assert!(registry.disable("add"));
+    // The snapshot still has `add` enabled; the registry does not.
+    assert_eq!(
+        snapshot.execute_text("add", r#"{"a": 2, "b": 3}"#).await,
+        "5"
+    );
+    assert_eq!(
+        registry.execute_text("add", r#"{"a": 2, "b": 3}"#).await,
+        "Error: tool 'add' is not available (it is disabled)"
+    );
+    // Errors read as on the registry.
+    assert_eq!(
+        snapshot.execute_text("add", r#"{"a": 2, "b": "3"}"#).await,
+        "Error: invalid arguments for add: at /b: expected an integer, got \"3\""
+    );
+    assert_eq!(
+        snapshot.execute_text("nope", "{}").await,
+        "Error: tool 'nope' not found"
+    );
 }

@@ -134,7 +134,7 @@ pub fn started(call: crate::tool::TextCall<'_>) -> ExecuteFuture<'_> {
 ///
 /// Only an object: serde reads a struct from a JSON array too, which the schema does not allow.
 fn read_text<T: DeserializeOwned>(text: &str) -> Option<T> {
-    if !text.trim_start().starts_with('{') {
+    if !text.trim_ascii_start().starts_with('{') {
         return None;
     }
     serde_json::from_str(text).ok()

@@ -39,7 +39,8 @@ const OBJECTS_ONLY: u8 = 2;
 
 /// How [`ArgumentChecks::start_text`] went on.
 pub(crate) enum TextStart<'t> {
-    /// What the tool made of the text.
+    /// What the tool made of the text: [`TextCall::Refused`] and [`TextCall::Unsupported`]
+    /// (the tool does not take this text) hand the call's context back for the object path.
     Tool(TextCall<'t>),
     /// The parsed arguments of a tool that reads text, already checked for what its type does
     /// not check: run them through the object path without validating them again.
@@ -58,10 +59,15 @@ enum ResidueCheck {
 
 impl ArgumentChecks {
     /// Starts `tool` (named `name`, with `parameters`) on the model's argument `text` when the
-    /// tool reads text (see [`ExecutableTool::execute_text`]), after validating what the typed
-    /// arguments do not check when `validate`. Anything else ([`TextCall::Refused`],
-    /// [`TextCall::Unsupported`]) hands the context back for the object path; a panic while the
-    /// call is made is [`ExecuteError::Panicked`].
+    /// tool reads text (see
+    /// [`ExecutableTool::execute_text`](crate::ExecutableTool::execute_text)), after
+    /// validating what the typed arguments do not check when `validate`. Anything else
+    /// ([`TextCall::Refused`], [`TextCall::Unsupported`]) hands the context back for the object
+    /// path; a panic while the call is made is [`ExecuteError::Panicked`].
+    ///
+    /// What it hands back is small (no [`Call`]): a call moves it on, and moving less is most
+    /// of what a quick tool's call costs beyond the tool.
+    #[inline]
     pub(crate) fn start_text<'t>(
         &self,
         tool: &'t dyn ExecutableTool,
@@ -71,22 +77,23 @@ impl ArgumentChecks {
         context: Option<CallContext>,
         validate: bool,
     ) -> Result<TextStart<'t>, ExecuteError> {
+        let refused = |context| Ok(TextStart::Tool(TextCall::Refused(context)));
         let reads_text = self.reads_text.load(Ordering::Relaxed);
         if reads_text == OBJECTS_ONLY {
-            return Ok(TextStart::Tool(TextCall::Unsupported(context)));
+            return refused(context);
         }
         if validate {
             match self.residue(parameters) {
                 ResidueCheck::Nothing => {}
-                ResidueCheck::Whole => return Ok(TextStart::Tool(TextCall::Unsupported(context))),
+                ResidueCheck::Whole => return refused(context),
                 ResidueCheck::Keywords(validator) => {
                     let Ok(mut args) = parse_arguments(text) else {
-                        return Ok(TextStart::Tool(TextCall::Refused(context)));
+                        return refused(context);
                     };
                     self.optional_nulls(parameters).drop_from(&mut args);
                     let args = Value::Object(args);
                     if !validator.is_valid(&args) {
-                        return Ok(TextStart::Tool(TextCall::Refused(context)));
+                        return refused(context);
                     }
                     // A typed tool reads the object already parsed; its type checks the rest.
                     if let (READS_TEXT, Value::Object(args)) = (reads_text, args) {
@@ -96,13 +103,13 @@ impl ArgumentChecks {
             }
         }
         let call = guarded(name, || tool.execute_text(text, context))?;
-        let reads_text = match &call {
+        let learned = match &call {
             TextCall::Started(_) | TextCall::Finished(_) => READS_TEXT,
             TextCall::Unsupported(_) => OBJECTS_ONLY,
-            TextCall::Refused(_) => return Ok(TextStart::Tool(call)),
+            TextCall::Refused(_) => reads_text,
         };
-        if self.reads_text.load(Ordering::Relaxed) != reads_text {
-            self.reads_text.store(reads_text, Ordering::Relaxed);
+        if learned != reads_text {
+            self.reads_text.store(learned, Ordering::Relaxed);
         }
         Ok(TextStart::Tool(call))
     }

@@ -10,7 +10,7 @@ mod guard;
 mod messages;
 
 pub(crate) use arguments::{ArgumentChecks, TextStart, parse_arguments};
-pub(crate) use guard::GuardedCall;
+pub(crate) use guard::{Call, GuardedCall, Target, outcome_of};
 pub(crate) use messages::{describe_schema_errors, describe_serde_error, describe_serde_message};
 
 use std::{fmt, time::Duration};
@@ -74,6 +74,12 @@ pub enum ExecuteError {
         /// What the model should change.
         message: String,
     },
+}
+
+/// What the model sees of a call's outcome: the result, or the error's model string.
+#[inline]
+pub(crate) fn model_text(outcome: Result<String, ExecuteError>) -> String {
+    outcome.unwrap_or_else(|error| error.to_model_string())
 }
 
 impl ExecuteError {

@@ -12,7 +12,9 @@ use serde::Serialize;
 use super::{RegistryError, RegistryOptions, checks};
 use crate::{
     call::CallContext,
-    execute::{ArgumentChecks, ExecuteError, GuardedCall, TextStart, parse_arguments},
+    execute::{
+        ArgumentChecks, Call, ExecuteError, GuardedCall, Target, TextStart, parse_arguments,
+    },
     schema::{
         Coercion, FormatOptions, Provider,
         list::{FormatCache, FormatResult},
@@ -135,7 +137,7 @@ impl ToolEntry {
         context: Option<CallContext>,
         options: &RegistryOptions,
         default_timeout: Option<Duration>,
-    ) -> Result<GuardedCall<'_>, ExecuteError> {
+    ) -> Result<Call<'_>, ExecuteError> {
         let args = self.derived().arguments.prepare(
             self.name(),
             &self.definition.function.parameters,
@@ -143,25 +145,24 @@ impl ToolEntry {
             self.is_lenient(options),
             options.validate_arguments,
         )?;
-        Ok(GuardedCall::new(
-            self.tool(),
-            self.name(),
+        Ok(Call::Running(GuardedCall::new(
+            self.target(options, default_timeout),
             args,
             context,
-            self.timeout(options, default_timeout),
-        ))
+        )))
     }
 
     /// Starts the tool on the model's argument text: straight into its typed arguments when it
     /// reads text and is not lenient (see [`ArgumentChecks::start_text`]), else parsed into an
     /// object and run as [`call`](Self::call) does.
+    #[inline]
     pub(super) fn call_text(
         &self,
         text: &str,
         context: Option<CallContext>,
         options: &RegistryOptions,
         default_timeout: Option<Duration>,
-    ) -> Result<GuardedCall<'_>, ExecuteError> {
+    ) -> Result<Call<'_>, ExecuteError> {
         let context = if self.is_lenient(options) {
             context
         } else {
@@ -173,25 +174,16 @@ impl ToolEntry {
                 context,
                 options.validate_arguments,
             )? {
-                TextStart::Checked(args, context) => {
-                    return Ok(GuardedCall::new(
-                        self.tool(),
-                        self.name(),
-                        args,
-                        context,
-                        self.timeout(options, default_timeout),
-                    ));
+                TextStart::Tool(TextCall::Finished(result)) => {
+                    return Ok(Call::finished(self.name(), result));
                 }
                 TextStart::Tool(TextCall::Started(call)) => {
-                    return Ok(GuardedCall::started(
-                        self.tool(),
-                        self.name(),
-                        call,
-                        self.timeout(options, default_timeout),
-                    ));
+                    let target = self.target(options, default_timeout);
+                    return Ok(Call::Running(GuardedCall::started(target, call)));
                 }
-                TextStart::Tool(TextCall::Finished(result)) => {
-                    return Ok(GuardedCall::finished(self.tool(), self.name(), result));
+                TextStart::Checked(args, context) => {
+                    let target = self.target(options, default_timeout);
+                    return Ok(Call::Running(GuardedCall::new(target, args, context)));
                 }
                 TextStart::Tool(TextCall::Refused(context) | TextCall::Unsupported(context)) => {
                     context
@@ -205,7 +197,17 @@ impl ToolEntry {
         self.call(args, context, options, default_timeout)
     }
 
-    /// The tool's own timeout, else the caller's, else the registry's.
+    /// Where a call of this tool goes, with its own timeout, else the caller's, else the
+    /// registry's.
+    #[inline]
+    fn target(&self, options: &RegistryOptions, default_timeout: Option<Duration>) -> Target<'_> {
+        Target {
+            tool: self.tool(),
+            name: self.name(),
+            timeout: self.timeout(options, default_timeout),
+        }
+    }
+
     fn timeout(
         &self,
         options: &RegistryOptions,

@@ -47,8 +47,8 @@ pub use toggles::ToolToggles;
 
 use crate::{
     call::CallContext,
-    execute::ExecuteError,
-    schema::{FormatOptions, Provider, SchemaError},
+    execute::{ExecuteError, model_text, outcome_of},
+    schema::{FormatOptions, Provider},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolMetadata},
 };
 
@@ -313,49 +313,34 @@ impl ToolRegistry {
     /// Runs a tool and returns its result, or the error string the model should see. Never
     /// panics and never fails: see [`ExecuteError::to_model_string`] for the exact texts.
     pub async fn execute(&self, name: &str, args: JsonObject) -> String {
-        // Not `try_execute(..).await`: one state machine around the tool's future, not two,
-        // keeps the future small (moving it is part of every call).
         let entry = match self.callable(name) {
             Ok(entry) => entry,
             Err(error) => return error.to_model_string(),
         };
-        let call = match entry.call(args, None, &self.options, None) {
-            Ok(call) => call,
-            Err(error) => return error.to_model_string(),
-        };
-        match call.await {
-            Ok(text) => text,
-            Err(error) => error.to_model_string(),
-        }
+        model_text(outcome_of!(entry.call(args, None, &self.options, None)))
     }
 
     /// Runs a tool and returns a structured outcome: the result, or why there is none.
     pub async fn try_execute(&self, name: &str, args: JsonObject) -> Result<String, ExecuteError> {
         let entry = self.callable(name)?;
-        let call = entry.call(args, None, &self.options, None)?;
-        call.await
+        outcome_of!(entry.call(args, None, &self.options, None))
     }
 
     /// Like [`execute`](Self::execute), handing the tool the facts of this call (see
-    /// [`CallContext`]): the tool runs through
-    /// [`ExecutableTool::execute_with`].
+    /// [`CallContext`]): the tool runs through [`ExecutableTool::execute_with`]. For a
+    /// structured outcome, run the call in a [`snapshot`](Self::snapshot)
+    /// ([`RegistrySnapshot::try_execute_with`]).
     pub async fn execute_with(&self, name: &str, args: JsonObject, call: CallContext) -> String {
-        match self.try_execute_with(name, args, call).await {
-            Ok(text) => text,
-            Err(error) => error.to_model_string(),
-        }
-    }
-
-    /// Like [`try_execute`](Self::try_execute), handing the tool the facts of this call.
-    pub async fn try_execute_with(
-        &self,
-        name: &str,
-        args: JsonObject,
-        call: CallContext,
-    ) -> Result<String, ExecuteError> {
-        let entry = self.callable(name)?;
-        let call = entry.call(args, Some(call), &self.options, None)?;
-        call.await
+        let entry = match self.callable(name) {
+            Ok(entry) => entry,
+            Err(error) => return error.to_model_string(),
+        };
+        model_text(outcome_of!(entry.call(
+            args,
+            Some(call),
+            &self.options,
+            None
+        )))
     }
 
     /// Runs a tool on the argument text the model sent (a JSON object, as OpenAI and Anthropic
@@ -367,7 +352,8 @@ impl ToolRegistry {
     /// no [`JsonObject`] in between, and only what its type cannot check is validated. Other
     /// tools, lenient ones and text a tool refuses are parsed into an object and run as
     /// [`execute`](Self::execute) runs them, with the same messages. Empty text and `null`
-    /// mean no arguments.
+    /// mean no arguments. With the facts of a call, run it in a [`snapshot`](Self::snapshot)
+    /// ([`RegistrySnapshot::try_execute_text_with`]).
     ///
     /// ```
     /// use tool_core::{ToolRegistry, tool};
@@ -393,37 +379,22 @@ impl ToolRegistry {
             Ok(entry) => entry,
             Err(error) => return error.to_model_string(),
         };
-        let call = match entry.call_text(text, None, &self.options, None) {
-            Ok(call) => call,
-            Err(error) => return error.to_model_string(),
-        };
-        match call.await {
-            Ok(text) => text,
-            Err(error) => error.to_model_string(),
-        }
+        model_text(outcome_of!(entry.call_text(
+            text,
+            None,
+            &self.options,
+            None
+        )))
     }
 
     /// Like [`execute_text`](Self::execute_text), returning a structured outcome.
     pub async fn try_execute_text(&self, name: &str, text: &str) -> Result<String, ExecuteError> {
         let entry = self.callable(name)?;
-        let call = entry.call_text(text, None, &self.options, None)?;
-        call.await
-    }
-
-    /// Like [`try_execute_text`](Self::try_execute_text), handing the tool the facts of this
-    /// call (see [`CallContext`]).
-    pub async fn try_execute_text_with(
-        &self,
-        name: &str,
-        text: &str,
-        call: CallContext,
-    ) -> Result<String, ExecuteError> {
-        let entry = self.callable(name)?;
-        let call = entry.call_text(text, Some(call), &self.options, None)?;
-        call.await
+        outcome_of!(entry.call_text(text, None, &self.options, None))
     }
 
     /// The entry to run for `name`, held past the lock so the call does not block changes.
+    #[inline]
     fn callable(&self, name: &str) -> Result<Arc<ToolEntry>, ExecuteError> {
         match self.read().tools.get(name) {
             Some(slot) if slot.enabled => Ok(slot.entry.clone()),
@@ -438,8 +409,9 @@ impl ToolRegistry {
 
     /// The enabled tools in a provider's format, optionally filtered by an allow-list of names
     /// (registration order is kept). Tools the provider cannot accept are left out with an
-    /// error logged; use [`try_tools_for_provider`](Self::try_tools_for_provider) to get the
-    /// error instead.
+    /// error logged. For options (OpenAI strict mode) or the error instead, ask a
+    /// [`snapshot`](Self::snapshot):
+    /// [`RegistrySnapshot::try_tools_for_provider`].
     ///
     /// OpenAI and Ollama: an array of `{"type":"function","function":{…}}`; Gemini:
     /// `{"functionDeclarations":[{name, description, parameters}]}`; Anthropic: an array of
@@ -447,18 +419,6 @@ impl ToolRegistry {
     pub fn tools_for_provider(&self, provider: Provider, allowed: Option<&[&str]>) -> Value {
         self.snapshot()
             .tools_for_provider(provider, allowed, &FormatOptions::default())
-    }
-
-    /// Like [`tools_for_provider`](Self::tools_for_provider), with options (OpenAI strict mode),
-    /// failing on the first tool the provider cannot accept.
-    pub fn try_tools_for_provider(
-        &self,
-        provider: Provider,
-        allowed: Option<&[&str]>,
-        options: &FormatOptions,
-    ) -> Result<Value, SchemaError> {
-        self.snapshot()
-            .try_tools_for_provider(provider, allowed, options)
     }
 
     /// An immutable view of the registry now: the tools, their enabled state and cached provider
@@ -530,6 +490,7 @@ impl ToolRegistry {
         self.ever_subscribed.load(Ordering::Acquire) && self.events.receiver_count() > 0
     }
 
+    #[inline]
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
         // A panic while holding the lock cannot leave `State` half-updated (every update is a
         // single map operation), so a poisoned lock is still safe to use.

@@ -13,7 +13,7 @@ use serde_json::{Value, value::RawValue};
 use super::{RegistryOptions, ToolInfo, entry::ToolEntry};
 use crate::{
     call::CallContext,
-    execute::{ExecuteError, GuardedCall},
+    execute::{Call, ExecuteError, model_text, outcome_of},
     schema::{
         Coercion, FormatOptions, Provider, SchemaError,
         list::{self, ListCache},
@@ -149,7 +149,8 @@ impl RegistrySnapshot {
         list::wrap(provider, tools)
     }
 
-    /// See [`ToolRegistry::try_tools_for_provider`](super::ToolRegistry::try_tools_for_provider).
+    /// Like [`tools_for_provider`](Self::tools_for_provider), failing on the first tool the
+    /// provider cannot accept instead of leaving it out.
     pub fn try_tools_for_provider(
         &self,
         provider: Provider,
@@ -169,21 +170,12 @@ impl RegistrySnapshot {
     /// Runs a tool of this snapshot; a tool disabled in the snapshot gets the "not available"
     /// string even if it was enabled since. See [`ToolRegistry::execute`](super::ToolRegistry::execute).
     pub async fn execute(&self, name: &str, args: JsonObject) -> String {
-        // One state machine around the tool's future, as in `ToolRegistry::execute`.
-        let call = match self.start(name, args, None, None) {
-            Ok(call) => call,
-            Err(error) => return error.to_model_string(),
-        };
-        match call.await {
-            Ok(text) => text,
-            Err(error) => error.to_model_string(),
-        }
+        model_text(outcome_of!(self.start(name, args, None, None)))
     }
 
     /// Runs a tool of this snapshot and returns a structured outcome.
     pub async fn try_execute(&self, name: &str, args: JsonObject) -> Result<String, ExecuteError> {
-        let call = self.start(name, args, None, None)?;
-        call.await
+        outcome_of!(self.start(name, args, None, None))
     }
 
     /// Like [`try_execute`](Self::try_execute), handing the tool the facts of this call (see
@@ -194,8 +186,7 @@ impl RegistrySnapshot {
         args: JsonObject,
         call: CallContext,
     ) -> Result<String, ExecuteError> {
-        let call = self.start(name, args, Some(call), None)?;
-        call.await
+        outcome_of!(self.start(name, args, Some(call), None))
     }
 
     /// Like [`try_execute_with`](Self::try_execute_with), with `default_timeout` (when set)
@@ -208,8 +199,13 @@ impl RegistrySnapshot {
         call: CallContext,
         default_timeout: Option<Duration>,
     ) -> Result<String, ExecuteError> {
-        let call = self.start(name, args, Some(call), default_timeout)?;
-        call.await
+        outcome_of!(self.start(name, args, Some(call), default_timeout))
+    }
+
+    /// Runs a tool of this snapshot on the argument text the model sent; see
+    /// [`ToolRegistry::execute_text`](super::ToolRegistry::execute_text).
+    pub async fn execute_text(&self, name: &str, text: &str) -> String {
+        model_text(outcome_of!(self.start_text(name, text, None, None)))
     }
 
     /// Like [`try_execute_with`](Self::try_execute_with), on the argument text the model sent
@@ -220,7 +216,7 @@ impl RegistrySnapshot {
         text: &str,
         call: CallContext,
     ) -> Result<String, ExecuteError> {
-        self.try_execute_text_call(name, text, call, None).await
+        outcome_of!(self.start_text(name, text, Some(call), None))
     }
 
     /// Like [`try_execute_text_with`](Self::try_execute_text_with), with `default_timeout` as
@@ -232,9 +228,7 @@ impl RegistrySnapshot {
         call: CallContext,
         default_timeout: Option<Duration>,
     ) -> Result<String, ExecuteError> {
-        let entry = self.enabled_entry(name)?;
-        let call = entry.call_text(text, Some(call), &self.options, default_timeout)?;
-        call.await
+        outcome_of!(self.start_text(name, text, Some(call), default_timeout))
     }
 
     /// The call of an enabled tool of this snapshot (the tool runs when it is polled), with
@@ -245,12 +239,27 @@ impl RegistrySnapshot {
         args: JsonObject,
         context: Option<CallContext>,
         default_timeout: Option<Duration>,
-    ) -> Result<GuardedCall<'_>, ExecuteError> {
+    ) -> Result<Call<'_>, ExecuteError> {
         self.enabled_entry(name)?
             .call(args, context, &self.options, default_timeout)
     }
 
+    /// The call of an enabled tool of this snapshot on argument text (see
+    /// [`ToolEntry::call_text`]).
+    #[inline]
+    fn start_text(
+        &self,
+        name: &str,
+        text: &str,
+        context: Option<CallContext>,
+        default_timeout: Option<Duration>,
+    ) -> Result<Call<'_>, ExecuteError> {
+        self.enabled_entry(name)?
+            .call_text(text, context, &self.options, default_timeout)
+    }
+
     /// The entry of `name` when it is enabled in this snapshot.
+    #[inline]
     fn enabled_entry(&self, name: &str) -> Result<&ToolEntry, ExecuteError> {
         match self.slot(name) {
             None => Err(ExecuteError::NotFound {
@@ -278,6 +287,7 @@ impl RegistrySnapshot {
             .filter(move |entry| allowed.is_none_or(|names| names.contains(&&**entry.name())))
     }
 
+    #[inline]
     fn slot(&self, name: &str) -> Option<&(Arc<ToolEntry>, bool)> {
         let index = self.index.get_or_init(|| {
             self.tools
