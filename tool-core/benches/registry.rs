@@ -4,8 +4,9 @@
 //!   2-integer struct, a nested struct with `Vec` and `Option`, a 40-field struct, and a struct
 //!   with bounds and a length the schema states and serde does not check. The limit ("typed") is
 //!   a map of boxed closures that `serde_json::from_str` the text into the arguments type; the
-//!   registry is timed on the text path (`execute_text`, what an agent uses) and on the object
-//!   path (`execute` on a parsed `JsonObject`), each with and without validation;
+//!   registry is timed on the text path (`execute_text`) and on the object path (`execute` on a
+//!   parsed `JsonObject`), each with and without validation, and a snapshot of it on the text
+//!   path (`RegistrySnapshot::execute_text`: what an agent's turn does, with no lock);
 //! - parts: the 2-integer call's share spent in the tool itself and in the registry's lookup;
 //! - first call: a tool's first call in a fresh registry (its argument checks are worked out
 //!   then) against its later calls;
@@ -29,22 +30,21 @@ use tool_core::{ExecutableTool, Provider, RegistryOptions, TextCall, ToolRegistr
 mod dispatch_cases;
 mod support;
 use dispatch_cases::{
-    CASES, PATHS, TypedTool, cases, dispatch_object, dispatch_on, dispatch_text, nested_result,
-    registry, typed,
+    CASES, PATHS, Path, Registries, TypedTool, cases, dispatch_object, dispatch_text,
+    nested_result, registry, typed,
 };
 
 // --- dispatch --------------------------------------------------------------------------------
 
 fn dispatch(c: &mut Criterion) {
-    let unchecked = registry(RegistryOptions::new().validate_arguments(false));
-    let validated = registry(RegistryOptions::new());
+    let registries = Registries::new();
     for case in cases() {
         // Every path must agree before it is timed.
         let expected = (case.baseline_value)(&case.text);
         assert_eq!(typed(&case), expected);
-        for (label, text_path, validate) in PATHS {
+        for (label, path, validate) in PATHS {
             assert_eq!(
-                dispatch_on(&validated, &unchecked, (text_path, validate), &case),
+                registries.dispatch((path, validate), &case),
                 expected,
                 "{label}"
             );
@@ -55,9 +55,9 @@ fn dispatch(c: &mut Criterion) {
         group.bench_function("baseline_value_deserialize", |b| {
             b.iter(|| (case.baseline_value)(black_box(&case.text)));
         });
-        for (label, text_path, validate) in PATHS {
+        for (label, path, validate) in PATHS {
             group.bench_function(label, |b| {
-                b.iter(|| dispatch_on(&validated, &unchecked, (text_path, validate), &case));
+                b.iter(|| registries.dispatch((path, validate), &case));
             });
         }
         group.finish();
@@ -314,19 +314,18 @@ fn print_first_calls() {
 /// The targets' ratios again, each pair timed in alternating rounds (see `support::Paired`).
 fn paired_ratios() {
     println!("\n== registry: paired ratios (candidate / baseline, alternating rounds) ==");
-    let unchecked = registry(RegistryOptions::new().validate_arguments(false));
-    let validated = registry(RegistryOptions::new());
+    let registries = Registries::new();
     for case in cases() {
-        for (label, text_path, validate) in PATHS {
+        for (label, path, validate) in PATHS {
             let paired = support::Paired::measure(
-                || dispatch_on(&validated, &unchecked, (text_path, validate), &case),
+                || registries.dispatch((path, validate), &case),
                 || typed(&case),
             );
             support::print_paired(&format!("dispatch/{}: {label} / typed", case.name), &paired);
         }
         let paired = support::Paired::measure(
-            || dispatch_on(&validated, &unchecked, (true, true), &case),
-            || dispatch_on(&validated, &unchecked, (true, false), &case),
+            || registries.dispatch((Path::Text, true), &case),
+            || registries.dispatch((Path::Text, false), &case),
         );
         support::print_paired(
             &format!(
@@ -336,7 +335,7 @@ fn paired_ratios() {
             &paired,
         );
         let paired = support::Paired::measure(
-            || dispatch_on(&validated, &unchecked, (false, true), &case),
+            || registries.dispatch((Path::Object, true), &case),
             || (case.baseline_value)(black_box(&case.text)),
         );
         support::print_paired(
@@ -352,7 +351,7 @@ fn paired_ratios() {
     let text = r#"{"a": 2, "b": 3}"#;
     let paired = support::Paired::measure(
         || dispatch_text(&large, black_box("add"), black_box(text)),
-        || dispatch_text(&validated, black_box("add"), black_box(text)),
+        || dispatch_text(&registries.validated, black_box("add"), black_box(text)),
     );
     support::print_paired(
         "scale: dispatch_in_1000_tools / dispatch_in_3_tools",

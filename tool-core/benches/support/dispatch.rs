@@ -3,14 +3,14 @@
 
 #![allow(dead_code)]
 
-use std::{collections::HashMap, hint::black_box, marker::PhantomData};
+use std::{collections::HashMap, hint::black_box, marker::PhantomData, sync::Arc};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 use tool_core::{
-    __private, ChatTool, ExecutableTool, JsonObject, RegistryOptions, ToolError, ToolRegistry,
-    async_trait, tool,
+    __private, ChatTool, ExecutableTool, JsonObject, RegistryOptions, RegistrySnapshot, ToolError,
+    ToolRegistry, async_trait, tool,
 };
 
 use crate::support;
@@ -264,25 +264,57 @@ pub(crate) fn typed(case: &Case) -> String {
     function(black_box(&case.text))
 }
 
-/// The four registry paths of a case: (label, text path?, validated?).
-pub(crate) const PATHS: [(&str, bool, bool); 4] = [
-    ("registry_text_validated", true, true),
-    ("registry_text_unvalidated", true, false),
-    ("registry_validated", false, true),
-    ("registry_unvalidated", false, false),
+/// How a benchmark reaches a tool.
+#[derive(Clone, Copy)]
+pub(crate) enum Path {
+    /// `ToolRegistry::execute_text`.
+    Text,
+    /// The text parsed into a `JsonObject`, then `ToolRegistry::execute`.
+    Object,
+    /// `RegistrySnapshot::execute_text`: what an agent's turn does.
+    SnapshotText,
+}
+
+/// The registry paths of a case: (label, path, validated?).
+pub(crate) const PATHS: [(&str, Path, bool); 5] = [
+    ("registry_text_validated", Path::Text, true),
+    ("registry_text_unvalidated", Path::Text, false),
+    ("snapshot_text_validated", Path::SnapshotText, true),
+    ("registry_validated", Path::Object, true),
+    ("registry_unvalidated", Path::Object, false),
 ];
 
-pub(crate) fn dispatch_on(
-    validated: &ToolRegistry,
-    unchecked: &ToolRegistry,
-    (text_path, validate): (bool, bool),
-    case: &Case,
-) -> String {
-    let registry = if validate { validated } else { unchecked };
-    if text_path {
-        dispatch_text(registry, black_box(case.name), black_box(&case.text))
-    } else {
-        dispatch_object(registry, black_box(case.name), black_box(&case.text))
+/// The registries a case runs in: with and without validation, and a snapshot of the first.
+pub(crate) struct Registries {
+    pub validated: ToolRegistry,
+    pub unchecked: ToolRegistry,
+    pub snapshot: Arc<RegistrySnapshot>,
+}
+
+impl Registries {
+    pub(crate) fn new() -> Self {
+        let validated = registry(RegistryOptions::new());
+        let snapshot = validated.snapshot();
+        Self {
+            validated,
+            unchecked: registry(RegistryOptions::new().validate_arguments(false)),
+            snapshot,
+        }
+    }
+
+    /// The result of `case` reached through `path`.
+    pub(crate) fn dispatch(&self, (path, validate): (Path, bool), case: &Case) -> String {
+        let registry = if validate {
+            &self.validated
+        } else {
+            &self.unchecked
+        };
+        let (name, text) = (black_box(case.name), black_box(case.text.as_str()));
+        match path {
+            Path::Text => dispatch_text(registry, name, text),
+            Path::Object => dispatch_object(registry, name, text),
+            Path::SnapshotText => support::run_now(self.snapshot.execute_text(name, text)),
+        }
     }
 }
 
