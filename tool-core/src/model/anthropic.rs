@@ -26,7 +26,7 @@ use super::{
     endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
     wire::{
         accumulate::{Answer, arguments_object},
-        decode::{Decoder, Text, stream_error, truncated, unreadable},
+        decode::{Decoder, Text, sse_event, stream_error, truncated, unreadable},
         framing::Frame,
         http::{read_json, write_json},
     },
@@ -555,20 +555,10 @@ impl Decoder for AnthropicDecoder {
     }
 
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
-        match frame {
-            Frame::Event {
-                data, unterminated, ..
-            } => {
-                let event: Event<'_> = serde_json::from_str(&data)
-                    .map_err(|error| unreadable(PROVIDER, unterminated, "an event", &error))?;
-                self.event(event, out)
-            }
-            Frame::Raw(text) => Err(stream_error(PROVIDER, &text)),
-            Frame::Line { .. } => Err(ProviderError::Protocol {
-                provider: PROVIDER,
-                message: String::from("expected server-sent events"),
-            }),
-        }
+        let sse = sse_event(PROVIDER, frame)?;
+        let event: Event<'_> = serde_json::from_str(&sse.data)
+            .map_err(|error| unreadable(PROVIDER, sse.unterminated, "an event", &error))?;
+        self.event(event, out)
     }
 
     fn finish(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {

@@ -26,7 +26,7 @@ use super::{
     endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
     wire::{
         accumulate::{Answer, arguments_object},
-        decode::{Decoder, Text, decode_whole, stream_error, truncated, unreadable},
+        decode::{Decoder, Text, decode_whole, sse_event, stream_error, truncated, unreadable},
         framing::Frame,
         http::write_json,
     },
@@ -507,26 +507,16 @@ impl Decoder for GeminiDecoder {
     }
 
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
-        match frame {
-            Frame::Event {
-                data, unterminated, ..
-            } => {
-                let data = SharedStr::from(data);
-                let response: Response<'_> = serde_json::from_str(&data)
-                    .map_err(|error| unreadable(PROVIDER, unterminated, "a chunk", &error))?;
-                if let Some(error) = &response.error {
-                    let text = json!({ "error": error }).to_string();
-                    return Err(stream_error(PROVIDER, &text));
-                }
-                self.response(response, &data, out);
-                Ok(false)
-            }
-            Frame::Raw(text) => Err(stream_error(PROVIDER, &text)),
-            Frame::Line { .. } => Err(ProviderError::Protocol {
-                provider: PROVIDER,
-                message: String::from("expected server-sent events"),
-            }),
+        let sse = sse_event(PROVIDER, frame)?;
+        let data = SharedStr::from(sse.data);
+        let response: Response<'_> = serde_json::from_str(&data)
+            .map_err(|error| unreadable(PROVIDER, sse.unterminated, "a chunk", &error))?;
+        if let Some(error) = &response.error {
+            let text = json!({ "error": error }).to_string();
+            return Err(stream_error(PROVIDER, &text));
         }
+        self.response(response, &data, out);
+        Ok(false)
     }
 
     fn finish(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {

@@ -21,7 +21,7 @@ use super::{
     endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
     wire::{
         accumulate::Answer,
-        decode::{Decoder, Text, stream_error, truncated, unreadable},
+        decode::{Decoder, Text, sse_event, stream_error, truncated, unreadable},
         framing::Frame,
         http::{read_json, write_json},
     },
@@ -534,34 +534,22 @@ impl Decoder for OpenAiDecoder {
     }
 
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
-        match frame {
-            Frame::Event {
-                name,
-                data,
-                unterminated,
-            } => {
-                let data = data.trim();
-                if data == "[DONE]" {
-                    self.done(out);
-                    return Ok(true);
-                }
-                if name == "error" {
-                    return Err(stream_error(PROVIDER, data));
-                }
-                let chunk: Chunk<'_> = serde_json::from_str(data)
-                    .map_err(|error| unreadable(PROVIDER, unterminated, "a chunk", &error))?;
-                if let Some(error) = &chunk.error {
-                    return Err(stream_error(PROVIDER, &error_json(error)));
-                }
-                self.chunk(chunk, out);
-                Ok(false)
-            }
-            Frame::Raw(text) => Err(stream_error(PROVIDER, &text)),
-            Frame::Line { .. } => Err(ProviderError::Protocol {
-                provider: PROVIDER,
-                message: String::from("expected server-sent events"),
-            }),
+        let sse = sse_event(PROVIDER, frame)?;
+        let data = sse.data.trim();
+        if data == "[DONE]" {
+            self.done(out);
+            return Ok(true);
         }
+        if sse.name == "error" {
+            return Err(stream_error(PROVIDER, data));
+        }
+        let chunk: Chunk<'_> = serde_json::from_str(data)
+            .map_err(|error| unreadable(PROVIDER, sse.unterminated, "a chunk", &error))?;
+        if let Some(error) = &chunk.error {
+            return Err(stream_error(PROVIDER, &error_json(error)));
+        }
+        self.chunk(chunk, out);
+        Ok(false)
     }
 
     fn finish(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {
