@@ -19,19 +19,8 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json, value::RawValue};
 
-use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
-    ToolCall, ToolChoice, Usage,
-    client::{Wire, http_client},
-    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
-    wire::{
-        accumulate::{Answer, arguments_object},
-        decode::{Decoder, Text, decode_whole, sse_event, stream_error, truncated, unreadable},
-        framing::Frame,
-        http::write_json,
-    },
-};
-use crate::schema::Provider;
+use super::wire::prelude::*;
+use super::{ToolCall, wire::decode::decode_whole};
 
 const PROVIDER: Provider = Provider::Gemini;
 

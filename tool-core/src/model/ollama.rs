@@ -19,19 +19,8 @@ use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, value::RawValue};
 
-use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
-    ToolChoice, Usage,
-    client::{Wire, http_client},
-    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
-    wire::{
-        accumulate::{Answer, arguments_object},
-        decode::{Decoder, Text, stream_error, truncated, unreadable},
-        framing::{self, Frame, FrameStream},
-        http::{read_json, write_json},
-    },
-};
-use crate::schema::Provider;
+use super::wire::framing::{self, FrameStream};
+use super::wire::prelude::*;
 
 const PROVIDER: Provider = Provider::Ollama;
 

@@ -14,19 +14,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, value::RawValue};
 
-use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
-    ToolChoice, Usage,
-    client::{Wire, http_client},
-    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
-    wire::{
-        accumulate::Answer,
-        decode::{Decoder, Text, sse_event, stream_error, truncated, unreadable},
-        framing::Frame,
-        http::{read_json, write_json},
-    },
-};
-use crate::schema::Provider;
+use super::wire::prelude::*;
 
 const PROVIDER: Provider = Provider::OpenAi;
 
