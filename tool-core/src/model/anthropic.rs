@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json, value::RawValue};
+use serde_with::skip_serializing_none;
 
 use super::wire::prelude::*;
 
@@ -234,18 +235,15 @@ impl Wire for Messages {
     }
 }
 
+#[skip_serializing_none]
 #[derive(Serialize)]
 struct RequestBody<'a> {
     model: &'a str,
     max_tokens: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<&'a str>,
     messages: Vec<WireMessage>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     stream: bool,
 }

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json, value::RawValue};
+use serde_with::skip_serializing_none;
 
 use super::wire::prelude::*;
 use super::{ToolCall, wire::decode::decode_whole};
@@ -202,18 +203,15 @@ impl Wire for GenerateContent {
     }
 }
 
+#[skip_serializing_none]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RequestBody<'a> {
     contents: Vec<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     system_instruction: Option<Value>,
     /// `[{"functionDeclarations": [...]}]`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<[&'a RawValue; 1]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tool_config: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     generation_config: Option<Value>,
 }
 

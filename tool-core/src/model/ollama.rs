@@ -18,6 +18,7 @@ use bytes::Bytes;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, value::RawValue};
+use serde_with::skip_serializing_none;
 
 use super::wire::framing::{self, FrameStream};
 use super::wire::prelude::*;
@@ -199,22 +200,20 @@ fn cannot_force(choice: &str) -> ProviderError {
     ))
 }
 
+#[skip_serializing_none]
 #[derive(Serialize)]
 struct RequestBody<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
     stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     options: Option<WireOptions>,
 }
 
+#[skip_serializing_none]
 #[derive(Serialize)]
 struct WireOptions {
-    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     num_predict: Option<u32>,
 }
 

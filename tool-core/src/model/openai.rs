@@ -13,6 +13,7 @@
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, value::RawValue};
+use serde_with::skip_serializing_none;
 
 use super::wire::prelude::*;
 
@@ -127,20 +128,16 @@ impl Wire for ChatCompletions {
     }
 }
 
+#[skip_serializing_none]
 #[derive(Serialize)]
 struct RequestBody<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
     stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
 }
 
