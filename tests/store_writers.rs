@@ -8,7 +8,7 @@ use tool_core::{
     context::SavedConversation,
     model::Message,
     session::{PreferenceError, PreferenceStore},
-    store::{ConversationError, ConversationStore},
+    store::{ConversationError, ConversationKey, ConversationStore},
 };
 
 /// Writers in all, across both processes.
@@ -106,16 +106,15 @@ pub async fn write_conversations(
     scope: &str,
     writers: Range<usize>,
 ) -> Result<(), ConversationError> {
+    let shared = ConversationKey::new(scope, "shared")?;
     let tasks = writers.map(|writer| {
         let store = store.clone();
+        let shared = &shared;
         async move {
-            store
-                .save(scope, "shared", &own_conversation(writer))
-                .await?;
-            store
-                .save(scope, &format!("w{writer}"), &own_conversation(writer))
-                .await?;
-            store.save(scope, "shared", &shared_conversation()).await
+            let own = ConversationKey::new(scope, format!("w{writer}"))?;
+            store.save(shared, &own_conversation(writer)).await?;
+            store.save(&own, &own_conversation(writer)).await?;
+            store.save(shared, &shared_conversation()).await
         }
     });
     for result in futures::future::join_all(tasks).await {

@@ -10,8 +10,8 @@ use tool_core::{
     context::SavedConversation,
     create_default_tool_registry,
     store::{
-        ConversationError, ConversationStore, ConversationSummary, FileConversationStore,
-        SCHEMA_VERSION, SqlStore, StoreError,
+        ConversationError, ConversationKey, ConversationStore, ConversationSummary,
+        FileConversationStore, SCHEMA_VERSION, SqlStore, StoreError,
     },
 };
 use tool_tests::store_writers::{self, WRITERS};
@@ -68,6 +68,10 @@ fn conversation(reason: &str, saved_at: &str) -> SavedConversation {
     saved
 }
 
+fn key(scope: &str, id: &str) -> ConversationKey {
+    ConversationKey::new(scope, id).unwrap()
+}
+
 fn summary(id: &str, reason: &str, saved_at: &str, message_count: usize) -> ConversationSummary {
     let mut saved = conversation(reason, saved_at);
     saved.context.messages.truncate(message_count);
@@ -78,13 +82,16 @@ async fn saves_loads_lists_and_deletes(stores: &Stores) {
     let store = stores.conversations().await;
     let monday = conversation("end of monday", "2030-01-06T18:00:00Z");
     let tuesday = conversation("end of tuesday", "2030-01-07T18:00:00Z");
-    assert_eq!(store.load("alice", "monday").await.unwrap(), None);
+    assert_eq!(store.load(&key("alice", "monday")).await.unwrap(), None);
     assert!(store.list("alice").await.unwrap().is_empty());
 
-    store.save("alice", "monday", &monday).await.unwrap();
-    store.save("alice", "tuesday", &tuesday).await.unwrap();
+    store.save(&key("alice", "monday"), &monday).await.unwrap();
+    store
+        .save(&key("alice", "tuesday"), &tuesday)
+        .await
+        .unwrap();
     assert_eq!(
-        store.load("alice", "monday").await.unwrap().as_ref(),
+        store.load(&key("alice", "monday")).await.unwrap().as_ref(),
         Some(&monday)
     );
     assert_eq!(
@@ -98,16 +105,19 @@ async fn saves_loads_lists_and_deletes(stores: &Stores) {
     // Saving under an id again replaces the conversation.
     let mut shorter = conversation("retry", "2030-01-08T09:00:00Z");
     shorter.context.messages.truncate(1);
-    store.save("alice", "monday", &shorter).await.unwrap();
-    assert_eq!(store.load("alice", "monday").await.unwrap(), Some(shorter));
+    store.save(&key("alice", "monday"), &shorter).await.unwrap();
+    assert_eq!(
+        store.load(&key("alice", "monday")).await.unwrap(),
+        Some(shorter)
+    );
     assert_eq!(
         store.list("alice").await.unwrap()[0],
         summary("monday", "retry", "2030-01-08T09:00:00Z", 1)
     );
 
-    assert!(store.delete("alice", "monday").await.unwrap());
-    assert!(!store.delete("alice", "monday").await.unwrap());
-    assert_eq!(store.load("alice", "monday").await.unwrap(), None);
+    assert!(store.delete(&key("alice", "monday")).await.unwrap());
+    assert!(!store.delete(&key("alice", "monday")).await.unwrap());
+    assert_eq!(store.load(&key("alice", "monday")).await.unwrap(), None);
     assert_eq!(
         store.list("alice").await.unwrap(),
         [summary(
@@ -118,14 +128,19 @@ async fn saves_loads_lists_and_deletes(stores: &Stores) {
         )]
     );
 
-    // Names that are not safe everywhere are refused the same way by every store.
+    // Names that are not safe everywhere name no conversation, and no scope to list.
     for (scope, id) in [("alice", "../escape"), ("al/ice", "x"), ("alice", "")] {
-        let error = store.save(scope, id, &tuesday).await.unwrap_err();
+        let error = ConversationKey::new(scope, id).unwrap_err();
         assert!(
             matches!(error, ConversationError::InvalidName { .. }),
             "{error}"
         );
     }
+    let error = store.list("al/ice").await.unwrap_err();
+    assert!(
+        matches!(error, ConversationError::InvalidName { what: "scope", .. }),
+        "{error}"
+    );
 }
 
 async fn survives_a_restart_and_scopes_are_isolated(stores: &Stores) {
@@ -133,15 +148,18 @@ async fn survives_a_restart_and_scopes_are_isolated(stores: &Stores) {
     stores
         .conversations()
         .await
-        .save("bob", "tuesday", &bobs)
+        .save(&key("bob", "tuesday"), &bobs)
         .await
         .unwrap();
 
     // Opened again, as the next process would.
     let store = stores.conversations().await;
-    assert_eq!(store.load("bob", "tuesday").await.unwrap(), Some(bobs));
     assert_eq!(
-        store.load("alice", "tuesday").await.unwrap(),
+        store.load(&key("bob", "tuesday")).await.unwrap(),
+        Some(bobs)
+    );
+    assert_eq!(
+        store.load(&key("alice", "tuesday")).await.unwrap(),
         Some(conversation("end of tuesday", "2030-01-07T18:00:00Z"))
     );
     assert_eq!(
@@ -154,9 +172,9 @@ async fn survives_a_restart_and_scopes_are_isolated(stores: &Stores) {
             .collect::<Vec<_>>(),
         ["tuesday"]
     );
-    assert!(store.delete("bob", "tuesday").await.unwrap());
+    assert!(store.delete(&key("bob", "tuesday")).await.unwrap());
     assert_eq!(
-        store.load("alice", "tuesday").await.unwrap(),
+        store.load(&key("alice", "tuesday")).await.unwrap(),
         Some(conversation("end of tuesday", "2030-01-07T18:00:00Z"))
     );
     assert!(store.list("carol").await.unwrap().is_empty());
@@ -187,14 +205,17 @@ async fn concurrent_writers_in_two_processes_lose_nothing(stores: &Stores) {
     let store = stores.conversations().await;
     for writer in 0..WRITERS {
         assert_eq!(
-            store.load(scope, &format!("w{writer}")).await.unwrap(),
+            store
+                .load(&key(scope, &format!("w{writer}")))
+                .await
+                .unwrap(),
             Some(store_writers::own_conversation(writer)),
             "{:?}",
             stores.backend
         );
     }
     assert_eq!(
-        store.load(scope, "shared").await.unwrap(),
+        store.load(&key(scope, "shared")).await.unwrap(),
         Some(store_writers::shared_conversation())
     );
     let listed = store.list(scope).await.unwrap();
@@ -205,11 +226,11 @@ async fn concurrent_writers_in_two_processes_lose_nothing(stores: &Stores) {
 async fn a_store_that_goes_away_fails_with_the_reason(stores: &Stores) {
     let store = stores.conversations().await;
     let saved = conversation("before", "2030-03-01T00:00:00Z");
-    store.save("dave", "one", &saved).await.unwrap();
+    store.save(&key("dave", "one"), &saved).await.unwrap();
     if !stores.take_away().await {
         return;
     }
-    let error = store.save("dave", "two", &saved).await.unwrap_err();
+    let error = store.save(&key("dave", "two"), &saved).await.unwrap_err();
     let message = error.to_string();
     eprintln!("{:?}: {message}", stores.backend);
     match stores.backend {
@@ -230,7 +251,11 @@ async fn a_store_that_goes_away_fails_with_the_reason(stores: &Stores) {
                 error,
                 ConversationError::Store(StoreError::Database { .. })
             ));
-            let error = store.load("dave", "one").await.unwrap_err().to_string();
+            let error = store
+                .load(&key("dave", "one"))
+                .await
+                .unwrap_err()
+                .to_string();
             assert!(
                 error.starts_with(&format!("cannot load a conversation in {shown}: ")),
                 "{error}"
@@ -257,27 +282,33 @@ async fn round_trip_through(url: &str) {
 
     // The file store reads the agent's file as it is.
     let files = FileConversationStore::new(dir.path().join("store"));
-    let path = files.path_of("alice", "day1").unwrap();
+    let path = files.path_of(&key("alice", "day1"));
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::copy(&written, &path).unwrap();
-    let from_file = files.load("alice", "day1").await.unwrap().unwrap();
+    let from_file = files.load(&key("alice", "day1")).await.unwrap().unwrap();
     assert_eq!(from_file, original);
 
     // File to database and back.
     let database = SqlStore::open(url).await.unwrap();
-    database.save("alice", "day1", &from_file).await.unwrap();
-    let from_database = database.load("alice", "day1").await.unwrap().unwrap();
+    database
+        .save(&key("alice", "day1"), &from_file)
+        .await
+        .unwrap();
+    let from_database = database.load(&key("alice", "day1")).await.unwrap().unwrap();
     assert_eq!(from_database, original);
-    files.save("alice", "day2", &from_database).await.unwrap();
-    let day2 = files.path_of("alice", "day2").unwrap();
+    files
+        .save(&key("alice", "day2"), &from_database)
+        .await
+        .unwrap();
+    let day2 = files.path_of(&key("alice", "day2"));
     assert_eq!(std::fs::read_to_string(&day2).unwrap(), original_text);
     assert_eq!(SavedConversation::load(&day2).unwrap(), original);
 
     // Database to file and back.
-    let again = files.load("alice", "day2").await.unwrap().unwrap();
-    database.save("alice", "day2", &again).await.unwrap();
+    let again = files.load(&key("alice", "day2")).await.unwrap().unwrap();
+    database.save(&key("alice", "day2"), &again).await.unwrap();
     assert_eq!(
-        database.load("alice", "day2").await.unwrap().unwrap(),
+        database.load(&key("alice", "day2")).await.unwrap().unwrap(),
         original
     );
     assert_eq!(
@@ -306,12 +337,12 @@ async fn newer_schema_is_refused(url: &str, bump: impl AsyncFnOnce()) {
     let store = SqlStore::open(url).await.unwrap();
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     let saved = conversation("kept", "2030-04-01T00:00:00Z");
-    store.save("erin", "kept", &saved).await.unwrap();
+    store.save(&key("erin", "kept"), &saved).await.unwrap();
     store.close().await;
     // Opening again runs no migration and keeps everything.
     let store = SqlStore::open(url).await.unwrap();
     assert_eq!(
-        store.load("erin", "kept").await.unwrap().as_ref(),
+        store.load(&key("erin", "kept")).await.unwrap().as_ref(),
         Some(&saved)
     );
     store.close().await;
@@ -392,7 +423,10 @@ async fn concurrent_openers_share_one_schema(url: &str) {
         .map(|store| Arc::new(store) as Arc<dyn ConversationStore>)
         .collect();
     stores[0]
-        .save("frank", "x", &conversation("x", "2030-05-01T00:00:00Z"))
+        .save(
+            &key("frank", "x"),
+            &conversation("x", "2030-05-01T00:00:00Z"),
+        )
         .await
         .unwrap();
     assert_eq!(stores[7].list("frank").await.unwrap().len(), 1);

@@ -208,14 +208,7 @@ async fn run_turn(
         };
         if calls.is_empty() {
             rollback.armed = false;
-            emit(
-                events,
-                AgentEvent::StepFinished {
-                    step,
-                    finish_reason: answer.finish_reason.clone(),
-                    tool_calls: 0,
-                },
-            );
+            step_finished(events, step, answer.finish_reason.clone(), 0);
             return Ok(response((turn.tool_calls, turn.retried_calls), Vec::new()));
         }
         if step == shared.max_steps {
@@ -230,14 +223,7 @@ async fn run_turn(
                 .collect();
             context.extend_messages(results);
             rollback.armed = false;
-            emit(
-                events,
-                AgentEvent::StepFinished {
-                    step,
-                    finish_reason: answer.finish_reason,
-                    tool_calls: 0,
-                },
-            );
+            step_finished(events, step, answer.finish_reason, 0);
             tracing::warn!(steps = step, "the turn reached the step limit");
             return Err(AgentError::MaxSteps { steps: step });
         }
@@ -287,14 +273,7 @@ async fn run_turn(
                 .collect();
             context.set_pending_calls(pending);
             rollback.armed = false;
-            emit(
-                events,
-                AgentEvent::StepFinished {
-                    step,
-                    finish_reason: answer.finish_reason.clone(),
-                    tool_calls: ready.len(),
-                },
-            );
+            step_finished(events, step, answer.finish_reason.clone(), ready.len());
             tracing::info!(
                 calls = requests.len(),
                 "the turn waits for the application's approval"
@@ -303,14 +282,7 @@ async fn run_turn(
         }
         let outcomes = turn.run_calls(&snapshot, &calls, step).await;
         context.extend_messages(outcomes.into_iter().map(|(message, _)| message));
-        emit(
-            events,
-            AgentEvent::StepFinished {
-                step,
-                finish_reason: answer.finish_reason,
-                tool_calls: calls.len(),
-            },
-        );
+        step_finished(events, step, answer.finish_reason, calls.len());
         if let Err(error) = turn.check_retries() {
             // Every call is answered: the conversation stays as it is.
             rollback.armed = false;
@@ -828,6 +800,18 @@ fn emit(events: Events<'_>, event: AgentEvent) {
         // A closed channel means the stream was dropped; the turn is being cancelled anyway.
         let _ = sender.unbounded_send(Signal::Event(Ok(event)));
     }
+}
+
+/// Emits the end of step `step`, which ran `tool_calls` of the model's calls.
+fn step_finished(events: Events<'_>, step: usize, finish_reason: FinishReason, tool_calls: usize) {
+    emit(
+        events,
+        AgentEvent::StepFinished {
+            step,
+            finish_reason,
+            tool_calls,
+        },
+    );
 }
 
 /// Emits a call's result.

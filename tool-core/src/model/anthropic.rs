@@ -18,20 +18,9 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json, value::RawValue};
+use serde_with::skip_serializing_none;
 
-use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
-    ToolChoice, Usage,
-    client::{Wire, http_client},
-    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
-    wire::{
-        accumulate::{Answer, arguments_object},
-        decode::{Decoder, Text, stream_error, truncated, unreadable},
-        framing::Frame,
-        http::{read_json, write_json},
-    },
-};
-use crate::schema::Provider;
+use super::wire::prelude::*;
 
 const PROVIDER: Provider = Provider::Anthropic;
 
@@ -246,18 +235,15 @@ impl Wire for Messages {
     }
 }
 
+#[skip_serializing_none]
 #[derive(Serialize)]
 struct RequestBody<'a> {
     model: &'a str,
     max_tokens: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<&'a str>,
     messages: Vec<WireMessage>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     stream: bool,
 }
@@ -555,20 +541,10 @@ impl Decoder for AnthropicDecoder {
     }
 
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
-        match frame {
-            Frame::Event {
-                data, unterminated, ..
-            } => {
-                let event: Event<'_> = serde_json::from_str(&data)
-                    .map_err(|error| unreadable(PROVIDER, unterminated, "an event", &error))?;
-                self.event(event, out)
-            }
-            Frame::Raw(text) => Err(stream_error(PROVIDER, &text)),
-            Frame::Line { .. } => Err(ProviderError::Protocol {
-                provider: PROVIDER,
-                message: String::from("expected server-sent events"),
-            }),
-        }
+        let sse = sse_event(PROVIDER, frame)?;
+        let event: Event<'_> = serde_json::from_str(&sse.data)
+            .map_err(|error| unreadable(PROVIDER, sse.unterminated, "an event", &error))?;
+        self.event(event, out)
     }
 
     fn finish(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {

@@ -18,20 +18,10 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json, value::RawValue};
+use serde_with::skip_serializing_none;
 
-use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
-    ToolCall, ToolChoice, Usage,
-    client::{Wire, http_client},
-    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
-    wire::{
-        accumulate::{Answer, arguments_object},
-        decode::{Decoder, Text, decode_whole, stream_error, truncated, unreadable},
-        framing::Frame,
-        http::write_json,
-    },
-};
-use crate::schema::Provider;
+use super::wire::prelude::*;
+use super::{ToolCall, wire::decode::decode_whole};
 
 const PROVIDER: Provider = Provider::Gemini;
 
@@ -213,18 +203,15 @@ impl Wire for GenerateContent {
     }
 }
 
+#[skip_serializing_none]
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RequestBody<'a> {
     contents: Vec<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     system_instruction: Option<Value>,
     /// `[{"functionDeclarations": [...]}]`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<[&'a RawValue; 1]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tool_config: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     generation_config: Option<Value>,
 }
 
@@ -507,26 +494,16 @@ impl Decoder for GeminiDecoder {
     }
 
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
-        match frame {
-            Frame::Event {
-                data, unterminated, ..
-            } => {
-                let data = SharedStr::from(data);
-                let response: Response<'_> = serde_json::from_str(&data)
-                    .map_err(|error| unreadable(PROVIDER, unterminated, "a chunk", &error))?;
-                if let Some(error) = &response.error {
-                    let text = json!({ "error": error }).to_string();
-                    return Err(stream_error(PROVIDER, &text));
-                }
-                self.response(response, &data, out);
-                Ok(false)
-            }
-            Frame::Raw(text) => Err(stream_error(PROVIDER, &text)),
-            Frame::Line { .. } => Err(ProviderError::Protocol {
-                provider: PROVIDER,
-                message: String::from("expected server-sent events"),
-            }),
+        let sse = sse_event(PROVIDER, frame)?;
+        let data = SharedStr::from(sse.data);
+        let response: Response<'_> = serde_json::from_str(&data)
+            .map_err(|error| unreadable(PROVIDER, sse.unterminated, "a chunk", &error))?;
+        if let Some(error) = &response.error {
+            let text = json!({ "error": error }).to_string();
+            return Err(stream_error(PROVIDER, &text));
         }
+        self.response(response, &data, out);
+        Ok(false)
     }
 
     fn finish(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {

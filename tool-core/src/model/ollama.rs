@@ -18,20 +18,10 @@ use bytes::Bytes;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, value::RawValue};
+use serde_with::skip_serializing_none;
 
-use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
-    ToolChoice, Usage,
-    client::{Wire, http_client},
-    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
-    wire::{
-        accumulate::{Answer, arguments_object},
-        decode::{Decoder, Text, stream_error, truncated, unreadable},
-        framing::{self, Frame, FrameStream},
-        http::{read_json, write_json},
-    },
-};
-use crate::schema::Provider;
+use super::wire::framing::{self, FrameStream};
+use super::wire::prelude::*;
 
 const PROVIDER: Provider = Provider::Ollama;
 
@@ -210,22 +200,20 @@ fn cannot_force(choice: &str) -> ProviderError {
     ))
 }
 
+#[skip_serializing_none]
 #[derive(Serialize)]
 struct RequestBody<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
     stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     options: Option<WireOptions>,
 }
 
+#[skip_serializing_none]
 #[derive(Serialize)]
 struct WireOptions {
-    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     num_predict: Option<u32>,
 }
 

@@ -13,20 +13,9 @@
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, value::RawValue};
+use serde_with::skip_serializing_none;
 
-use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
-    ToolChoice, Usage,
-    client::{Wire, http_client},
-    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
-    wire::{
-        accumulate::Answer,
-        decode::{Decoder, Text, stream_error, truncated, unreadable},
-        framing::Frame,
-        http::{read_json, write_json},
-    },
-};
-use crate::schema::Provider;
+use super::wire::prelude::*;
 
 const PROVIDER: Provider = Provider::OpenAi;
 
@@ -139,20 +128,16 @@ impl Wire for ChatCompletions {
     }
 }
 
+#[skip_serializing_none]
 #[derive(Serialize)]
 struct RequestBody<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
     stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
 }
 
@@ -534,34 +519,22 @@ impl Decoder for OpenAiDecoder {
     }
 
     fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
-        match frame {
-            Frame::Event {
-                name,
-                data,
-                unterminated,
-            } => {
-                let data = data.trim();
-                if data == "[DONE]" {
-                    self.done(out);
-                    return Ok(true);
-                }
-                if name == "error" {
-                    return Err(stream_error(PROVIDER, data));
-                }
-                let chunk: Chunk<'_> = serde_json::from_str(data)
-                    .map_err(|error| unreadable(PROVIDER, unterminated, "a chunk", &error))?;
-                if let Some(error) = &chunk.error {
-                    return Err(stream_error(PROVIDER, &error_json(error)));
-                }
-                self.chunk(chunk, out);
-                Ok(false)
-            }
-            Frame::Raw(text) => Err(stream_error(PROVIDER, &text)),
-            Frame::Line { .. } => Err(ProviderError::Protocol {
-                provider: PROVIDER,
-                message: String::from("expected server-sent events"),
-            }),
+        let sse = sse_event(PROVIDER, frame)?;
+        let data = sse.data.trim();
+        if data == "[DONE]" {
+            self.done(out);
+            return Ok(true);
         }
+        if sse.name == "error" {
+            return Err(stream_error(PROVIDER, data));
+        }
+        let chunk: Chunk<'_> = serde_json::from_str(data)
+            .map_err(|error| unreadable(PROVIDER, sse.unterminated, "a chunk", &error))?;
+        if let Some(error) = &chunk.error {
+            return Err(stream_error(PROVIDER, &error_json(error)));
+        }
+        self.chunk(chunk, out);
+        Ok(false)
     }
 
     fn finish(&mut self, out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {

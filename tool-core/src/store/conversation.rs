@@ -16,52 +16,93 @@ use super::StoreError;
 ///
 /// A conversation is the [`SavedConversation`] document that `save_session_context` writes:
 /// system prompt, messages with their tool calls and results, notes, the reason and the time it
-/// was saved. Saving under an existing id replaces that conversation. Scopes and ids are 1 to
-/// 128 letters, digits, `-`, `_` or `.`, not starting with `.`, so that every store can use
-/// them as file names.
+/// was saved. Saving under an existing id replaces that conversation. A conversation is named by
+/// a [`ConversationKey`], whose scope and id are checked when it is made, so a store only ever
+/// sees names it can use as file names.
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use tool_core::Conversation;
 /// use tool_core::context::SavedConversation;
-/// use tool_core::store::{ConversationStore, MemoryConversationStore};
+/// use tool_core::store::{ConversationKey, ConversationStore, MemoryConversationStore};
 ///
 /// let store = MemoryConversationStore::new();
+/// let monday = ConversationKey::new("alice", "monday").unwrap();
 /// let context = Conversation {
 ///     system_prompt: "You are terse.".to_owned(),
 ///     ..Conversation::default()
 /// };
 /// let saved = SavedConversation::new("end of day", context);
-/// store.save("alice", "monday", &saved).await.unwrap();
+/// store.save(&monday, &saved).await.unwrap();
 ///
-/// assert_eq!(store.load("alice", "monday").await.unwrap(), Some(saved));
+/// assert_eq!(store.load(&monday).await.unwrap(), Some(saved));
 /// assert_eq!(store.list("alice").await.unwrap()[0].reason, "end of day");
 /// assert!(store.list("bob").await.unwrap().is_empty());
-/// assert!(store.delete("alice", "monday").await.unwrap());
+/// assert!(store.delete(&monday).await.unwrap());
 /// # });
 /// ```
 #[async_trait::async_trait]
 pub trait ConversationStore: Send + Sync {
-    /// Saves (or replaces) the conversation `id` of `scope`.
+    /// Saves (or replaces) the conversation `key` names.
     async fn save(
         &self,
-        scope: &str,
-        id: &str,
+        key: &ConversationKey,
         conversation: &SavedConversation,
     ) -> Result<(), ConversationError>;
 
-    /// The conversation `id` of `scope`, or `None` when there is none.
+    /// The conversation `key` names, or `None` when there is none.
     async fn load(
         &self,
-        scope: &str,
-        id: &str,
+        key: &ConversationKey,
     ) -> Result<Option<SavedConversation>, ConversationError>;
 
-    /// The conversations of `scope`, the most recently saved first (ties by id).
+    /// The conversations of `scope`, the most recently saved first (ties by id). Fails with
+    /// [`ConversationError::InvalidName`] when `scope` breaks [`ConversationKey`]'s rule.
     async fn list(&self, scope: &str) -> Result<Vec<ConversationSummary>, ConversationError>;
 
-    /// Deletes the conversation `id` of `scope`; returns whether there was one.
-    async fn delete(&self, scope: &str, id: &str) -> Result<bool, ConversationError>;
+    /// Deletes the conversation `key` names; returns whether there was one.
+    async fn delete(&self, key: &ConversationKey) -> Result<bool, ConversationError>;
+}
+
+/// The name of a saved conversation: its scope (a user, or a scope the application chooses) and
+/// its id, each 1 to 128 letters, digits, `-`, `_` or `.`, not starting with `.`, so that every
+/// store can use them as file names. They are checked when the key is made.
+///
+/// ```
+/// use tool_core::store::{ConversationError, ConversationKey};
+///
+/// let key = ConversationKey::new("alice", "monday").unwrap();
+/// assert_eq!((key.scope(), key.id()), ("alice", "monday"));
+/// assert!(matches!(
+///     ConversationKey::new("alice", "../etc"),
+///     Err(ConversationError::InvalidName { what: "id", .. })
+/// ));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ConversationKey {
+    scope: String,
+    id: String,
+}
+
+impl ConversationKey {
+    /// The key of the conversation `id` of `scope`. Fails with
+    /// [`ConversationError::InvalidName`] when either is not a valid name.
+    pub fn new(scope: impl Into<String>, id: impl Into<String>) -> Result<Self, ConversationError> {
+        let (scope, id) = (scope.into(), id.into());
+        check_name("scope", &scope)?;
+        check_name("id", &id)?;
+        Ok(Self { scope, id })
+    }
+
+    /// The scope.
+    pub fn scope(&self) -> &str {
+        &self.scope
+    }
+
+    /// The id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
 }
 
 /// One saved conversation as [`ConversationStore::list`] shows it.
@@ -153,12 +194,6 @@ pub(crate) fn check_name(what: &'static str, name: &str) -> Result<(), Conversat
     }
 }
 
-/// Checks the scope and the id of a conversation (see [`check_name`]).
-pub(crate) fn check_key(scope: &str, id: &str) -> Result<(), ConversationError> {
-    check_name("scope", scope)?;
-    check_name("id", id)
-}
-
 /// Sorts summaries the most recent first, ties by id. RFC 3339 UTC times compare as text.
 pub(crate) fn sort_summaries(summaries: &mut [ConversationSummary]) {
     summaries.sort_by(|a, b| b.saved_at.cmp(&a.saved_at).then_with(|| a.id.cmp(&b.id)));
@@ -188,9 +223,8 @@ impl FileConversationStore {
     }
 
     /// The file of a conversation.
-    pub fn path_of(&self, scope: &str, id: &str) -> Result<PathBuf, ConversationError> {
-        check_key(scope, id)?;
-        Ok(self.dir.join(scope).join(format!("{id}.json")))
+    pub fn path_of(&self, key: &ConversationKey) -> PathBuf {
+        self.dir.join(&key.scope).join(format!("{}.json", key.id))
     }
 
     fn list_blocking(&self, scope: &str) -> Result<Vec<ConversationSummary>, ConversationError> {
@@ -230,11 +264,10 @@ impl FileConversationStore {
 impl ConversationStore for FileConversationStore {
     async fn save(
         &self,
-        scope: &str,
-        id: &str,
+        key: &ConversationKey,
         conversation: &SavedConversation,
     ) -> Result<(), ConversationError> {
-        let path = self.path_of(scope, id)?;
+        let path = self.path_of(key);
         let mut text = serde_json::to_string_pretty(conversation)
             .map_err(|error| io_error("write", &path, io::Error::other(error)))?;
         text.push('\n');
@@ -245,10 +278,9 @@ impl ConversationStore for FileConversationStore {
 
     async fn load(
         &self,
-        scope: &str,
-        id: &str,
+        key: &ConversationKey,
     ) -> Result<Option<SavedConversation>, ConversationError> {
-        let path = self.path_of(scope, id)?;
+        let path = self.path_of(key);
         blocking(move || match SavedConversation::load(&path) {
             Ok(saved) => Ok(Some(saved)),
             Err(LoadContextError::Read { source, .. })
@@ -267,8 +299,8 @@ impl ConversationStore for FileConversationStore {
         blocking(move || store.list_blocking(&scope)).await
     }
 
-    async fn delete(&self, scope: &str, id: &str) -> Result<bool, ConversationError> {
-        let path = self.path_of(scope, id)?;
+    async fn delete(&self, key: &ConversationKey) -> Result<bool, ConversationError> {
+        let path = self.path_of(key);
         blocking(move || match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -282,7 +314,7 @@ impl ConversationStore for FileConversationStore {
 /// Cloning shares the same conversations.
 #[derive(Clone, Debug, Default)]
 pub struct MemoryConversationStore {
-    conversations: Arc<Mutex<HashMap<(String, String), SavedConversation>>>,
+    conversations: Arc<Mutex<HashMap<ConversationKey, SavedConversation>>>,
 }
 
 impl MemoryConversationStore {
@@ -291,7 +323,7 @@ impl MemoryConversationStore {
         Self::default()
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut HashMap<(String, String), SavedConversation>) -> T) -> T {
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<ConversationKey, SavedConversation>) -> T) -> T {
         // Every update is one map operation, so a poisoned lock still holds a whole map.
         f(&mut self
             .conversations
@@ -304,40 +336,35 @@ impl MemoryConversationStore {
 impl ConversationStore for MemoryConversationStore {
     async fn save(
         &self,
-        scope: &str,
-        id: &str,
+        key: &ConversationKey,
         conversation: &SavedConversation,
     ) -> Result<(), ConversationError> {
-        check_key(scope, id)?;
         let conversation = conversation.clone();
-        self.with(|map| map.insert((scope.to_owned(), id.to_owned()), conversation));
+        self.with(|map| map.insert(key.clone(), conversation));
         Ok(())
     }
 
     async fn load(
         &self,
-        scope: &str,
-        id: &str,
+        key: &ConversationKey,
     ) -> Result<Option<SavedConversation>, ConversationError> {
-        check_key(scope, id)?;
-        Ok(self.with(|map| map.get(&(scope.to_owned(), id.to_owned())).cloned()))
+        Ok(self.with(|map| map.get(key).cloned()))
     }
 
     async fn list(&self, scope: &str) -> Result<Vec<ConversationSummary>, ConversationError> {
         check_name("scope", scope)?;
         let mut summaries: Vec<_> = self.with(|map| {
             map.iter()
-                .filter(|((owner, _), _)| owner == scope)
-                .map(|((_, id), saved)| ConversationSummary::of(id.clone(), saved))
+                .filter(|(key, _)| key.scope == scope)
+                .map(|(key, saved)| ConversationSummary::of(key.id.clone(), saved))
                 .collect()
         });
         sort_summaries(&mut summaries);
         Ok(summaries)
     }
 
-    async fn delete(&self, scope: &str, id: &str) -> Result<bool, ConversationError> {
-        check_key(scope, id)?;
-        Ok(self.with(|map| map.remove(&(scope.to_owned(), id.to_owned())).is_some()))
+    async fn delete(&self, key: &ConversationKey) -> Result<bool, ConversationError> {
+        Ok(self.with(|map| map.remove(key).is_some()))
     }
 }
 
@@ -345,27 +372,25 @@ impl ConversationStore for MemoryConversationStore {
 impl<T: ConversationStore + ?Sized> ConversationStore for Arc<T> {
     async fn save(
         &self,
-        scope: &str,
-        id: &str,
+        key: &ConversationKey,
         conversation: &SavedConversation,
     ) -> Result<(), ConversationError> {
-        (**self).save(scope, id, conversation).await
+        (**self).save(key, conversation).await
     }
 
     async fn load(
         &self,
-        scope: &str,
-        id: &str,
+        key: &ConversationKey,
     ) -> Result<Option<SavedConversation>, ConversationError> {
-        (**self).load(scope, id).await
+        (**self).load(key).await
     }
 
     async fn list(&self, scope: &str) -> Result<Vec<ConversationSummary>, ConversationError> {
         (**self).list(scope).await
     }
 
-    async fn delete(&self, scope: &str, id: &str) -> Result<bool, ConversationError> {
-        (**self).delete(scope, id).await
+    async fn delete(&self, key: &ConversationKey) -> Result<bool, ConversationError> {
+        (**self).delete(key).await
     }
 }
 

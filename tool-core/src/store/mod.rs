@@ -45,8 +45,8 @@ mod sql;
 use std::sync::Arc;
 
 pub use conversation::{
-    ConversationError, ConversationStore, ConversationSummary, FileConversationStore,
-    MemoryConversationStore,
+    ConversationError, ConversationKey, ConversationStore, ConversationSummary,
+    FileConversationStore, MemoryConversationStore,
 };
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use sql::{SCHEMA_VERSION, SqlPreferenceStore, SqlStore, SqlStoreOptions};

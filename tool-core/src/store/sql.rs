@@ -7,7 +7,7 @@ use sqlx::Row;
 use super::{
     StoreError,
     conversation::{
-        ConversationError, ConversationStore, ConversationSummary, check_key, check_name,
+        ConversationError, ConversationKey, ConversationStore, ConversationSummary, check_name,
         sort_summaries,
     },
     redact_url,
@@ -490,17 +490,15 @@ impl PreferenceStore for SqlPreferenceStore {
 impl ConversationStore for SqlStore {
     async fn save(
         &self,
-        scope: &str,
-        id: &str,
+        key: &ConversationKey,
         conversation: &SavedConversation,
     ) -> Result<(), ConversationError> {
-        check_key(scope, id)?;
         // The whole document is stored, so fields added to the format later are kept; the
         // other columns are copies for listing and sorting.
         let document =
             serde_json::to_string(conversation).map_err(|error| ConversationError::Invalid {
-                scope: scope.to_owned(),
-                id: id.to_owned(),
+                scope: key.scope().to_owned(),
+                id: key.id().to_owned(),
                 location: self.url.to_string(),
                 error,
             })?;
@@ -516,8 +514,8 @@ impl ConversationStore for SqlStore {
                      message_count = excluded.message_count,
                      document = excluded.document",
             )
-            .bind(scope)
-            .bind(id)
+            .bind(key.scope())
+            .bind(key.id())
             .bind(&conversation.saved_at)
             .bind(&conversation.reason)
             .bind(message_count)
@@ -532,14 +530,12 @@ impl ConversationStore for SqlStore {
 
     async fn load(
         &self,
-        scope: &str,
-        id: &str,
+        key: &ConversationKey,
     ) -> Result<Option<SavedConversation>, ConversationError> {
-        check_key(scope, id)?;
         let document: Option<String> = on_pool!(self, pool => {
             sqlx::query_scalar("SELECT document FROM tool_conversations WHERE scope = $1 AND id = $2")
-                .bind(scope)
-                .bind(id)
+                .bind(key.scope())
+                .bind(key.id())
                 .fetch_optional(pool)
                 .await
         })
@@ -550,8 +546,8 @@ impl ConversationStore for SqlStore {
         serde_json::from_str(&document)
             .map(Some)
             .map_err(|error| ConversationError::Invalid {
-                scope: scope.to_owned(),
-                id: id.to_owned(),
+                scope: key.scope().to_owned(),
+                id: key.id().to_owned(),
                 location: self.url.to_string(),
                 error,
             })
@@ -587,12 +583,11 @@ impl ConversationStore for SqlStore {
         Ok(summaries)
     }
 
-    async fn delete(&self, scope: &str, id: &str) -> Result<bool, ConversationError> {
-        check_key(scope, id)?;
+    async fn delete(&self, key: &ConversationKey) -> Result<bool, ConversationError> {
         let result = on_pool!(self, pool => {
             sqlx::query("DELETE FROM tool_conversations WHERE scope = $1 AND id = $2")
-                .bind(scope)
-                .bind(id)
+                .bind(key.scope())
+                .bind(key.id())
                 .execute(pool)
                 .await
                 .map(|done| done.rows_affected())

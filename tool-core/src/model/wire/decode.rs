@@ -223,6 +223,38 @@ pub(crate) fn stream_error(provider: Provider, text: &str) -> ProviderError {
     }
 }
 
+/// One server-sent event, as a wire that streams them reads it.
+pub(crate) struct SseEvent {
+    /// The `event:` name (`message` when absent).
+    pub(crate) name: String,
+    /// The `data:` lines, joined with `\n`.
+    pub(crate) data: String,
+    /// The body ended before the event's closing blank line.
+    pub(crate) unterminated: bool,
+}
+
+/// A frame of a wire that streams server-sent events, as the event it should be: raw text
+/// among the events is the provider's error object (or unexpected text), and a line means the
+/// body is not SSE at all.
+pub(crate) fn sse_event(provider: Provider, frame: Frame) -> Result<SseEvent, ProviderError> {
+    match frame {
+        Frame::Event {
+            name,
+            data,
+            unterminated,
+        } => Ok(SseEvent {
+            name,
+            data,
+            unterminated,
+        }),
+        Frame::Raw(text) => Err(stream_error(provider, &text)),
+        Frame::Line { .. } => Err(ProviderError::Protocol {
+            provider,
+            message: String::from("expected server-sent events"),
+        }),
+    }
+}
+
 /// A whole (non-streamed) body read as one frame with a stream decoder of `provider`'s
 /// protocol.
 pub(crate) fn decode_whole<D: Decoder>(

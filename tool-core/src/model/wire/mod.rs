@@ -10,10 +10,11 @@
         feature = "gemini",
         feature = "anthropic"
     )),
-    allow(dead_code)
+    allow(dead_code, unused_imports)
 )]
 
 pub(crate) mod accumulate;
 pub(crate) mod decode;
 pub(crate) mod framing;
 pub(crate) mod http;
+pub(crate) mod prelude;
