@@ -53,26 +53,6 @@ pub(super) enum Input {
     Decisions(Vec<(String, ApprovalDecision)>),
 }
 
-/// Runs one turn: appends the user's text (or applies the approval decisions), then asks the
-/// model and runs its tool calls until it answers, a call needs approval, or the step limit is
-/// reached.
-pub(super) async fn turn(
-    shared: Arc<Shared>,
-    input: Input,
-    options: TurnOptions,
-    events: Events<'_>,
-) -> Result<AgentResponse, AgentError> {
-    let span = tracing::info_span!(
-        "agent.turn",
-        model = shared.model.model_name(),
-        provider = %shared.model.provider(),
-        steps = tracing::field::Empty,
-    );
-    run_turn(&shared, input, options, events)
-        .instrument(span)
-        .await
-}
-
 /// What every call of a turn shares.
 struct Turn<'a> {
     shared: &'a Shared,
@@ -86,15 +66,28 @@ struct Turn<'a> {
     retried_calls: usize,
 }
 
+/// Runs one turn: appends the user's text (or applies the approval decisions), then asks the
+/// model and runs its tool calls until it answers, a call needs approval, or the step limit is
+/// reached.
 // One turn is one loop over the steps of the data flow (request, stream, approvals, calls,
 // results); it reads top to bottom, and each step is a call into a function of its own.
 #[allow(clippy::too_many_lines)]
-async fn run_turn(
-    shared: &Shared,
+#[tracing::instrument(
+    name = "agent.turn",
+    skip_all,
+    fields(
+        model = shared.model.model_name(),
+        provider = %shared.model.provider(),
+        steps = tracing::field::Empty,
+    )
+)]
+pub(super) async fn turn(
+    shared: Arc<Shared>,
     input: Input,
     options: TurnOptions,
     events: Events<'_>,
 ) -> Result<AgentResponse, AgentError> {
+    let shared = &*shared;
     let _turn = shared.turn.clone().lock_owned().await;
     let context = &shared.context;
     let pending = context.pending_calls();
@@ -558,88 +551,87 @@ struct Answer {
     finish_reason: FinishReason,
 }
 
+#[tracing::instrument(
+    name = "model.call",
+    skip_all,
+    fields(
+        step = step,
+        model = shared.model.model_name(),
+        messages = request.messages.len(),
+        tools = request.tools.definitions().len(),
+    )
+)]
 async fn model_call(
     shared: &Shared,
     request: ChatRequest,
     step: usize,
     events: Events<'_>,
 ) -> Result<Answer, ProviderError> {
-    let span = tracing::info_span!(
-        "model.call",
-        step,
-        model = shared.model.model_name(),
-        messages = request.messages.len(),
-        tools = request.tools.definitions().len(),
-    );
-    async move {
-        let Some(sender) = events else {
-            let response = shared.model.chat(request).await?;
-            let (content, tool_calls) = split(response.message);
-            return Ok(Answer {
-                content,
-                tool_calls,
-                usage: response.usage,
-                finish_reason: response.finish_reason,
-            });
-        };
-        let events = Some(sender);
-        let mut stream = shared.model.stream(request).await?;
-        let mut finished: Vec<String> = Vec::new();
-        let mut usage = None;
-        // How far a stream that ends without `Done` got, for its error.
-        let mut received: u64 = 0;
-        let mut open_calls: Vec<(usize, String)> = Vec::new();
-        while let Some(event) = stream.next().await {
-            received += 1;
-            match event? {
-                ModelEvent::TextDelta(text) => emit(events, AgentEvent::TextDelta(text)),
-                ModelEvent::ToolCallStarted { index, id, name } => {
-                    open_calls.push((index, name.clone()));
-                    emit(events, AgentEvent::ToolCallStarted { index, id, name });
-                }
-                ModelEvent::ToolCallDelta { index, arguments } => {
-                    emit(events, AgentEvent::ToolCallDelta { index, arguments });
-                }
-                ModelEvent::ToolCallFinished { index, call } => {
-                    open_calls.retain(|(open, _)| *open != index);
-                    finished.push(call.id.clone());
-                    emit(events, finished_event(call));
-                }
-                ModelEvent::Usage(counts) => {
-                    usage = Some(counts);
-                    emit(events, AgentEvent::Usage(counts));
-                }
-                ModelEvent::Done {
-                    message,
-                    finish_reason,
-                } => {
-                    let (content, tool_calls) = split(message);
-                    for call in &tool_calls {
-                        if !finished.contains(&call.id) {
-                            emit(events, finished_event(call.clone()));
-                        }
-                    }
-                    return Ok(Answer {
-                        content,
-                        tool_calls,
-                        usage,
-                        finish_reason,
-                    });
-                }
-                #[allow(unreachable_patterns)]
-                _ => {}
+    let Some(sender) = events else {
+        let response = shared.model.chat(request).await?;
+        let (content, tool_calls) = split(response.message);
+        return Ok(Answer {
+            content,
+            tool_calls,
+            usage: response.usage,
+            finish_reason: response.finish_reason,
+        });
+    };
+    let events = Some(sender);
+    let mut stream = shared.model.stream(request).await?;
+    let mut finished: Vec<String> = Vec::new();
+    let mut usage = None;
+    // How far a stream that ends without `Done` got, for its error.
+    let mut received: u64 = 0;
+    let mut open_calls: Vec<(usize, String)> = Vec::new();
+    while let Some(event) = stream.next().await {
+        received += 1;
+        match event? {
+            ModelEvent::TextDelta(text) => emit(events, AgentEvent::TextDelta(text)),
+            ModelEvent::ToolCallStarted { index, id, name } => {
+                open_calls.push((index, name.clone()));
+                emit(events, AgentEvent::ToolCallStarted { index, id, name });
             }
+            ModelEvent::ToolCallDelta { index, arguments } => {
+                emit(events, AgentEvent::ToolCallDelta { index, arguments });
+            }
+            ModelEvent::ToolCallFinished { index, call } => {
+                open_calls.retain(|(open, _)| *open != index);
+                finished.push(call.id.clone());
+                emit(events, finished_event(call));
+            }
+            ModelEvent::Usage(counts) => {
+                usage = Some(counts);
+                emit(events, AgentEvent::Usage(counts));
+            }
+            ModelEvent::Done {
+                message,
+                finish_reason,
+            } => {
+                let (content, tool_calls) = split(message);
+                for call in &tool_calls {
+                    if !finished.contains(&call.id) {
+                        emit(events, finished_event(call.clone()));
+                    }
+                }
+                return Ok(Answer {
+                    content,
+                    tool_calls,
+                    usage,
+                    finish_reason,
+                });
+            }
+            #[allow(unreachable_patterns)]
+            _ => {}
         }
-        Err(ProviderError::Truncated {
-            provider: shared.model.provider(),
-            bytes: None,
-            events: received,
-            incomplete_call: open_calls.pop().map(|(_, name)| name),
-            cause: None,
-        })
     }
-    .instrument(span)
-    .await
+    Err(ProviderError::Truncated {
+        provider: shared.model.provider(),
+        bytes: None,
+        events: received,
+        incomplete_call: open_calls.pop().map(|(_, name)| name),
+        cause: None,
+    })
 }
 
 fn finished_event(call: ToolCall) -> AgentEvent {
