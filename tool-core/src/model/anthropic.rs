@@ -191,19 +191,21 @@ impl Wire for Messages {
         }
         let system = system.join("\n\n");
         let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
-        let body = RequestBody {
+        ChatBody {
             model: &config.endpoint.model,
-            max_tokens: request.settings.max_tokens.unwrap_or(config.max_tokens),
-            system: (!system.is_empty()).then_some(system.as_str()),
             messages,
-            tools: tools.as_deref(),
-            tool_choice: tools
-                .as_ref()
-                .and_then(|_| wire_tool_choice(&request.tool_choice)),
-            temperature: request.settings.temperature,
             stream,
-        };
-        write_json(&body)
+            tools: tools.as_deref(),
+            own: OwnFields {
+                max_tokens: request.settings.max_tokens.unwrap_or(config.max_tokens),
+                system: (!system.is_empty()).then_some(system.as_str()),
+                tool_choice: tools
+                    .as_ref()
+                    .and_then(|_| wire_tool_choice(&request.tool_choice)),
+                temperature: request.settings.temperature,
+            },
+        }
+        .write()
     }
 
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
@@ -235,17 +237,14 @@ impl Wire for Messages {
     }
 }
 
+/// What a Messages request sends beside the [`ChatBody`] fields.
 #[skip_serializing_none]
 #[derive(Serialize)]
-struct RequestBody<'a> {
-    model: &'a str,
+struct OwnFields<'a> {
     max_tokens: u32,
     system: Option<&'a str>,
-    messages: Vec<WireMessage>,
-    tools: Option<&'a RawValue>,
     tool_choice: Option<Value>,
     temperature: Option<f32>,
-    stream: bool,
 }
 
 /// The `tool_choice` of a request that offers tools

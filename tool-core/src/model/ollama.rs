@@ -151,14 +151,14 @@ impl Wire for OllamaChat {
                 num_predict: settings.max_tokens,
             },
         );
-        let body = RequestBody {
+        ChatBody {
             model: &config.endpoint.model,
             messages: request.messages.iter().map(WireMessage::from).collect(),
             stream,
             tools: tools.as_deref(),
-            options,
-        };
-        write_json(&body)
+            own: OwnFields { options },
+        }
+        .write()
     }
 
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
@@ -200,13 +200,10 @@ fn cannot_force(choice: &str) -> ProviderError {
     ))
 }
 
+/// What an `/api/chat` request sends beside the [`ChatBody`] fields.
 #[skip_serializing_none]
 #[derive(Serialize)]
-struct RequestBody<'a> {
-    model: &'a str,
-    messages: Vec<WireMessage<'a>>,
-    stream: bool,
-    tools: Option<&'a RawValue>,
+struct OwnFields {
     options: Option<WireOptions>,
 }
 

@@ -12,7 +12,7 @@
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, value::RawValue};
+use serde_json::Value;
 use serde_with::skip_serializing_none;
 
 use super::wire::prelude::*;
@@ -106,21 +106,23 @@ impl Wire for ChatCompletions {
     ) -> Result<Bytes, ProviderError> {
         request.tool_choice.check(&request.tools)?;
         let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
-        let body = RequestBody {
+        ChatBody {
             model: &config.endpoint.model,
             messages: request.messages.iter().map(WireMessage::from).collect(),
             stream,
-            stream_options: (stream && config.include_usage).then_some(StreamOptions {
-                include_usage: true,
-            }),
             tools: tools.as_deref(),
-            tool_choice: tools
-                .as_ref()
-                .and_then(|_| wire_tool_choice(&request.tool_choice)),
-            temperature: request.settings.temperature,
-            max_tokens: request.settings.max_tokens,
-        };
-        write_json(&body)
+            own: OwnFields {
+                stream_options: (stream && config.include_usage).then_some(StreamOptions {
+                    include_usage: true,
+                }),
+                tool_choice: tools
+                    .as_ref()
+                    .and_then(|_| wire_tool_choice(&request.tool_choice)),
+                temperature: request.settings.temperature,
+                max_tokens: request.settings.max_tokens,
+            },
+        }
+        .write()
     }
 
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
@@ -128,14 +130,11 @@ impl Wire for ChatCompletions {
     }
 }
 
+/// What a Chat Completions request sends beside the [`ChatBody`] fields.
 #[skip_serializing_none]
 #[derive(Serialize)]
-struct RequestBody<'a> {
-    model: &'a str,
-    messages: Vec<WireMessage<'a>>,
-    stream: bool,
+struct OwnFields {
     stream_options: Option<StreamOptions>,
-    tools: Option<&'a RawValue>,
     tool_choice: Option<Value>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,

@@ -1,6 +1,6 @@
-//! The HTTP plumbing the provider clients share: stream framing ([`framing`]), decoding frames
-//! into model events ([`decode`]), assembling an answer from fragments ([`accumulate`]), and
-//! sending requests with timeouts and retries ([`http`]).
+//! The HTTP plumbing the provider clients share: request bodies ([`body`]), stream framing
+//! ([`framing`]), decoding frames into model events ([`decode`]), assembling an answer from
+//! fragments ([`accumulate`]), and sending requests with timeouts and retries ([`http`]).
 
 // Shared by the provider clients; a build with only some of them leaves parts unused.
 #![cfg_attr(
@@ -14,6 +14,7 @@
 )]
 
 pub(crate) mod accumulate;
+pub(crate) mod body;
 pub(crate) mod decode;
 pub(crate) mod framing;
 pub(crate) mod http;

@@ -14,6 +14,7 @@ pub(crate) use crate::{
 
 pub(crate) use super::{
     accumulate::{Answer, arguments_object},
+    body::ChatBody,
     decode::{Decoder, Text, sse_event, stream_error, truncated, unreadable},
     framing::Frame,
     http::{read_json, write_json},
