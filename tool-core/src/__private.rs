@@ -23,6 +23,9 @@ pub use std::{
 
 use core::{fmt::Display, future::Future};
 
+mod object_only;
+use object_only::ObjectOnly;
+
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
@@ -101,19 +104,27 @@ where
     R: FnOnce(T, Option<CallContext>) -> Body<'a>,
 {
     use crate::tool::TextCall;
-    let started = |body| match body {
-        Body::Running(future) => TextCall::Started(future),
-        Body::Finished(result) => TextCall::Finished(result),
-    };
-    match source {
+    // Every line here is compiled again for each tool: `run` is called once, and what does not
+    // depend on `T` lives in functions of its own.
+    let args = match source {
         Source::Text(text) => match read_text::<T>(text) {
-            Some(args) => started(run(args, call)),
-            None => TextCall::Refused(call),
+            Some(args) => args,
+            None => return TextCall::Refused(call),
         },
         Source::Object(args) => match narrow_with::<T>(tool, args, schema) {
-            Ok(args) => started(run(args, call)),
-            Err(error) => TextCall::Finished(Err(error)),
+            Ok(args) => args,
+            Err(error) => return TextCall::Finished(Err(error)),
         },
+    };
+    run(args, call).into()
+}
+
+impl<'a> From<Body<'a>> for crate::tool::TextCall<'a> {
+    fn from(body: Body<'a>) -> Self {
+        match body {
+            Body::Running(future) => Self::Started(future),
+            Body::Finished(result) => Self::Finished(result),
+        }
     }
 }
 
@@ -132,12 +143,17 @@ pub fn started(call: crate::tool::TextCall<'_>) -> ExecuteFuture<'_> {
 
 /// `T` read from the model's text, when the text is a JSON object `T` deserializes from.
 ///
-/// Only an object: serde reads a struct from a JSON array too, which the schema does not allow.
+/// Only an object: serde reads a struct from a JSON array too, which the schema does not allow
+/// (see [`ObjectOnly`]), and a type with its own `Deserialize` might read other JSON.
 fn read_text<T: DeserializeOwned>(text: &str) -> Option<T> {
     if !text.trim_ascii_start().starts_with('{') {
         return None;
     }
-    serde_json::from_str(text).ok()
+    let mut reader = serde_json::Deserializer::from_str(text);
+    match T::deserialize(ObjectOnly(&mut reader)) {
+        Ok(args) if reader.end().is_ok() => Some(args),
+        _ => None,
+    }
 }
 
 /// The arguments of a tool without parameters: any JSON object, whatever it holds.
@@ -197,7 +213,10 @@ pub fn narrow_with<T: DeserializeOwned>(
     schema: impl FnOnce() -> ChatTool,
 ) -> Result<T, ToolError> {
     let value = Value::Object(args);
-    T::deserialize(&value).map_err(|error| mismatch(tool, &schema(), &value, &error))
+    match T::deserialize(ObjectOnly(&value)) {
+        Ok(args) => Ok(args),
+        Err(error) => Err(mismatch(tool, &schema(), &value, &error)),
+    }
 }
 
 /// Says what is wrong with `value` for tool `tool`, preferring the schema's account.
