@@ -363,9 +363,9 @@ async fn run_turn(
 fn event_view(event: AgentEvent) -> Option<Event> {
     let event = match event {
         AgentEvent::TextDelta(delta) => sse("text", &json!({ "delta": delta })),
-        AgentEvent::ToolCallStarted { index, id, name } => sse(
+        AgentEvent::ToolCallStarted(start) => sse(
             "tool_call_started",
-            &json!({ "index": index, "id": id, "name": name }),
+            &json!({ "index": start.index, "id": start.id, "name": start.name }),
         ),
         AgentEvent::ToolCallDelta { index, arguments } => sse(
             "tool_call_delta",

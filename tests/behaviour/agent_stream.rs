@@ -21,7 +21,7 @@ use crate::agent_support::{Echo, scripted_agent, tool_results};
 fn label(event: &AgentEvent) -> &'static str {
     match event {
         AgentEvent::TextDelta(_) => "text",
-        AgentEvent::ToolCallStarted { .. } => "call-start",
+        AgentEvent::ToolCallStarted(_) => "call-start",
         AgentEvent::ToolCallDelta { .. } => "call-delta",
         AgentEvent::ToolCallFinished { .. } => "call-end",
         AgentEvent::ToolResult { .. } => "result",

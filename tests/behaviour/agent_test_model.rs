@@ -116,7 +116,7 @@ async fn test_model_streams_the_same_turn() {
     let started: Vec<&str> = events
         .iter()
         .filter_map(|event| match event {
-            AgentEvent::ToolCallStarted { name, .. } => Some(name.as_str()),
+            AgentEvent::ToolCallStarted(start) => Some(start.name.as_str()),
             _ => None,
         })
         .collect();

@@ -333,8 +333,8 @@ impl Collected {
         self.events
             .iter()
             .filter_map(|event| match event {
-                ModelEvent::ToolCallStarted { index, id, name } => {
-                    Some((*index, id.clone(), name.clone()))
+                ModelEvent::ToolCallStarted(start) => {
+                    Some((start.index, start.id.clone(), start.name.clone()))
                 }
                 _ => None,
             })

@@ -414,7 +414,7 @@ async fn test_model_answers_with_text_only_when_the_choice_is_none() {
     assert!(
         !events
             .iter()
-            .any(|event| matches!(event, ModelEvent::ToolCallStarted { .. })),
+            .any(|event| matches!(event, ModelEvent::ToolCallStarted(_))),
         "{events:?}"
     );
     assert!(
@@ -457,7 +457,7 @@ async fn test_model_calls_only_the_named_tool() {
     let started: Vec<&str> = events
         .iter()
         .filter_map(|event| match event {
-            ModelEvent::ToolCallStarted { name, .. } => Some(name.as_str()),
+            ModelEvent::ToolCallStarted(start) => Some(start.name.as_str()),
             _ => None,
         })
         .collect();

@@ -2,7 +2,7 @@
 
 use crate::{
     call::Progress,
-    model::{FinishReason, ToolCall, Usage},
+    model::{FinishReason, ToolCall, ToolCallStart, Usage},
     tool::JsonObject,
 };
 
@@ -16,15 +16,8 @@ use super::{AgentResponse, ApprovalRequest};
 pub enum AgentEvent {
     /// A piece of the model's text.
     TextDelta(String),
-    /// The model began a tool call.
-    ToolCallStarted {
-        /// The call's position in the model's answer.
-        index: usize,
-        /// The provider's id of the call.
-        id: String,
-        /// The tool's name.
-        name: String,
-    },
+    /// The model began a tool call (the model's own event, passed on as it came).
+    ToolCallStarted(ToolCallStart),
     /// A fragment of a tool call's JSON arguments.
     ToolCallDelta {
         /// The call's position in the model's answer.

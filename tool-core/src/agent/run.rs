@@ -588,9 +588,9 @@ async fn model_call(
         received += 1;
         match event? {
             ModelEvent::TextDelta(text) => emit(events, AgentEvent::TextDelta(text)),
-            ModelEvent::ToolCallStarted { index, id, name } => {
-                open_calls.push((index, name.clone()));
-                emit(events, AgentEvent::ToolCallStarted { index, id, name });
+            ModelEvent::ToolCallStarted(start) => {
+                open_calls.push((start.index, start.name.clone()));
+                emit(events, AgentEvent::ToolCallStarted(start));
             }
             ModelEvent::ToolCallDelta { index, arguments } => {
                 emit(events, AgentEvent::ToolCallDelta { index, arguments });

@@ -434,21 +434,40 @@ pub enum FinishReason {
     Other(String),
 }
 
+/// A tool call began: its position in the answer, its id and the tool's name.
+///
+/// [`ModelEvent::ToolCallStarted`] carries it, and the agent passes the same value on in
+/// [`AgentEvent::ToolCallStarted`](crate::AgentEvent::ToolCallStarted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolCallStart {
+    /// The call's position in the answer; it orders the calls of one answer.
+    pub index: usize,
+    /// The provider's id of the call.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+}
+
+impl ToolCallStart {
+    /// The start of the call at `index` with the provider's `id`, to the tool `name`.
+    pub fn new(index: usize, id: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            index,
+            id: id.into(),
+            name: name.into(),
+        }
+    }
+}
+
 /// One event of a streamed answer.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ModelEvent {
     /// A piece of the answer's text.
     TextDelta(String),
-    /// A tool call began; `index` orders the calls of this answer.
-    ToolCallStarted {
-        /// The call's position in the answer.
-        index: usize,
-        /// The call's id.
-        id: String,
-        /// The tool's name.
-        name: String,
-    },
+    /// A tool call began; its `index` orders the calls of this answer.
+    ToolCallStarted(ToolCallStart),
     /// A fragment of a tool call's JSON arguments.
     ToolCallDelta {
         /// The call's position in the answer.

@@ -9,7 +9,7 @@ use futures::StreamExt as _;
 
 use super::{
     ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, SharedStr, ToolCall, Usage,
+    ProviderError, SharedStr, ToolCall, ToolCallStart, Usage,
 };
 use crate::schema::Provider;
 
@@ -263,11 +263,11 @@ pub(crate) fn reply_events(
             .map(|piece| ModelEvent::TextDelta(piece.to_owned())),
     );
     for (index, call) in tool_calls.iter().enumerate() {
-        events.push(ModelEvent::ToolCallStarted {
+        events.push(ModelEvent::ToolCallStarted(ToolCallStart::new(
             index,
-            id: call.id.clone(),
-            name: call.name.clone(),
-        });
+            call.id.clone(),
+            call.name.clone(),
+        )));
         events.extend(
             fragments(&call.arguments, 3).map(|piece| ModelEvent::ToolCallDelta {
                 index,

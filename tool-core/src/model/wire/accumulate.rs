@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::model::{FinishReason, Message, ModelEvent, SharedStr, ToolCall, Usage};
+use crate::model::{FinishReason, Message, ModelEvent, SharedStr, ToolCall, ToolCallStart, Usage};
 
 /// The answer built so far from a stream's events.
 #[derive(Debug, Default)]
@@ -295,11 +295,11 @@ impl ToolCallAccumulator {
             call.id = generate_call_id();
         }
         call.started = true;
-        out.push(ModelEvent::ToolCallStarted {
-            index: slot,
-            id: call.id.clone(),
-            name: call.name.clone(),
-        });
+        out.push(ModelEvent::ToolCallStarted(ToolCallStart::new(
+            slot,
+            call.id.clone(),
+            call.name.clone(),
+        )));
         if !call.arguments.as_str().is_empty() {
             out.push(ModelEvent::ToolCallDelta {
                 index: slot,
@@ -367,11 +367,7 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                ModelEvent::ToolCallStarted {
-                    index: 0,
-                    id: "call_1".into(),
-                    name: "add".into()
-                },
+                ModelEvent::ToolCallStarted(ToolCallStart::new(0, "call_1", "add")),
                 ModelEvent::ToolCallDelta {
                     index: 0,
                     arguments: "{\"a\"".into()

@@ -444,7 +444,7 @@ mod tests {
             id.clone_from(renamed);
         };
         match &mut event {
-            ModelEvent::ToolCallStarted { id, .. } => rename(id),
+            ModelEvent::ToolCallStarted(start) => rename(&mut start.id),
             ModelEvent::ToolCallFinished { call, .. } => rename(&mut call.id),
             ModelEvent::Done {
                 message: Message::Assistant { tool_calls, .. },
