@@ -472,10 +472,25 @@ fn summary(cases: &[Case]) {
 
 fn main() {
     let mut cases = all_cases();
-    // The summary covers the cases criterion's filter (the first free argument) selects.
-    let filter = std::env::args()
-        .skip(1)
-        .find(|arg| !arg.starts_with('-'))
+    // The summary covers the cases criterion's filter (the first free argument) selects; the
+    // value of an option such as `--measurement-time 2` is not a filter.
+    const TAKES_VALUE: [&str; 7] = [
+        "--warm-up-time",
+        "--measurement-time",
+        "--sample-size",
+        "--profile-time",
+        "--save-baseline",
+        "--baseline",
+        "--noise-threshold",
+    ];
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let filter = args
+        .iter()
+        .enumerate()
+        .find(|(at, arg)| {
+            !arg.starts_with('-') && (*at == 0 || !TAKES_VALUE.contains(&args[at - 1].as_str()))
+        })
+        .map(|(_, arg)| arg.clone())
         .unwrap_or_default();
     cases.retain(|case| case.name.contains(&filter));
     let mut criterion = Criterion::default().configure_from_args();
