@@ -204,19 +204,12 @@ impl ToolEntry {
         Target {
             tool: self.tool(),
             name: self.name(),
-            timeout: self.timeout(options, default_timeout),
+            timeout: self
+                .metadata()
+                .timeout
+                .or(default_timeout)
+                .or(options.default_timeout),
         }
-    }
-
-    fn timeout(
-        &self,
-        options: &RegistryOptions,
-        default_timeout: Option<Duration>,
-    ) -> Option<Duration> {
-        self.metadata()
-            .timeout
-            .or(default_timeout)
-            .or(options.default_timeout)
     }
 
     /// Lenient arguments, when the tool or the registry asks for them, with what was changed.
