@@ -333,7 +333,7 @@ pub use tool::{
 /// ```
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
-pub use tool_macros::tool;
+pub use tool_core_macros::tool;
 
 /// Turns the `#[tool]` methods of an impl block into tools that share `&self` as their state.
 ///
@@ -395,7 +395,7 @@ pub use tool_macros::tool;
 /// - The generated tool types are hidden; the block's type must not define `tools` itself.
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
-pub use tool_macros::toolbox;
+pub use tool_core_macros::toolbox;
 
 /// The README's Rust snippets, compiled and run as doc tests.
 #[cfg(doctest)]
