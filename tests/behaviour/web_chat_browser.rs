@@ -19,7 +19,7 @@ use std::{
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
-use crate::web_chat::WebChat;
+use crate::web_chat::{WebChat, scratch_file};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -413,7 +413,7 @@ async fn the_page_works_in_headless_chromium() {
         cards(&client, 0).await[1],
         ("write_file".to_owned(), "denied".to_owned())
     );
-    assert!(!data.path().join("scratch/example").exists());
+    assert_eq!(scratch_file(data.path(), "example"), None);
     // The pressed button is disabled and gone; keyboard focus is back in the message box.
     let focused = client
         .execute("return document.activeElement.id;", vec![])
@@ -561,8 +561,8 @@ async fn the_page_works_in_headless_chromium() {
         ("write_file".to_owned(), "ok".to_owned())
     );
     assert_eq!(
-        std::fs::read_to_string(data.path().join("scratch/example")).unwrap(),
-        "example"
+        scratch_file(data.path(), "example").as_deref(),
+        Some("example")
     );
     screenshot(&client, "6-without-the-tool").await;
 
