@@ -47,3 +47,4 @@ mod text_arguments;
 mod tool_choice;
 mod web_chat;
 mod web_chat_browser;
+mod web_chat_security;
