@@ -1,4 +1,4 @@
-//! `read_file` and `write_file`: confined to the context's root directory (see
+//! `read_file` and `write_file`: confined to the calling chat's root directory (see
 //! [`confined`](super::confined) for what that guarantees), size-limited, encoding-aware, and
 //! atomic on write.
 
@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::confined::{self, RootedPath};
 use crate::{
     __private,
+    call::CallContext,
     context::ToolContext,
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError, ToolMetadata},
 };
@@ -40,8 +41,13 @@ pub struct WriteFileArgs {
     pub content: String,
 }
 
-/// The built-in `read_file` tool: reads a regular file under the context's root directory.
+/// The built-in `read_file` tool: reads a regular file under the root directory of the chat
+/// that calls it.
 ///
+/// * The root is that of the calling chat's context ([`CallContext::conversation`]), so a
+///   registry shared by agents with different roots reads in each one's; the context the tool
+///   was made with applies to calls that come without one (a registry's plain `execute`, an
+///   MCP client).
 /// * The path is relative to the root (an absolute path must lie under it), and `..` cannot
 ///   climb out.
 /// * **No symbolic link is followed** below the root, not even one that stays inside it: each
@@ -56,14 +62,15 @@ pub struct ReadFile {
 }
 
 impl ReadFile {
-    /// A `read_file` tool confined to `context.root_dir()`.
+    /// A `read_file` tool confined to `context.root_dir()` when a call brings no context of
+    /// its own.
     pub fn new(context: ToolContext) -> Self {
         Self { context }
     }
 }
 
-/// The built-in `write_file` tool: writes a file under the context's root directory,
-/// atomically.
+/// The built-in `write_file` tool: writes a file under the root directory of the chat that calls
+/// it, atomically.
 ///
 /// The root and path rules are those of [`ReadFile`]: no symbolic link is followed below the
 /// root, and an existing entry must be a regular file. Missing parent directories are
@@ -76,7 +83,8 @@ pub struct WriteFile {
 }
 
 impl WriteFile {
-    /// A `write_file` tool confined to `context.root_dir()`.
+    /// A `write_file` tool confined to `context.root_dir()` when a call brings no context of
+    /// its own.
     pub fn new(context: ToolContext) -> Self {
         Self { context }
     }
@@ -112,6 +120,12 @@ impl ExecutableTool for ReadFile {
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
         read(self.context.clone(), args).await
     }
+
+    /// Reads under the root directory of the chat that made the call, whichever registry this
+    /// tool sits in; under its own context's when the call comes with none.
+    async fn execute_with(&self, args: JsonObject, call: CallContext) -> Result<String, ToolError> {
+        read(call.conversation().unwrap_or(&self.context).clone(), args).await
+    }
 }
 
 #[async_trait::async_trait]
@@ -145,6 +159,12 @@ impl ExecutableTool for WriteFile {
 
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
         write(self.context.clone(), args).await
+    }
+
+    /// Writes under the root directory of the chat that made the call, whichever registry this
+    /// tool sits in; under its own context's when the call comes with none.
+    async fn execute_with(&self, args: JsonObject, call: CallContext) -> Result<String, ToolError> {
+        write(call.conversation().unwrap_or(&self.context).clone(), args).await
     }
 }
 
