@@ -41,6 +41,7 @@ mod registry;
 mod session_preferences;
 mod session_toggles;
 mod store_conversations;
+mod store_names;
 mod store_preferences;
 mod store_support;
 mod text_arguments;

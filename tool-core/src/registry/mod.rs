@@ -36,7 +36,6 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 pub use checks::RegistryError;
-#[cfg(feature = "mcp-client")]
 pub(crate) use checks::validate_name;
 use entry::ToolEntry;
 pub use entry::ToolInfo;
