@@ -37,6 +37,7 @@ mod provider_scenarios;
 mod provider_tool_errors;
 mod provider_usage;
 mod provider_wires;
+mod readme_reference;
 mod registry;
 mod session_preferences;
 mod session_toggles;
