@@ -38,6 +38,7 @@ use tool_core::{
     HandlerTable, ToolContext, ToolContextOptions, ToolRegistry,
     builtin::{ReadFile, SaveSessionContext, WriteFile},
     config,
+    http_server::ServerLimits,
     model::{ChatModel, TestModel},
     store::SqlStore,
 };
@@ -201,10 +202,7 @@ async fn main() -> ExitCode {
         // Without a Ctrl-C handler the server runs until it is killed, which is fine too.
         let _ = tokio::signal::ctrl_c().await;
     };
-    match axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
+    match tool_core::http_server::serve(listener, app, ServerLimits::default(), shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("the server stopped: {error}");
