@@ -26,6 +26,8 @@ mod mcp_node;
 mod mcp_progress;
 mod mcp_python;
 mod mcp_server;
+mod mcp_server_access;
+mod mcp_server_limits;
 mod npm_support;
 mod provider_anthropic;
 mod provider_formats;

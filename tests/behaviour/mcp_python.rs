@@ -225,8 +225,14 @@ pub(crate) struct ExampleServer {
 
 impl ExampleServer {
     pub(crate) fn start(root: &Path, stateless: bool) -> Self {
+        Self::start_with_env(root, stateless, &[])
+    }
+
+    /// Starts the example with these environment variables set.
+    pub(crate) fn start_with_env(root: &Path, stateless: bool, env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(SERVER);
         command.args(["--http", "127.0.0.1:0", "--root"]).arg(root);
+        command.envs(env.iter().copied());
         if stateless {
             command.arg("--stateless");
         }
