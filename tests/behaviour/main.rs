@@ -27,6 +27,7 @@ mod mcp_progress;
 mod mcp_python;
 mod mcp_server;
 mod mcp_server_access;
+mod mcp_server_approval;
 mod mcp_server_limits;
 mod npm_support;
 mod provider_anthropic;

@@ -15,6 +15,10 @@
 //! - a tool whose metadata has an [`output_schema`](crate::ToolMetadata::output_schema) (a
 //!   `#[tool]` fn returning a `Serialize + JsonSchema` struct) is listed with an `outputSchema`
 //!   and answers with `structuredContent` beside the text block;
+//! - a tool whose metadata says [`needs_approval`](crate::ToolMetadata::needs_approval) is
+//!   listed with `annotations.destructiveHint: true` and `_meta: {"tool-core/needsApproval":
+//!   true}`, and by default runs only once the client's user approved the call through MCP
+//!   elicitation; see [`McpApproval`];
 //! - schemas carry no Rust-only numeric `format` (`int64`, `uint32`, `double`, ...), which
 //!   strict validators refuse; the bounds they imply stay as `minimum`/`maximum`;
 //! - protocol versions `2026-07-28` (`server/discover` and self-contained requests with their
@@ -157,7 +161,7 @@ pub use client::{
     CommandLineError, McpClient, McpClientError, McpProgress, McpRegistration, McpServerConfig,
     McpStatus, McpToolInfo, McpTransportConfig, ReconnectPolicy, parse_command_line,
 };
-pub use handler::McpHandler;
+pub use handler::{McpApproval, McpHandler};
 pub use http::{McpAuth, McpHttpServer};
 use rmcp::ServiceExt;
 use tokio::{
@@ -223,6 +227,10 @@ pub struct McpOptions {
     /// How long an HTTP client may take to send a request's head (default 10 s); see
     /// [`ServerLimits::header_read_timeout`](crate::http_server::ServerLimits::header_read_timeout).
     pub header_read_timeout: Duration,
+    /// What happens to a call of a tool whose metadata says
+    /// [`needs_approval`](crate::ToolMetadata::needs_approval) (default
+    /// [`McpApproval::Ask`]).
+    pub approval: McpApproval,
 }
 
 /// The default [`McpOptions::max_request_bytes`]: 4 MiB.
@@ -255,6 +263,7 @@ impl Default for McpOptions {
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
             max_connections: crate::http_server::DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: crate::http_server::DEFAULT_HEADER_READ_TIMEOUT,
+            approval: McpApproval::Ask,
         }
     }
 }
@@ -348,6 +357,13 @@ impl McpOptions {
     #[must_use]
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
+        self
+    }
+
+    /// Sets what happens to calls of tools that need approval.
+    #[must_use]
+    pub fn approval(mut self, approval: McpApproval) -> Self {
+        self.approval = approval;
         self
     }
 
