@@ -5,7 +5,7 @@
 
 use std::{
     path::Path,
-    process::{Command, Stdio},
+    process::Command,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -20,7 +20,7 @@ use tool_core::{
     mcp::{McpAuth, McpOptions, McpServer},
 };
 
-use crate::mcp_python::{ExampleServer, python, wait_bounded};
+use crate::mcp_python::{ExampleServer, background_runtime, json_report, python};
 
 /// A tool that counts its runs.
 pub(crate) struct Counted {
@@ -353,11 +353,7 @@ fn the_token_never_shows_in_debug_output() {
 #[test]
 fn python_sdk_connects_with_the_bearer_token_and_is_refused_without_it() {
     let Some(python) = python() else { return };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = background_runtime();
     let (registry, runs) = counting_registry();
     let http = runtime
         .block_on(
@@ -388,25 +384,11 @@ fn python_sdk_connects_with_the_bearer_token_and_is_refused_without_it() {
 }
 
 /// Runs `tests/mcp_python/probe.py` with `args` and parses its JSON report.
-fn run_probe(python: &Path, args: &[&str]) -> Value {
+pub(crate) fn run_probe(python: &Path, args: &[&str]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/probe.py");
-    let child = Command::new(python)
-        .arg(&script)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = wait_bounded(child, Duration::from_secs(120));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "probe.py failed ({}):\n{stderr}\n{stdout}",
-        output.status
-    );
-    serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|error| panic!("bad report ({error}):\n{stdout}\n{stderr}"))
+    let mut command = Command::new(python);
+    command.arg(&script).args(args);
+    json_report(command, Duration::from_secs(120))
 }
 
 #[tokio::test]

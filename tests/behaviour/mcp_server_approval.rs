@@ -7,7 +7,7 @@
 
 use std::{
     path::Path,
-    process::{Command, Stdio},
+    process::Command,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -22,7 +22,7 @@ use tool_core::{
 };
 
 use crate::{
-    mcp_python::{python, wait_bounded},
+    mcp_python::{background_runtime, json_report, python},
     mcp_server_access::Counted,
 };
 
@@ -39,11 +39,7 @@ struct Served {
 
 impl Served {
     fn start(options: McpOptions) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = background_runtime();
         let runs = Arc::new(AtomicUsize::new(0));
         let registry = ToolRegistry::new();
         registry
@@ -82,23 +78,11 @@ impl Drop for Served {
 /// Runs `tests/mcp_python/approval.py` and parses its report.
 fn run_client(python: &Path, url: &str, version: &str, elicit: &str) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/approval.py");
-    let child = Command::new(python)
+    let mut command = Command::new(python);
+    command
         .arg(&script)
-        .args(["--version", version, "--elicit", elicit, url, "remove_note"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = wait_bounded(child, Duration::from_secs(120));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "approval.py failed ({}):\n{stderr}\n{stdout}",
-        output.status
-    );
-    serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|error| panic!("bad report ({error}):\n{stdout}\n{stderr}"))
+        .args(["--version", version, "--elicit", elicit, url, "remove_note"]);
+    json_report(command, Duration::from_secs(120))
 }
 
 /// What the client's user is asked.

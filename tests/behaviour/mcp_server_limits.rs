@@ -6,8 +6,6 @@
 
 use std::{
     net::SocketAddr,
-    path::Path,
-    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -23,8 +21,8 @@ use tool_core::{
 };
 
 use crate::{
-    mcp_python::{python, wait_bounded},
-    mcp_server_access::{initialize, post},
+    mcp_python::{background_runtime, python},
+    mcp_server_access::{initialize, post, run_probe},
 };
 
 /// How long a test waits for something that should happen at once.
@@ -145,11 +143,7 @@ async fn mcp_http_frees_the_slot_of_a_session_idle_past_its_timeout() {
 #[test]
 fn python_sdk_over_the_session_cap_gets_a_clear_error() {
     let Some(python) = python() else { return };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = background_runtime();
     let http = runtime
         .block_on(server(McpOptions::new().max_sessions(1)).start_http("127.0.0.1:0"))
         .unwrap();
@@ -157,21 +151,7 @@ fn python_sdk_over_the_session_cap_gets_a_clear_error() {
     let held = runtime.block_on(post(&url, &[], initialize(1)));
     assert_eq!(held.status, 200);
 
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/probe.py");
-    let child = Command::new(python)
-        .arg(&script)
-        .arg(&url)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = wait_bounded(child, Duration::from_secs(120));
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
-        panic!(
-            "bad report ({error}): {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
+    let report = run_probe(python, &[&url]);
     let error = report["error"].as_str().unwrap_or_default();
     assert!(
         error.contains("the server has reached its limit of 1 mcp sessions"),
@@ -290,7 +270,8 @@ async fn check_connection_cap(addr: SocketAddr) {
 
 #[tokio::test]
 async fn mcp_http_closes_a_request_whose_head_never_ends() {
-    let options = McpOptions::new().header_read_timeout(Duration::from_millis(200));
+    let options = McpOptions::new()
+        .http_limits(ServerLimits::new().header_read_timeout(Duration::from_millis(200)));
     let http = server(options).start_http("127.0.0.1:0").await.unwrap();
     check_header_timeout(http.local_addr()).await;
     http.shutdown().await.unwrap();
@@ -298,7 +279,7 @@ async fn mcp_http_closes_a_request_whose_head_never_ends() {
 
 #[tokio::test]
 async fn mcp_http_refuses_connections_over_the_cap_and_serves_the_others() {
-    let http = server(McpOptions::new().max_connections(2))
+    let http = server(McpOptions::new().http_limits(ServerLimits::new().max_connections(2)))
         .start_http("127.0.0.1:0")
         .await
         .unwrap();

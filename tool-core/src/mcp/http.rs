@@ -47,7 +47,7 @@ use tokio::{net::ToSocketAddrs, task::JoinHandle};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{McpServer, McpServerError};
-use crate::http_server::{ServerLimits, serve};
+use crate::http_server::serve;
 
 /// A running streamable HTTP MCP server, from [`McpServer::start_http`]. Dropping it shuts the
 /// server down.
@@ -433,14 +433,10 @@ pub(super) async fn start(
         max_sessions: options.max_sessions,
     });
     let router = router.layer(axum::middleware::from_fn_with_state(gate, admit));
-    let limits = ServerLimits::new()
-        .max_connections(options.max_connections)
-        .header_read_timeout(options.header_read_timeout);
-
     let task = tokio::spawn(serve(
         listener,
         router,
-        limits,
+        options.http_limits.clone(),
         stop.clone().cancelled_owned(),
     ));
     Ok(McpHttpServer {

@@ -58,8 +58,8 @@
 //! |---|---|---|---|
 //! | HTTP request body | 4 MiB | [`McpOptions::max_request_bytes`] | `413 Payload Too Large` |
 //! | HTTP sessions at once | 256 | [`McpOptions::max_sessions`] | the `initialize` is answered `503 Service Unavailable` with a JSON-RPC error; a session ends with the client's HTTP `DELETE` or after [`McpOptions::session_idle_timeout`] (5 minutes) without a request |
-//! | HTTP connections at once | 512 | [`McpOptions::max_connections`] | the connection is answered `503` and closed |
-//! | time to send a request's head | 10 s | [`McpOptions::header_read_timeout`] | the connection is closed (idle kept-alive ones too) |
+//! | HTTP connections at once | 512 | [`McpOptions::http_limits`] ([`ServerLimits::max_connections`]) | the connection is answered `503` and closed |
+//! | time to send a request's head | 10 s | [`McpOptions::http_limits`] ([`ServerLimits::header_read_timeout`]) | the connection is closed (idle kept-alive ones too) |
 //! | one stdio message (line) | 16 MiB | [`McpOptions::max_line_bytes`] | a JSON-RPC error answer (`-32600`) with the request's id; the line is read to its end and dropped |
 //! | one tool call | 60 s | [`McpOptions::tool_timeout`] | a result with `isError: true` saying it timed out (a tool's own `timeout` wins) |
 //!
@@ -169,7 +169,7 @@ use tokio::{
     net::ToSocketAddrs,
 };
 
-use crate::registry::ToolRegistry;
+use crate::{http_server::ServerLimits, registry::ToolRegistry};
 
 /// How an [`McpServer`] presents itself and serves HTTP. `Default` names the server `tool-core`
 /// with this crate's version and serves HTTP at `/mcp`, accepting loopback `Host` headers and
@@ -221,12 +221,8 @@ pub struct McpOptions {
     pub max_sessions: usize,
     /// How long an HTTP session may go without a request before it ends (default 5 minutes).
     pub session_idle_timeout: Duration,
-    /// The most HTTP connections served at once (default 512); see
-    /// [`ServerLimits::max_connections`](crate::http_server::ServerLimits::max_connections).
-    pub max_connections: usize,
-    /// How long an HTTP client may take to send a request's head (default 10 s); see
-    /// [`ServerLimits::header_read_timeout`](crate::http_server::ServerLimits::header_read_timeout).
-    pub header_read_timeout: Duration,
+    /// The HTTP server's connection cap (default 512) and header-read timeout (default 10 s).
+    pub http_limits: ServerLimits,
     /// What happens to a call of a tool whose metadata says
     /// [`needs_approval`](crate::ToolMetadata::needs_approval) (default
     /// [`McpApproval::Ask`]).
@@ -261,8 +257,7 @@ impl Default for McpOptions {
             auth: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
-            max_connections: crate::http_server::DEFAULT_MAX_CONNECTIONS,
-            header_read_timeout: crate::http_server::DEFAULT_HEADER_READ_TIMEOUT,
+            http_limits: ServerLimits::default(),
             approval: McpApproval::Ask,
         }
     }
@@ -346,17 +341,10 @@ impl McpOptions {
         self
     }
 
-    /// Sets the most HTTP connections served at once.
+    /// Sets the HTTP server's connection cap and header-read timeout.
     #[must_use]
-    pub fn max_connections(mut self, connections: usize) -> Self {
-        self.max_connections = connections;
-        self
-    }
-
-    /// Sets how long an HTTP client may take to send a request's head.
-    #[must_use]
-    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
-        self.header_read_timeout = timeout;
+    pub fn http_limits(mut self, limits: ServerLimits) -> Self {
+        self.http_limits = limits;
         self
     }
 
