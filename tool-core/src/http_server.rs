@@ -97,8 +97,13 @@ const OVER_CAPACITY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
     content-length: 44\r\n\r\n\
     the server has too many connections; retry\r\n";
 
-/// The largest number of permits [`Semaphore::acquire_many`] takes at once.
-const MAX_PERMITS: usize = u32::MAX as usize;
+/// The most connection slots: what [`Semaphore::acquire_many`] takes at once (a `u32`) and a
+/// semaphore holds, whichever is smaller.
+const MAX_PERMITS: usize = if Semaphore::MAX_PERMITS < u32::MAX as usize {
+    Semaphore::MAX_PERMITS
+} else {
+    u32::MAX as usize
+};
 
 /// Serves `router` on `listener` within `limits` until `shutdown` completes, then stops
 /// accepting, lets the requests in flight finish and returns. See the [module docs](self) for
@@ -218,5 +223,18 @@ mod tests {
             .find_map(|line| line.strip_prefix("content-length: "))
             .unwrap();
         assert_eq!(length.parse::<usize>().unwrap(), body.len());
+    }
+
+    #[tokio::test]
+    async fn limits_out_of_range_are_brought_into_it() {
+        for limits in [
+            ServerLimits::new().max_connections(0),
+            ServerLimits::new().max_connections(usize::MAX),
+            ServerLimits::new().header_read_timeout(Duration::ZERO),
+        ] {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let served = serve(listener, Router::new(), limits, std::future::ready(()));
+            served.await.unwrap();
+        }
     }
 }
