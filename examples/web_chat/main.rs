@@ -42,6 +42,7 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
 
 use tool_core::{
     config::ToolConfig,
+    http_server::ServerLimits,
     model::{ChatModel, TestModel},
     store::SqlStore,
 };
@@ -284,10 +285,7 @@ async fn main() -> ExitCode {
         // Without a Ctrl-C handler the server runs until it is killed, which is fine too.
         let _ = tokio::signal::ctrl_c().await;
     };
-    match axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
+    match tool_core::http_server::serve(listener, app, ServerLimits::default(), shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("the server stopped: {error}");

@@ -75,6 +75,9 @@ pub mod call;
 pub mod config;
 pub mod context;
 pub mod execute;
+#[cfg(feature = "http-server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http-server")))]
+pub mod http_server;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
