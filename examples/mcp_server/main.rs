@@ -98,7 +98,8 @@ struct Arguments {
     /// Serve streamable HTTP at ADDR (at /mcp) instead of stdio.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8080")]
     http: Option<String>,
-    /// The folder read_file and write_file work in [default: the current folder].
+    /// The folder read_file and write_file work in [default: an empty scratch folder, removed on
+    /// exit].
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Serve HTTP without sessions, so several processes can answer behind a load balancer.
