@@ -51,7 +51,7 @@ use serde_json::{Map, Value, json};
 
 use crate::tool::ChatTool;
 
-pub(crate) use arguments::OptionalNulls;
+pub(crate) use arguments::{OptionalNulls, fraction_for_integer};
 #[cfg(feature = "mcp")]
 pub(crate) use common::drop_rust_formats;
 pub(crate) use common::excerpt;
