@@ -74,7 +74,8 @@ struct Trip {
 #[tool]
 async fn plan(#[args] trip: Trip) -> String {
     let nights: u32 = trip.legs.iter().map(|leg| u32::from(leg.nights)).sum();
-    format!("{nights} nights")
+    let price: f64 = trip.legs.iter().map(|leg| leg.price).sum();
+    format!("{nights} nights for {price}")
 }
 
 fn registry(options: RegistryOptions) -> ToolRegistry {
@@ -170,7 +171,7 @@ async fn a_fraction_for_an_integer_is_placed_and_named() {
         (
             "plan",
             r#"{"legs": [{"nights": 2, "price": 3.0}]}"#,
-            "2 nights",
+            "2 nights for 3",
         ),
     ])
     .await;

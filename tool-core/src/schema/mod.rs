@@ -172,6 +172,20 @@ pub struct SchemaError {
     pub reason: String,
 }
 
+/// The tools a provider cannot accept: one [`SchemaError`] per tool, in registration order.
+/// [`ToolRegistry::check`](crate::ToolRegistry::check) and
+/// [`RegistrySnapshot::check`](crate::RegistrySnapshot::check) return it, so a program fails
+/// with the tools' names and reasons instead of sending a request without them.
+///
+/// Displayed as the tools' errors joined by `; `.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+#[non_exhaustive]
+pub struct ToolCheckError {
+    /// Each tool the provider cannot accept, and why; never empty.
+    pub errors: Vec<SchemaError>,
+}
+
 /// Converts one tool to a provider's format.
 ///
 /// - [`Provider::OpenAi`] and [`Provider::Ollama`]: `{"type":"function","function":{name,
