@@ -68,6 +68,7 @@ fn all() -> Vec<std::sync::Arc<dyn ExecutableTool>> {
 )]
 pub(crate) async fn city_weather(
     /// The city's name, such as `Paris`.
+    #[schemars(example = &"Paris")]
     city: String,
 ) -> Result<String, String> {
     WEATHER
@@ -91,10 +92,10 @@ pub(crate) async fn city_weather(
 )]
 pub(crate) async fn roll_dice(
     /// How many faces each die has, from 2 to 100.
-    #[schemars(range(min = 2, max = 100))]
+    #[schemars(range(min = 2, max = 100), example = 6)]
     sides: u32,
     /// How many dice to roll, from 1 to 10.
-    #[schemars(range(min = 1, max = 10))]
+    #[schemars(range(min = 1, max = 10), example = 2)]
     count: u32,
 ) -> Result<String, String> {
     // The schema says so too, but a tool does not trust its caller to have checked.
@@ -134,6 +135,7 @@ pub(crate) async fn current_time() -> String {
 )]
 pub(crate) async fn word_count(
     /// The text to count.
+    #[schemars(example = &"The quick brown fox jumps over the lazy dog.")]
     text: String,
 ) -> String {
     format!(

@@ -351,10 +351,10 @@ async fn a_turn_streams_tool_calls_their_results_and_the_reply() {
         &json!({
             "id": result_of(&events, "city_weather")["id"],
             "name": "city_weather",
-            "content": "Error executing city_weather: no weather for `example`; the cities \
-                        known are Paris, Tokyo, Lagos, Lima, Oslo",
-            "is_error": true,
-            "kind": "error",
+            // The example the tool's schema offers, so the offline run shows it working.
+            "content": "Paris: light rain, 11 °C, wind 15 km/h from the west (sample data)",
+            "is_error": false,
+            "kind": "success",
         })
     );
     assert_eq!(result_of(&events, "word_count")["is_error"], false);

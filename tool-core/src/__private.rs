@@ -226,7 +226,7 @@ fn mismatch(tool: &str, schema: &ChatTool, value: &Value, error: &serde_json::Er
         .map(|validator| crate::execute::describe_schema_errors(&validator, value))
         .unwrap_or_default();
     let detail = if problems.is_empty() {
-        crate::execute::describe_serde_message("", error)
+        crate::execute::describe_unplaced_serde_error(schema.parameters(), value, error)
     } else {
         problems
     };

@@ -141,7 +141,9 @@ pub use registry::{
     RegistryError, RegistryEvent, RegistryOptions, RegistrySnapshot, ToolInfo, ToolRegistry,
     ToolToggles,
 };
-pub use schema::{FormatOptions, Provider, SchemaError, UnknownProvider, format_tool};
+pub use schema::{
+    FormatOptions, Provider, SchemaError, ToolCheckError, UnknownProvider, format_tool,
+};
 #[cfg(feature = "file-store")]
 pub use session::FilePreferenceStore;
 pub use session::{ChatSession, MemoryPreferenceStore, PreferenceStore, Preferences};

@@ -24,6 +24,7 @@ use crate::{
 #[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
     /// The file to read, relative to the working directory.
+    #[schemars(example = "notes.txt")]
     pub path: String,
     /// The text encoding: `utf-8` (default), `ascii`, `latin1`, `utf-16le`, `utf-16be`,
     /// `base64`, `hex`, or any WHATWG encoding label (`windows-1252`, `shift_jis`, …).

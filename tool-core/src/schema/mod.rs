@@ -51,7 +51,7 @@ use serde_json::{Map, Value, json};
 
 use crate::tool::ChatTool;
 
-pub(crate) use arguments::OptionalNulls;
+pub(crate) use arguments::{OptionalNulls, fraction_for_integer};
 #[cfg(feature = "mcp")]
 pub(crate) use common::drop_rust_formats;
 pub(crate) use common::excerpt;
@@ -170,6 +170,20 @@ pub struct SchemaError {
     pub provider: Provider,
     /// Why.
     pub reason: String,
+}
+
+/// The tools a provider cannot accept: one [`SchemaError`] per tool, in registration order.
+/// [`ToolRegistry::check`](crate::ToolRegistry::check) and
+/// [`RegistrySnapshot::check`](crate::RegistrySnapshot::check) return it, so a program fails
+/// with the tools' names and reasons instead of sending a request without them.
+///
+/// Displayed as the tools' errors joined by `; `.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+#[non_exhaustive]
+pub struct ToolCheckError {
+    /// Each tool the provider cannot accept, and why; never empty.
+    pub errors: Vec<SchemaError>,
 }
 
 /// Converts one tool to a provider's format.
