@@ -13,6 +13,7 @@ mod agent_test_model;
 mod builtin_tools;
 mod config_tools;
 mod examples_cli;
+mod floors;
 mod lenient_arguments;
 mod logs;
 mod loopback;
