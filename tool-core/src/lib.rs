@@ -77,6 +77,7 @@ pub mod execute;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
+pub mod message;
 pub mod model;
 pub mod registry;
 pub mod schema;
@@ -132,7 +133,8 @@ pub use call::{CallContext, Deps, MissingDependency, Progress};
 pub use config::{HandlerTable, LoadReport, ToolConfig};
 pub use context::{Conversation, ToolContext, ToolContextOptions};
 pub use execute::ExecuteError;
-pub use model::{ChatModel, Message, ProviderError, ToolCall};
+pub use message::{Message, ToolCall};
+pub use model::{ChatModel, ProviderError};
 pub use registry::{
     RegistryError, RegistryEvent, RegistryOptions, RegistrySnapshot, ToolInfo, ToolRegistry,
     ToolToggles,

@@ -10,10 +10,14 @@ use futures::StreamExt as _;
 use serde_json::{Map, Value};
 
 use super::{
-    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelStream, ProviderError,
-    ToolCall, ToolChoice, Usage, scripted::reply_events,
+    ChatModel, ChatRequest, ChatResponse, ModelStream, ProviderError, ToolChoice,
+    scripted::reply_events,
 };
-use crate::{schema::Provider, tool::JsonObject};
+use crate::{
+    message::{FinishReason, Message, ToolCall, Usage},
+    schema::Provider,
+    tool::JsonObject,
+};
 
 /// An offline model for examples and tests, like pydantic-ai's `TestModel`: no network, no key.
 ///

@@ -323,8 +323,9 @@ mod tests {
     use serde_json::json;
 
     use super::super::framing;
+    use crate::message::Message;
     use crate::model::{
-        Message, ModelEvent, ModelStream, anthropic::Messages, client::decode_stream,
+        ModelEvent, ModelStream, anthropic::Messages, client::decode_stream,
         gemini::GenerateContent, ollama::OllamaChat, openai::ChatCompletions,
     };
 

@@ -3,9 +3,9 @@
 //! `use super::wire::prelude::*;` and names only what is its own.
 
 pub(crate) use crate::{
+    message::{FinishReason, Message, SharedStr, ToolCall, Usage},
     model::{
-        ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
-        ToolChoice, Usage,
+        ChatRequest, ChatResponse, ModelEvent, ProviderError, ToolChoice,
         client::{Wire, http_client},
         endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
     },
