@@ -11,7 +11,10 @@ use serde_json::value::RawValue;
 // The conversation's types live below the model clients, which convert them to and from each
 // wire; their paths here are kept.
 pub use crate::message::{FinishReason, Message, SharedStr, ToolCall, Usage};
-use crate::{registry::RegistrySnapshot, schema::Provider, tool::ChatTool};
+use crate::{
+    schema::{Provider, ToolList},
+    tool::ChatTool,
+};
 
 mod choice;
 mod env;
@@ -173,14 +176,14 @@ impl ChatRequest {
     }
 }
 
-/// The tools of a request: either plain definitions, or a registry snapshot whose provider JSON is
-/// computed once and shared between requests.
+/// The tools of a request: either plain definitions, or a shared [`ToolList`] (a registry
+/// snapshot is one) whose provider JSON is computed once and shared between requests.
 #[derive(Clone, Debug, Default)]
 pub struct RequestTools {
-    /// The definitions; from a snapshot they are copied out only when asked for (the HTTP clients
-    /// only need the snapshot's cached provider JSON).
+    /// The definitions; from a list they are copied out only when asked for (the HTTP clients
+    /// only need the list's provider JSON).
     definitions: OnceLock<Vec<ChatTool>>,
-    snapshot: Option<Arc<RegistrySnapshot>>,
+    list: Option<Arc<dyn ToolList>>,
 }
 
 impl RequestTools {
@@ -188,58 +191,52 @@ impl RequestTools {
     pub fn from_definitions(definitions: Vec<ChatTool>) -> Self {
         Self {
             definitions: OnceLock::from(definitions),
-            snapshot: None,
+            list: None,
         }
     }
 
-    /// The enabled tools of a registry snapshot.
-    pub fn from_snapshot(snapshot: Arc<RegistrySnapshot>) -> Self {
+    /// The tools of a shared list, such as the enabled tools of a
+    /// [`RegistrySnapshot`](crate::RegistrySnapshot) (`Arc<RegistrySnapshot>` converts).
+    pub fn from_snapshot(list: Arc<dyn ToolList>) -> Self {
         Self {
             definitions: OnceLock::new(),
-            snapshot: Some(snapshot),
+            list: Some(list),
         }
     }
 
     /// The tools' definitions, in order.
     pub fn definitions(&self) -> &[ChatTool] {
         self.definitions.get_or_init(|| {
-            self.snapshot
+            self.list
                 .as_ref()
-                .map(|snapshot| snapshot.definitions())
+                .map(|list| list.definitions())
                 .unwrap_or_default()
         })
     }
 
+    /// The tools' names, in order; a shared list answers without copying its definitions.
+    pub fn names(&self) -> Vec<&str> {
+        match &self.list {
+            Some(list) => list.names(),
+            None => self.definitions().iter().map(ChatTool::name).collect(),
+        }
+    }
+
     /// Whether there are no tools.
     pub fn is_empty(&self) -> bool {
-        match &self.snapshot {
-            Some(snapshot) => snapshot.is_empty(),
+        match &self.list {
+            Some(list) => list.is_empty(),
             None => self.definitions().is_empty(),
         }
     }
 
     /// The tools in `provider`'s format, as JSON text ready to embed in a request body. Cached
-    /// when the tools come from a snapshot.
+    /// when the tools come from a shared list.
     pub fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
-        if let Some(snapshot) = &self.snapshot {
-            return snapshot.provider_json(provider);
+        match &self.list {
+            Some(list) => list.provider_json(provider),
+            None => crate::schema::list::provider_json(provider, self.definitions()),
         }
-        let options = crate::schema::FormatOptions::default();
-        let tools: Vec<serde_json::Value> = self
-            .definitions()
-            .iter()
-            .filter_map(
-                |tool| match crate::schema::format_tool(provider, tool, &options) {
-                    Ok(value) => Some(value),
-                    Err(error) => {
-                        tracing::error!(%error, "tool left out of the request");
-                        None
-                    }
-                },
-            )
-            .collect();
-        serde_json::value::to_raw_value(&crate::schema::list::wrap(provider, tools))
-            .map_or_else(|_| Arc::from(RawValue::NULL.to_owned()), Arc::from)
     }
 }
 

@@ -15,7 +15,7 @@ use crate::{
     call::CallContext,
     execute::{Call, ExecuteError, model_text, outcome_of},
     schema::{
-        Coercion, FormatOptions, Provider, SchemaError,
+        Coercion, FormatOptions, Provider, SchemaError, ToolList,
         list::{self, ListCache},
     },
     tool::{ChatTool, JsonObject, ToolMetadata},
@@ -37,6 +37,26 @@ impl fmt::Debug for RegistrySnapshot {
             .field("version", &self.version)
             .field("enabled", &self.enabled_names())
             .finish_non_exhaustive()
+    }
+}
+
+/// The enabled tools, as a model request offers them (see
+/// [`RequestTools::from_snapshot`](crate::model::RequestTools::from_snapshot)).
+impl ToolList for RegistrySnapshot {
+    fn definitions(&self) -> Vec<ChatTool> {
+        RegistrySnapshot::definitions(self)
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.enabled_names()
+    }
+
+    fn is_empty(&self) -> bool {
+        RegistrySnapshot::is_empty(self)
+    }
+
+    fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
+        RegistrySnapshot::provider_json(self, provider)
     }
 }
 

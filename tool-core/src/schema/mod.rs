@@ -57,6 +57,7 @@ pub(crate) use common::drop_rust_formats;
 pub(crate) use common::excerpt;
 pub(crate) use lenient::coerce_logged;
 pub use lenient::{Coercion, coerce_arguments};
+pub use list::ToolList;
 pub(crate) use residue::{Residue, residue};
 
 mod arguments;
