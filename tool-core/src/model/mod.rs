@@ -37,6 +37,15 @@ pub mod ollama;
 #[cfg(feature = "openai")]
 pub mod openai;
 
+#[cfg(all(
+    test,
+    feature = "openai",
+    feature = "ollama",
+    feature = "gemini",
+    feature = "anthropic"
+))]
+mod decoder_properties;
+
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use choice::ToolChoice;
