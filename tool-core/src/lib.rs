@@ -109,7 +109,7 @@ pub mod __bench {
                 B: Into<bytes::Bytes>,
                 E: std::fmt::Display,
             {
-                crate::model::client::decode_stream::<$wire, _, _, _>(body)
+                crate::model::wire::client::decode_stream::<$wire, _, _, _>(body)
             }
         )*};
     }

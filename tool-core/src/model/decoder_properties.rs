@@ -9,8 +9,12 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::{
-    ModelEvent, ModelStream, anthropic::Messages, client::decode_stream, gemini::GenerateContent,
-    ollama::OllamaChat, openai::ChatCompletions, wire::framing,
+    ModelEvent, ModelStream,
+    anthropic::Messages,
+    gemini::GenerateContent,
+    ollama::OllamaChat,
+    openai::ChatCompletions,
+    wire::{client::decode_stream, framing},
 };
 use crate::message::Message;
 

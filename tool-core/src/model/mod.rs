@@ -20,13 +20,10 @@ mod choice;
 mod env;
 mod scripted;
 mod test_model;
+mod vars;
 
 #[cfg(feature = "http")]
-pub(crate) mod client;
-#[cfg(feature = "http")]
-mod endpoint;
-#[cfg(feature = "http")]
-mod wire;
+pub(crate) mod wire;
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
@@ -49,8 +46,6 @@ mod decoder_properties;
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use choice::ToolChoice;
-#[cfg(feature = "http")]
-pub use endpoint::Endpoint;
 pub use env::{from_env, from_vars};
 #[cfg(feature = "gemini")]
 pub use gemini::{GeminiClient, GeminiConfig};
@@ -61,7 +56,7 @@ pub use openai::{OpenAiClient, OpenAiConfig};
 pub use scripted::{ScriptExhausted, ScriptedModel, ScriptedResponse};
 pub use test_model::{TestModel, generate_arguments, generate_value};
 #[cfg(feature = "http")]
-pub use wire::http::HttpOptions;
+pub use wire::{endpoint::Endpoint, http::HttpOptions};
 
 /// A client for a language model: OpenAI-compatible, Ollama, Gemini, Anthropic, or the offline
 /// test and scripted models.

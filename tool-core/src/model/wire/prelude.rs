@@ -4,18 +4,16 @@
 
 pub(crate) use crate::{
     message::{FinishReason, Message, SharedStr, ToolCall, Usage},
-    model::{
-        ChatRequest, ChatResponse, ModelEvent, ProviderError, ToolChoice,
-        client::{Wire, http_client},
-        endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
-    },
+    model::{ChatRequest, ChatResponse, ModelEvent, ProviderError, ToolChoice},
     schema::Provider,
 };
 
 pub(crate) use super::{
     accumulate::{Answer, arguments_object},
     body::ChatBody,
+    client::{Wire, http_client},
     decode::{Decoder, Text, sse_event, stream_error, truncated, unreadable},
+    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
     framing::Frame,
     http::{read_json, write_json},
 };
