@@ -1,6 +1,22 @@
-//! Talking to models: the [`ChatModel`] trait every client implements, over a neutral message
-//! model (system, user, assistant text, assistant tool calls, tool results, usage, finish
-//! reason).
+//! Talking to models: the [`ChatModel`] trait every client implements, what it is asked
+//! ([`ChatRequest`], its [`RequestTools`] and [`ToolChoice`]) and what it answers
+//! ([`ChatResponse`], a stream of [`ModelEvent`]s, [`ProviderError`]).
+//!
+//! The conversation itself, [`Message`], [`ToolCall`], [`Usage`], [`FinishReason`] and
+//! [`SharedStr`], lives a floor below, in [`crate::message`]; it is re-exported here. The
+//! tools of a request come as data ([`RequestTools`] over a [`ToolList`]): this module never
+//! names the registry.
+//!
+//! The folder, bottom floor first:
+//!
+//! | file | holds |
+//! |---|---|
+//! | `mod.rs`, `choice.rs` | the abstraction: [`ChatModel`], requests, answers, events, errors, [`ToolChoice`] |
+//! | `vars.rs` | reading configuration variables (blank is unset) |
+//! | `wire/` | the HTTP plumbing every provider client shares, knowing no provider: the [`Endpoint`] settings, one HTTP client over a `Wire` (`client.rs`), requests with timeouts and retries (`http.rs`), the request body (`body.rs`), stream framing (`framing.rs`), decoding frames into events (`decode.rs`) and assembling an answer (`accumulate.rs`); `prelude.rs` is what a client module imports |
+//! | `openai.rs`, `anthropic.rs`, `gemini.rs`, `ollama.rs` | one provider client per wire protocol, each plugging its own request and stream types into `wire/` |
+//! | `env.rs` | [`from_env`]: the provider client the environment configures |
+//! | `offline/` | the models that need no network: [`TestModel`] and [`ScriptedModel`] |
 
 use std::sync::{Arc, OnceLock};
 
@@ -18,8 +34,7 @@ use crate::{
 
 mod choice;
 mod env;
-mod scripted;
-mod test_model;
+mod offline;
 mod vars;
 
 #[cfg(feature = "http")]
@@ -49,12 +64,13 @@ pub use choice::ToolChoice;
 pub use env::{from_env, from_vars};
 #[cfg(feature = "gemini")]
 pub use gemini::{GeminiClient, GeminiConfig};
+pub use offline::{
+    ScriptExhausted, ScriptedModel, ScriptedResponse, TestModel, generate_arguments, generate_value,
+};
 #[cfg(feature = "ollama")]
 pub use ollama::{OllamaClient, OllamaConfig};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiClient, OpenAiConfig};
-pub use scripted::{ScriptExhausted, ScriptedModel, ScriptedResponse};
-pub use test_model::{TestModel, generate_arguments, generate_value};
 #[cfg(feature = "http")]
 pub use wire::{endpoint::Endpoint, http::HttpOptions};
 

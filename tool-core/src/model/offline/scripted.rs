@@ -7,11 +7,11 @@ use std::{
 
 use futures::StreamExt as _;
 
-use super::{
-    ChatModel, ChatRequest, ChatResponse, ModelEvent, ModelStream, ProviderError, ToolCallStart,
-};
 use crate::{
     message::{FinishReason, Message, SharedStr, ToolCall, Usage},
+    model::{
+        ChatModel, ChatRequest, ChatResponse, ModelEvent, ModelStream, ProviderError, ToolCallStart,
+    },
     schema::Provider,
 };
 

@@ -9,12 +9,10 @@ use std::sync::{
 use futures::StreamExt as _;
 use serde_json::{Map, Value};
 
-use super::{
-    ChatModel, ChatRequest, ChatResponse, ModelStream, ProviderError, ToolChoice,
-    scripted::reply_events,
-};
+use super::scripted::reply_events;
 use crate::{
     message::{FinishReason, Message, ToolCall, Usage},
+    model::{ChatModel, ChatRequest, ChatResponse, ModelStream, ProviderError, ToolChoice},
     schema::Provider,
     tool::JsonObject,
 };
