@@ -49,6 +49,28 @@
 //! );
 //! # });
 //! ```
+//!
+//! # Modules, bottom floor first
+//!
+//! Each module uses only those listed before it; a test keeps it so, and `ARCHITECTURE.md`
+//! says what each must not depend on. A tool call travels the other way: from a model's
+//! answer, through the agent, the registry and execution, down to the tool.
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`message`] | the conversation's parts in no provider's shape: [`Message`], [`ToolCall`], [`Usage`](message::Usage), [`FinishReason`](message::FinishReason); it uses nothing else of the crate |
+//! | [`context`] | the agent's live state a tool may read: [`ToolContext`] and the [`Conversation`] |
+//! | [`call`] | what one call gives a tool: [`CallContext`], the application's [`Deps`], cancellation, progress |
+//! | [`tool`](mod@tool) | what a tool is: [`ExecutableTool`], [`ChatTool`], [`ToolMetadata`], [`ToolError`] |
+//! | [`schema`] | JSON Schema: the canonical form, the provider formats ([`Provider`], [`format_tool`]), lenient arguments, and [`ToolList`](schema::ToolList), tools as a model request carries them |
+//! | [`execute`] | one call: its arguments read and validated, the tool run under a panic guard and a timeout, the exact error texts |
+//! | [`registry`] | the tools: [`ToolRegistry`], its checks, a [`RegistrySnapshot`] per agent step, per-session [`ToolToggles`] |
+//! | [`builtin`] | `read_file`, `write_file`, `save_session_context` and [`create_default_tool_registry`] |
+//! | [`config`] | tools defined in JSON or TOML files |
+//! | [`session`], [`store`] | per-chat tool switches, preferences and saved conversations (files, SQLite, PostgreSQL) |
+//! | [`model`] | [`ChatModel`] and its clients: four providers over shared HTTP plumbing, the offline test and scripted models; the tools come as data, never as the registry |
+//! | [`agent`] | the tool-call loop: [`Agent`], its events, approvals and retries |
+//! | `mcp` | the MCP server, and the client that brings an MCP server's tools into a registry |
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(clippy::pedantic)]
