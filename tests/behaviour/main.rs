@@ -14,6 +14,7 @@ mod argument_errors;
 mod builtin_tools;
 mod config_tools;
 mod examples_cli;
+mod floors;
 mod lenient_arguments;
 mod logs;
 mod loopback;

@@ -7,7 +7,7 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Message;
+use crate::message::{Message, ToolCall};
 
 /// The default limit of `read_file`: 1 MiB.
 pub const DEFAULT_MAX_READ_BYTES: u64 = 1024 * 1024;
@@ -349,7 +349,7 @@ pub struct Conversation {
 #[non_exhaustive]
 pub struct PendingCall {
     /// The call.
-    pub call: crate::model::ToolCall,
+    pub call: ToolCall,
     /// Whether it waits for the application's decision.
     #[serde(default)]
     pub needs_approval: bool,

@@ -50,6 +50,28 @@
 //!   tool switches, preferences and saved conversations.
 //! - `mcp` serves a registry over the Model Context Protocol and brings an MCP server's tools
 //!   into one (the `mcp` and `mcp-client` features, on by default).
+//!
+//! # Modules, bottom floor first
+//!
+//! Each module uses only those listed before it; a test keeps it so, and `ARCHITECTURE.md`
+//! says what each must not depend on. A tool call travels the other way: from a model's
+//! answer, through the agent, the registry and execution, down to the tool.
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`message`] | the conversation's parts in no provider's shape: [`Message`], [`ToolCall`], [`Usage`](message::Usage), [`FinishReason`](message::FinishReason); it uses nothing else of the crate |
+//! | [`context`] | the agent's live state a tool may read: [`ToolContext`] and the [`Conversation`] |
+//! | [`call`] | what one call gives a tool: [`CallContext`], the application's [`Deps`], cancellation, progress |
+//! | [`tool`](mod@tool) | what a tool is: [`ExecutableTool`], [`ChatTool`], [`ToolMetadata`], [`ToolError`] |
+//! | [`schema`] | JSON Schema: the canonical form, the provider formats ([`Provider`], [`format_tool`]), lenient arguments, and [`ToolList`](schema::ToolList), tools as a model request carries them |
+//! | [`execute`] | one call: its arguments read and validated, the tool run under a panic guard and a timeout, the exact error texts |
+//! | [`registry`] | the tools: [`ToolRegistry`], its checks, a [`RegistrySnapshot`] per agent step, per-session [`ToolToggles`] |
+//! | [`builtin`] | `read_file`, `write_file`, `save_session_context` and [`create_default_tool_registry`] |
+//! | [`config`] | tools defined in JSON or TOML files |
+//! | [`session`], [`store`] | per-chat tool switches, preferences and saved conversations (files, SQLite, PostgreSQL) |
+//! | [`model`] | [`ChatModel`] and its clients: four providers over shared HTTP plumbing, the offline test and scripted models; the tools come as data, never as the registry |
+//! | [`agent`] | the tool-call loop: [`Agent`], its events, approvals and retries |
+//! | `mcp` | the MCP server, and the client that brings an MCP server's tools into a registry |
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(clippy::pedantic)]
@@ -81,6 +103,7 @@ pub mod http_server;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
+pub mod message;
 pub mod model;
 pub mod registry;
 pub mod schema;
@@ -112,7 +135,7 @@ pub mod __bench {
                 B: Into<bytes::Bytes>,
                 E: std::fmt::Display,
             {
-                crate::model::client::decode_stream::<$wire, _, _, _>(body)
+                crate::model::wire::client::decode_stream::<$wire, _, _, _>(body)
             }
         )*};
     }
@@ -136,7 +159,8 @@ pub use call::{CallContext, Deps, MissingDependency, Progress};
 pub use config::{HandlerTable, LoadReport, ToolConfig};
 pub use context::{Conversation, ToolContext, ToolContextOptions};
 pub use execute::ExecuteError;
-pub use model::{ChatModel, Message, ProviderError, ToolCall};
+pub use message::{Message, ToolCall};
+pub use model::{ChatModel, ProviderError};
 pub use registry::{
     RegistryError, RegistryEvent, RegistryOptions, RegistrySnapshot, ToolInfo, ToolRegistry,
     ToolToggles,

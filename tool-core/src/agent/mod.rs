@@ -50,7 +50,8 @@ use crate::{
     builtin::register_builtins,
     call::Deps,
     context::{Conversation, LoadContextError, SavedConversation, ToolContext, ToolContextOptions},
-    model::{ChatModel, FinishReason, Message, ModelSettings, ProviderError, ToolChoice, Usage},
+    message::{FinishReason, Message, Usage},
+    model::{ChatModel, ModelSettings, ProviderError, ToolChoice},
     registry::{RegistryError, RegistryOptions, RegistrySnapshot, ToolRegistry, ToolToggles},
     tool::{ChatTool, ExecutableTool, JsonObject},
 };

@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ProviderError, RequestTools};
-use crate::tool::ChatTool;
 
 /// Whether the model may, must or must not call tools, and which one.
 ///
@@ -88,7 +87,7 @@ impl ToolChoice {
                 "tool choice names `{name}`, and the request has no tools"
             ))),
             Self::Tool(name) => {
-                let names = tool_names(tools);
+                let names = tools.names();
                 if names.iter().any(|offered| offered == name) {
                     Ok(())
                 } else {
@@ -99,13 +98,5 @@ impl ToolChoice {
                 }
             }
         }
-    }
-}
-
-/// The names of the offered tools, in order; a snapshot answers without copying its schemas.
-fn tool_names(tools: &RequestTools) -> Vec<&str> {
-    match &tools.snapshot {
-        Some(snapshot) => snapshot.enabled_names(),
-        None => tools.definitions().iter().map(ChatTool::name).collect(),
     }
 }

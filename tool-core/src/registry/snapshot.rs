@@ -15,7 +15,7 @@ use crate::{
     call::CallContext,
     execute::{Call, ExecuteError, model_text, outcome_of},
     schema::{
-        Coercion, FormatOptions, Provider, SchemaError, ToolCheckError,
+        Coercion, FormatOptions, Provider, SchemaError, ToolCheckError, ToolList,
         list::{self, ListCache},
     },
     tool::{ChatTool, JsonObject, ToolMetadata},
@@ -54,6 +54,26 @@ pub(super) fn check_entries<'a>(
         Ok(())
     } else {
         Err(ToolCheckError { errors })
+    }
+}
+
+/// The enabled tools, as a model request offers them (see
+/// [`RequestTools::from_snapshot`](crate::model::RequestTools::from_snapshot)).
+impl ToolList for RegistrySnapshot {
+    fn definitions(&self) -> Vec<ChatTool> {
+        RegistrySnapshot::definitions(self)
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.enabled_names()
+    }
+
+    fn is_empty(&self) -> bool {
+        RegistrySnapshot::is_empty(self)
+    }
+
+    fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
+        RegistrySnapshot::provider_json(self, provider)
     }
 }
 

@@ -57,6 +57,7 @@ pub(crate) use common::drop_rust_formats;
 pub(crate) use common::excerpt;
 pub(crate) use lenient::coerce_logged;
 pub use lenient::{Coercion, coerce_arguments};
+pub use list::ToolList;
 pub(crate) use residue::{Residue, residue};
 
 mod arguments;
@@ -270,6 +271,24 @@ pub fn format_tool(
         }),
     };
     Ok(common::sorted(formatted))
+}
+
+/// The canonical JSON Schema of `T` (draft 2020-12, `$defs`), with an object root: the schema
+/// `#[tool]` derives for a typed arguments struct, and the form the adapters convert from.
+pub fn schema_for<T: schemars::JsonSchema>() -> Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    object_root(schema.to_value())
+}
+
+fn object_root(mut value: Value) -> Value {
+    if let Value::Object(root) = &mut value {
+        if !root.contains_key("type") {
+            root.insert("type".to_owned(), Value::String("object".to_owned()));
+        }
+    }
+    value
 }
 
 /// Schemas the tests of more than one schema module use.

@@ -284,11 +284,25 @@ impl McpServerConfig {
         }
         if let McpTransportConfig::Http { headers, .. } = &self.transport {
             for (name, value) in headers {
-                super::connection::header_pair(name, value)?;
+                header_pair(name, value)?;
             }
         }
         Ok(())
     }
+}
+
+/// A configured header as `reqwest` types, or the error naming it: `McpServerConfig::validate`
+/// checks every header with it, and the connection builds its requests' headers with it.
+pub(super) fn header_pair(
+    name: &str,
+    value: &str,
+) -> Result<(reqwest::header::HeaderName, reqwest::header::HeaderValue), McpClientError> {
+    let invalid = || McpClientError::InvalidHeader {
+        name: name.to_owned(),
+    };
+    let header_name = reqwest::header::HeaderName::try_from(name).map_err(|_| invalid())?;
+    let header_value = reqwest::header::HeaderValue::try_from(value).map_err(|_| invalid())?;
+    Ok((header_name, header_value))
 }
 
 impl fmt::Display for McpTransportConfig {

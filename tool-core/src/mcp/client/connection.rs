@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     McpClientError, McpProgress, McpServerConfig, McpStatus, McpToolInfo, McpTransportConfig,
-    content::result_text, lock, names::local_names,
+    config::header_pair, content::result_text, lock, names::local_names,
 };
 use crate::{
     JsonObject, ToolError,
@@ -721,19 +721,6 @@ async fn forward_stderr(server: String, stderr: ChildStderr, tail: Arc<Mutex<Opt
             *lock(&tail) = Some(line);
         }
     }
-}
-
-/// A header as `reqwest` types; `McpServerConfig::validate` checks every header with it.
-pub(super) fn header_pair(
-    name: &str,
-    value: &str,
-) -> Result<(reqwest::header::HeaderName, reqwest::header::HeaderValue), McpClientError> {
-    let invalid = || McpClientError::InvalidHeader {
-        name: name.to_owned(),
-    };
-    let header_name = reqwest::header::HeaderName::try_from(name).map_err(|_| invalid())?;
-    let header_value = reqwest::header::HeaderValue::try_from(value).map_err(|_| invalid())?;
-    Ok((header_name, header_value))
 }
 
 /// One MCP tool as a registry definition.

@@ -4,16 +4,15 @@
 //! and adds only what is its own (Anthropic's `max_tokens` and beta features, OpenAI's
 //! `include_usage`).
 
-use super::{
-    ProviderError,
-    env::var,
-    wire::http::{Http, HttpOptions},
+use super::http::{Http, HttpOptions};
+use crate::{
+    model::{ProviderError, vars::var},
+    schema::Provider,
 };
-use crate::schema::Provider;
 
 /// Where and how a provider client sends its requests; the part of
-/// [`OpenAiConfig`](super::OpenAiConfig), [`AnthropicConfig`](super::AnthropicConfig),
-/// [`GeminiConfig`](super::GeminiConfig) and [`OllamaConfig`](super::OllamaConfig) that they
+/// [`OpenAiConfig`](crate::model::OpenAiConfig), [`AnthropicConfig`](crate::model::AnthropicConfig),
+/// [`GeminiConfig`](crate::model::GeminiConfig) and [`OllamaConfig`](crate::model::OllamaConfig) that they
 /// have in common.
 ///
 /// Each configuration's setters (`api_key`, `base_url`, `model`, `header`, `http`) write
@@ -144,7 +143,7 @@ pub(crate) struct EnvNames {
 /// writing to its `endpoint` field, and its [`HasEndpoint`] impl.
 macro_rules! provider_config {
     ($config:ty, $env:ident, $(#[$from_env:meta])*) => {
-        impl $crate::model::endpoint::HasEndpoint for $config {
+        impl $crate::model::wire::endpoint::HasEndpoint for $config {
             fn endpoint(&self) -> &$crate::model::Endpoint {
                 &self.endpoint
             }
@@ -158,7 +157,7 @@ macro_rules! provider_config {
 
             $(#[$from_env])*
             pub fn from_env() -> Self {
-                Self::from_vars(&$crate::model::env::process_vars)
+                Self::from_vars(&$crate::model::vars::process_vars)
             }
 
             /// The settings from variables looked up with `vars` (the environment in
