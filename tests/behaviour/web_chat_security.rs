@@ -203,30 +203,30 @@ async fn each_user_s_file_tools_see_their_own_folder_only() {
         Some("example")
     );
     assert!(!data.path().join("scratch").exists(), "no shared folder");
+    // The offline model reads `notes.txt` (the example `read_file`'s schema offers), which
+    // every new user's folder holds; Ada's says something of her own.
+    let [ada_dir] = user_dirs(data.path()).try_into().unwrap();
+    std::fs::write(ada_dir.join("scratch/notes.txt"), "Ada's own notes").unwrap();
 
-    // Bob's `read_file` does not find it.
+    // Bob's `read_file` reads his own notes, not Ada's.
     let mut bob = Browser::new(&server);
     let chat_of_bob = bob.new_chat().await;
     let events = bob.send(&chat_of_bob, "read it").await;
     let read = result_of(&events, "read_file");
-    assert_eq!(read["kind"], "error", "{read}");
-    assert!(
-        read["content"]
-            .as_str()
-            .unwrap()
-            .starts_with("Error executing read_file: "),
-        "{read}"
+    assert_eq!(read["kind"], "success", "{read}");
+    assert_eq!(
+        read["content"],
+        "Buy milk. Call Ada about the tool registry.\n"
     );
-    assert_ne!(read["content"], "example");
 
-    // Ada's does, in her next turn.
+    // Ada's reads hers, in her next turn.
     let events = ada.send(&chat, "read it").await;
     assert_eq!(
         (
             result_of(&events, "read_file")["kind"].clone(),
             result_of(&events, "read_file")["content"].clone()
         ),
-        (json!("success"), json!("example"))
+        (json!("success"), json!("Ada's own notes"))
     );
     assert_eq!(user_dirs(data.path()).len(), 2);
 }
