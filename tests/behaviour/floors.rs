@@ -7,8 +7,10 @@
 //! expressions, patterns, fn bodies, `#[cfg(test)]` modules, macro invocations). A name is
 //! followed through re-exports to the file that defines it, so `crate::Agent` is a use of
 //! `agent/mod.rs`; a re-export (`pub use`) on its own is not a use, unless the file also uses
-//! the name it re-exports. Doc comments and their links are text, and count for nothing. The
-//! same edges, read as edges between the crate's top-level modules, make the second graph.
+//! the name it re-exports. A file naming the modules of its own folder (`lib.rs` any module,
+//! `agent/mod.rs` the files of `agent/`) reads its table of contents, which is no use either.
+//! Doc comments and their links are text, and count for nothing. The same edges, read as edges
+//! between the crate's top-level modules, make the second graph.
 //! Either graph with a circle fails the check, naming the files (or modules) of each circle and
 //! the paths that tie them.
 
