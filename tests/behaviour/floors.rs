@@ -7,8 +7,10 @@
 //! expressions, patterns, fn bodies, `#[cfg(test)]` modules, macro invocations). A name is
 //! followed through re-exports to the file that defines it, so `crate::Agent` is a use of
 //! `agent/mod.rs`; a re-export (`pub use`) on its own is not a use, unless the file also uses
-//! the name it re-exports. Doc comments and their links are text, and count for nothing. The
-//! same edges, read as edges between the crate's top-level modules, make the second graph.
+//! the name it re-exports. A file naming the modules of its own folder (`lib.rs` any module,
+//! `agent/mod.rs` the files of `agent/`) reads its table of contents, which is no use either.
+//! Doc comments and their links are text, and count for nothing. The same edges, read as edges
+//! between the crate's top-level modules, make the second graph.
 //! Either graph with a circle fails the check, naming the files (or modules) of each circle and
 //! the paths that tie them.
 
@@ -31,6 +33,116 @@ fn tool_core_has_floors() {
 fn tool_macros_has_floors() {
     let report = floors(&crate_source("tool-macros"));
     assert!(report.is_clean(), "tool-macros/src has circles:\n{report}");
+}
+
+/// The "Architecture Invariant" notes of ARCHITECTURE.md that no circle would reveal: which
+/// floors a module may stand on. Moving a module to another floor means changing both.
+#[test]
+fn the_architecture_invariants_hold() {
+    let (files, modules) = graphs(&crate_source("tool-core"));
+    let mut broken = Vec::new();
+    let mut only = |module: &str, allowed: &[&str], why: &str| {
+        for (used, path) in modules.uses(module) {
+            if !allowed.contains(&used) {
+                broken.push(format!("`{module}` uses `{used}` ({path}): {why}"));
+            }
+        }
+    };
+    only(
+        "message",
+        &[],
+        "the conversation's types import nothing of the crate",
+    );
+    only(
+        "context",
+        &["message"],
+        "the context knows no tool, registry or model",
+    );
+    only(
+        "call",
+        &["message", "context"],
+        "a call knows no tool, registry or model",
+    );
+    let contract = ["message", "context", "call"];
+    only(
+        "tool",
+        &contract,
+        "the tool contract knows no registry, format or model",
+    );
+    let schema = ["message", "context", "call", "tool"];
+    only(
+        "schema",
+        &schema,
+        "schemas know tools, not who holds or sends them",
+    );
+    let execute = ["message", "context", "call", "tool", "schema"];
+    only(
+        "execute",
+        &execute,
+        "execution knows tools, not the registry",
+    );
+    only(
+        "model",
+        &["message", "tool", "schema"],
+        "models take tools as data",
+    );
+    for module in [
+        "registry",
+        "__private",
+        "builtin",
+        "config",
+        "session",
+        "store",
+        "mcp",
+    ] {
+        for (used, path) in modules.uses(module) {
+            if matches!(used, "model" | "agent") {
+                broken.push(format!(
+                    "`{module}` uses `{used}` ({path}): only the agent joins tools and models"
+                ));
+            }
+        }
+    }
+    for file in files.edges.keys() {
+        for (used, path) in files.uses(file) {
+            let provider = [
+                "openai.rs",
+                "anthropic.rs",
+                "gemini.rs",
+                "ollama.rs",
+                "env.rs",
+            ]
+            .iter()
+            .any(|client| used == format!("model/{client}"))
+                || used.starts_with("model/offline/");
+            if file.starts_with("model/wire/") && provider {
+                broken.push(format!(
+                    "{file} uses {used} ({path}): the wire layer knows no provider"
+                ));
+            }
+        }
+    }
+
+    // The macro crate's stages form a line.
+    let (files, _) = graphs(&crate_source("tool-macros"));
+    let line = [
+        "errors.rs",
+        "attr.rs",
+        "ast.rs",
+        "valid.rs",
+        "fallback.rs",
+        "expand.rs",
+    ];
+    for (at, file) in line.iter().enumerate() {
+        for (used, path) in files.uses(file) {
+            if !line[..at].contains(&used) {
+                broken.push(format!(
+                    "tool-macros: {file} uses {used} ({path}): a stage uses only those before it"
+                ));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
 
 /// The check itself, on a small tree with one circle of each kind and every way of naming a
@@ -144,6 +256,15 @@ fn crate_source(name: &str) -> PathBuf {
 
 /// The circles of one crate whose root file is `src/lib.rs`.
 fn floors(src: &Path) -> Report {
+    let (files, modules) = graphs(src);
+    Report {
+        files: files.circles("files"),
+        modules: modules.circles("modules"),
+    }
+}
+
+/// Which file uses which, and which top-level module uses which, in the crate at `src`.
+fn graphs(src: &Path) -> (Graph, Graph) {
     let tree = Tree::load(src);
     let mut files = Graph::default();
     let mut modules = Graph::default();
@@ -162,10 +283,7 @@ fn floors(src: &Path) -> Report {
             modules.add(from.top(), to.top(), &reference.text);
         }
     }
-    Report {
-        files: files.circles("files"),
-        modules: modules.circles("modules"),
-    }
+    (files, modules)
 }
 
 /// Every module of a crate, inline ones included, with the names each defines and imports.
@@ -710,6 +828,16 @@ impl Graph {
                 .entry(to.to_owned())
                 .or_insert_with(|| why.to_owned());
         }
+    }
+
+    /// What `node` uses, each with the first path seen that makes the use.
+    fn uses(&self, node: &str) -> Vec<(&str, &str)> {
+        self.edges.get(node).map_or_else(Vec::new, |targets| {
+            targets
+                .iter()
+                .map(|(to, why)| (to.as_str(), why.as_str()))
+                .collect()
+        })
     }
 
     /// The strongly connected components with more than one node (Tarjan's algorithm).
