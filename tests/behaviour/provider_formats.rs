@@ -815,7 +815,7 @@ fn check_names_every_tool_a_provider_cannot_take_and_why() {
         .snapshot()
         .try_tools_for_provider(Provider::Gemini, None, &FormatOptions::new())
         .unwrap_err();
-    assert_eq!(error.errors, [expected.clone()]);
+    assert_eq!(error.errors, std::slice::from_ref(&expected));
     assert_eq!(error.to_string(), expected.to_string());
 
     // A disabled tool can be turned on at any time, so the registry still checks it; a

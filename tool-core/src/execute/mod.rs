@@ -140,7 +140,7 @@ struct DisplaySeconds(Duration);
 impl fmt::Display for DisplaySeconds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let millis = self.0.as_millis();
-        if millis % 1000 == 0 {
+        if millis.is_multiple_of(1000) {
             write!(f, "{}s", millis / 1000)
         } else {
             write!(f, "{millis}ms")

@@ -454,7 +454,7 @@ fn normalized_path(path: &str) -> String {
 }
 
 /// How long an HTTP session may go without a request before it ends, by default (rmcp's).
-pub(super) const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+pub(super) const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_mins(5);
 
 #[cfg(test)]
 mod tests {

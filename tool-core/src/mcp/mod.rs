@@ -234,7 +234,7 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 /// The default [`McpOptions::max_line_bytes`]: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// The default [`McpOptions::tool_timeout`]: 60 seconds.
-pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_mins(1);
 /// The default [`McpOptions::max_sessions`]: 256.
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
 /// The default [`McpOptions::session_idle_timeout`]: 5 minutes.

@@ -177,7 +177,7 @@ impl McpServerConfig {
             transport,
             name: None,
             prefix: None,
-            connect_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_mins(1),
             call_timeout: None,
             reconnect: ReconnectPolicy::default(),
         }

@@ -345,7 +345,7 @@ impl Generator<'_> {
             Some("string") => string(object, variant),
             Some("integer") => integer(object, variant),
             Some("number") => number(object, variant),
-            Some("boolean") => Value::Bool(variant % 2 == 0),
+            Some("boolean") => Value::Bool(variant.is_multiple_of(2)),
             _ => Value::Null,
         }
     }
