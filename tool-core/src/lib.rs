@@ -80,6 +80,7 @@ pub mod mcp;
 pub mod model;
 pub mod registry;
 pub mod schema;
+mod secrets;
 pub mod session;
 pub mod store;
 pub mod tool;
