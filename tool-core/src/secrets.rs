@@ -6,6 +6,8 @@
 //!   [`Redaction::Credentials`], the whole user part and every query value) is gone, whatever
 //!   characters the password holds: `#`, `/`, `?`, `@` and `:` included, written raw as users
 //!   do even though a URL should percent-encode them.
+//! - [`Scrubber`] takes known secrets out of text written by someone else (an HTTP library's
+//!   error that quotes the URL it failed on).
 //! - [`same_origin_redirects`] is the redirect policy of every HTTP client that sends
 //!   credentials: a redirect to another origin is an error, never followed, so no header or
 //!   body reaches a host the application did not name.
@@ -80,6 +82,91 @@ pub(crate) fn redact_url(url: &str, redaction: Redaction) -> String {
         }
     }
     out
+}
+
+/// Known secrets, taken out of text that came from elsewhere.
+#[cfg(feature = "mcp-client")]
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Scrubber {
+    /// Each secret and what replaces it, longest first (so a secret that contains another is
+    /// replaced whole).
+    secrets: Vec<(String, String)>,
+}
+
+/// Shorter values are not treated as secrets: replacing them would garble every message.
+#[cfg(feature = "mcp-client")]
+const MIN_SECRET_LEN: usize = 4;
+
+#[cfg(feature = "mcp-client")]
+impl Scrubber {
+    /// A scrubber that knows no secret yet.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a secret value (a header's value; for `Bearer …` and `Basic …` the credentials
+    /// alone too).
+    pub(crate) fn secret(&mut self, value: &str) {
+        self.replace(value, REDACTED);
+        if let Some((scheme, credentials)) = value.split_once(' ') {
+            if scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("basic") {
+                self.replace(credentials.trim(), REDACTED);
+            }
+        }
+    }
+
+    /// Adds the secrets of a URL: the URL itself (as written, and as HTTP libraries print it)
+    /// becomes its [`Credentials`](Redaction::Credentials) redaction, and its user part and
+    /// query, wherever they appear alone, `***`.
+    pub(crate) fn url(&mut self, url: &str) {
+        let redacted = redact_url(url, Redaction::Credentials);
+        self.replace(url, &redacted);
+        if let Ok(mut parsed) = reqwest::Url::parse(url) {
+            self.replace(parsed.as_str(), &redacted);
+            let _ = parsed.set_password(None);
+            let _ = parsed.set_username("");
+            self.replace(parsed.as_str(), &redacted);
+            if let Some(query) = parsed.query() {
+                self.replace(query, REDACTED);
+            }
+        }
+        let parts = UrlParts::split(url);
+        if let Some(user_end) = parts.user_end {
+            let user = &url[parts.authority..user_end];
+            self.replace(user, REDACTED);
+            for part in user.splitn(2, ':') {
+                self.replace(part, REDACTED);
+                self.replace(&percent_decoded(part), REDACTED);
+            }
+        }
+        if let Some(query) = parts.query(url) {
+            self.replace(query, REDACTED);
+        }
+    }
+
+    /// `text` with every known secret replaced.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for (secret, replacement) in &self.secrets {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), replacement);
+            }
+        }
+        text
+    }
+
+    fn replace(&mut self, secret: &str, replacement: &str) {
+        if secret.len() < MIN_SECRET_LEN
+            || secret == replacement
+            || self.secrets.iter().any(|(known, _)| known == secret)
+        {
+            return;
+        }
+        self.secrets
+            .push((secret.to_owned(), replacement.to_owned()));
+        self.secrets
+            .sort_by_key(|(secret, _)| std::cmp::Reverse(secret.len()));
+    }
 }
 
 /// Name-value pairs (headers, environment variables) for `Debug`: the names, each with `***`
@@ -200,6 +287,28 @@ fn looks_like_host(text: &str) -> bool {
     })
 }
 
+/// `%XX` sequences decoded, when they form UTF-8; the text as it is otherwise.
+#[cfg(feature = "mcp-client")]
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let decoded = (bytes[at] == b'%')
+            .then(|| text.get(at + 1..at + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        if let Some(byte) = decoded {
+            out.push(byte);
+            at += 3;
+        } else {
+            out.push(bytes[at]);
+            at += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,5 +369,27 @@ mod tests {
         for (url, expected) in cases {
             assert_eq!(redact_url(url, Redaction::Credentials), expected, "{url}");
         }
+    }
+
+    #[cfg(feature = "mcp-client")]
+    #[test]
+    fn the_scrubber_takes_urls_and_secrets_out_of_foreign_text() {
+        let mut scrubber = Scrubber::new();
+        scrubber.url("http://alice:pa%23ss@127.0.0.1:1/mcp?token=QSECRET");
+        scrubber.secret("Bearer HSECRET");
+        scrubber.secret("ab");
+        let text = "error sending request for url (http://127.0.0.1:1/mcp?token=QSECRET): \
+                    user alice:pa#ss, header HSECRET, token=QSECRET, ab";
+        let clean = scrubber.scrub(text);
+        for secret in ["QSECRET", "pa#ss", "pa%23ss", "HSECRET"] {
+            assert!(!clean.contains(secret), "{clean}");
+        }
+        assert!(
+            clean.starts_with(
+                "error sending request for url (http://***@127.0.0.1:1/mcp?token=***)"
+            ),
+            "{clean}"
+        );
+        assert!(clean.ends_with(", ab"), "{clean}");
     }
 }

@@ -4,7 +4,11 @@
 mod config;
 mod connection;
 mod content;
+mod http;
+mod lines;
+mod listing;
 mod names;
+mod progress;
 mod registration;
 
 use std::{
@@ -138,8 +142,9 @@ pub struct McpToolInfo {
     pub remote_name: String,
     /// The definition registered (description and input schema from the server).
     pub definition: crate::tool::ChatTool,
-    /// Title, hints (from the MCP annotations), icon, the server's name as category and the
-    /// configured call timeout.
+    /// Title, hints (from the MCP annotations), icon and the server's name as category. The
+    /// [call timeout](McpServerConfig::call_timeout) is the client's own, not set here, so a
+    /// registry's or an agent's shorter timeout still applies.
     pub metadata: ToolMetadata,
 }
 
@@ -274,6 +279,22 @@ impl McpClient {
     fn shared(&self) -> &Arc<Shared> {
         &self.inner.shared
     }
+}
+
+/// An error and those of its causes it does not quote already, as one line.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    use std::fmt::Write as _;
+
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            let _ = write!(text, ": {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
 }
 
 fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
