@@ -283,6 +283,28 @@ async fn transport_errors_quote_the_url_without_its_secrets() {
     }
 }
 
+/// The warning logged before a retry quotes the URL without its query values too.
+#[test]
+fn retry_logs_quote_the_url_without_its_secrets() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let address = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listener.local_addr().unwrap()
+    });
+    let model = client(
+        &format!("http://{address}/x?key=QSECRET&"),
+        fast_retries().max_retries(1),
+    );
+    let (error, logs) = crate::logs::capture(|| runtime.block_on(model.chat(hello())));
+    assert!(error.is_err());
+    assert!(logs.contains("connection failed; retrying"), "{logs}");
+    assert!(logs.contains(&address.to_string()), "{logs}");
+    assert!(!logs.contains("QSECRET"), "{logs}");
+}
+
 /// Any `Retry-After` a busy provider sends, however large, negative, fractional or malformed,
 /// becomes a wait of at most `max_backoff` (or is ignored): the request is retried once and
 /// succeeds, streamed and not, on every provider. A value like `1e300` used to panic while

@@ -273,6 +273,7 @@ impl Http {
                 Ok(Ok(response)) => response,
                 Ok(Err(error)) if retries_left && error.is_connect() => {
                     let delay = self.options.retry_delay(attempt, &HeaderMap::new());
+                    let error = describe(&error);
                     tracing::warn!(%provider, %error, ?delay, attempt, "connection failed; retrying");
                     tokio::time::sleep(delay).await;
                     continue;
