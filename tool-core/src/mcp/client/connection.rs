@@ -288,6 +288,8 @@ impl Shared {
                     StreamableHttpClientTransport::with_client(client, config),
                     Arc::downgrade(self),
                 );
+                // A failure of the last connection's requests says nothing about this one.
+                let _ = self.http_reports.failure();
                 let running =
                     handler
                         .serve(transport)

@@ -174,9 +174,10 @@ impl fmt::Debug for McpClient {
 }
 
 impl McpClient {
-    /// Starts or reaches the server, runs the `initialize` handshake and lists its tools (all
-    /// pages), within the [connect timeout](McpServerConfig::connect_timeout). From then on
-    /// the client follows the server's tool list and reconnects when the connection is lost.
+    /// Starts or reaches the server, runs the `initialize` handshake and lists its tools (every
+    /// page, within the [limits](McpServerConfig#limits)), within the
+    /// [connect timeout](McpServerConfig::connect_timeout). From then on the client follows the
+    /// server's tool list and reconnects when the connection is lost.
     pub async fn connect(config: McpServerConfig) -> Result<Self, McpClientError> {
         config.validate()?;
         let (shared, lost) = Shared::new(config);
@@ -212,14 +213,18 @@ impl McpClient {
         self.shared().tools.borrow().iter().cloned().collect()
     }
 
-    /// Progress notifications of this client's tool calls, from now on. A receiver that falls
-    /// more than 64 notifications behind misses the oldest (it is told so by `Lagged`).
+    /// Progress notifications of this client's tool calls, from now on, in the order the server
+    /// sent them; those of a call arrive before its answer does, and any the server sends
+    /// after its answer are dropped. A receiver that falls more than 64 notifications behind
+    /// misses the oldest (it is told so by `Lagged`).
     pub fn subscribe_progress(&self) -> broadcast::Receiver<McpProgress> {
         self.shared().progress.subscribe()
     }
 
     /// Calls a tool by its local name (as registered) with `args`, outside any registry:
-    /// `Ok` with the text the model would read, or the error message of a tool error.
+    /// `Ok` with the text the model would read, or the error message of a tool error. The
+    /// [call timeout](McpServerConfig::call_timeout) and the
+    /// [result size limit](McpServerConfig::max_result_size) apply here too.
     pub async fn call(
         &self,
         local_name: &str,
