@@ -8,7 +8,7 @@ use tool_core::mcp::{McpClient, McpServerConfig, ReconnectPolicy};
 
 use crate::{
     logs::capture,
-    loopback::{Reply, Server},
+    loopback::{Reply, Server, closed_address},
 };
 
 /// A server URL that redirects to another origin (another port on loopback) fails the
@@ -82,10 +82,7 @@ fn errors_and_logs_leave_the_url_secrets_out() {
         .enable_all()
         .build()
         .unwrap();
-    let port = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        listener.local_addr().unwrap().port()
-    });
+    let port = closed_address().port();
     let url = format!("http://alice:pa%23ss@127.0.0.1:{port}/mcp?token=QSECRET");
     let (error, logs) = capture(|| {
         runtime.block_on(McpClient::connect(

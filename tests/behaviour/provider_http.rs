@@ -12,7 +12,7 @@ use tool_core::{
     },
 };
 
-use crate::loopback::{Collected, Reply, Server, fast_retries};
+use crate::loopback::{Collected, Reply, Server, closed_address, fast_retries};
 
 const TEXT: &[u8] = include_bytes!("../transcripts/openai/text.sse");
 const DOWN: &[u8] =
@@ -272,9 +272,7 @@ fn debug_output_hides_keys_headers_and_url_credentials() {
 /// A transport error quotes the URL it failed on without its query values.
 #[tokio::test]
 async fn transport_errors_quote_the_url_without_its_secrets() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    drop(listener);
+    let address = closed_address();
     for model in every_client(&format!("http://{address}/x?key=QSECRET&")) {
         let message = model.chat(hello()).await.unwrap_err().to_string();
         assert!(message.contains(&address.to_string()), "{message}");
@@ -290,10 +288,7 @@ fn retry_logs_quote_the_url_without_its_secrets() {
         .enable_all()
         .build()
         .unwrap();
-    let address = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        listener.local_addr().unwrap()
-    });
+    let address = closed_address();
     let model = client(
         &format!("http://{address}/x?key=QSECRET&"),
         fast_retries().max_retries(1),
