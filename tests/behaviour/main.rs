@@ -24,6 +24,8 @@ mod macro_schema;
 mod macro_tools;
 mod mcp_client;
 mod mcp_client_everything;
+mod mcp_client_misbehaving;
+mod mcp_client_secrets;
 mod mcp_node;
 mod mcp_progress;
 mod mcp_python;

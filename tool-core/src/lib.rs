@@ -107,6 +107,7 @@ pub mod message;
 pub mod model;
 pub mod registry;
 pub mod schema;
+mod secrets;
 pub mod session;
 pub mod store;
 pub mod tool;

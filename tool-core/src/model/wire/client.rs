@@ -18,6 +18,7 @@ use super::{
 use crate::{
     model::{ChatRequest, ChatResponse, ModelStream, ProviderError},
     schema::Provider,
+    secrets::{Redaction, redact_url},
 };
 
 /// One wire protocol: where requests go, how they are written and how an answer is read.
@@ -95,10 +96,12 @@ impl<W: Wire> Clone for HttpModel<W> {
 
 impl<W: Wire> fmt::Debug for HttpModel<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The configuration's `Debug` hides its secrets; the URLs may hold some too.
+        let redacted = |url: &str| redact_url(url, Redaction::Credentials);
         f.debug_struct("HttpModel")
             .field("config", &self.config)
-            .field("unary_url", &self.unary_url)
-            .field("stream_url", &self.stream_url)
+            .field("unary_url", &redacted(&self.unary_url))
+            .field("stream_url", &redacted(&self.stream_url))
             .finish_non_exhaustive()
     }
 }

@@ -4,10 +4,13 @@
 //! and adds only what is its own (Anthropic's `max_tokens` and beta features, OpenAI's
 //! `include_usage`).
 
+use std::fmt;
+
 use super::http::{Http, HttpOptions};
 use crate::{
     model::{ProviderError, vars::var},
     schema::Provider,
+    secrets::{HiddenValues, REDACTED, Redaction, redact_url},
 };
 
 /// Where and how a provider client sends its requests; the part of
@@ -17,7 +20,10 @@ use crate::{
 ///
 /// Each configuration's setters (`api_key`, `base_url`, `model`, `header`, `http`) write
 /// here.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Its `Debug` hides the secrets: the key, the headers' values, and the base URL's user part
+/// and query values show as `***`.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Endpoint {
     /// The API key, sent the way the provider wants it (`Authorization: Bearer …`,
@@ -103,6 +109,21 @@ impl Endpoint {
         );
         headers.extend(self.headers.iter().cloned());
         Http::new(provider, self.http.clone(), headers, event_stream)
+    }
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field(
+                "base_url",
+                &redact_url(&self.base_url, Redaction::Credentials),
+            )
+            .field("model", &self.model)
+            .field("headers", &HiddenValues(&self.headers))
+            .field("http", &self.http)
+            .finish()
     }
 }
 
