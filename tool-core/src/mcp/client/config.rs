@@ -175,7 +175,7 @@ impl ReconnectPolicy {
 impl McpServerConfig {
     /// How long a tool call waits for the server's answer unless
     /// [`call_timeout`](Self::call_timeout) says otherwise: 60 s.
-    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_mins(1);
 
     /// The longest result text a model reads unless
     /// [`max_result_size`](Self::max_result_size) says otherwise: 256 KiB.
