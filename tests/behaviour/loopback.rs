@@ -146,6 +146,24 @@ pub(crate) struct Server {
 impl Server {
     /// Starts a server that answers successive requests with `replies`, then with 418.
     pub(crate) async fn start(replies: Vec<Reply>) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        Self::serve(listener, url, replies)
+    }
+
+    /// Like [`start`](Self::start), over HTTPS with the certificate in `tests/tls/` (for
+    /// `localhost` and `127.0.0.1`, issued by the test authority `tests/tls/ca.pem`).
+    pub(crate) async fn start_tls(replies: Vec<Reply>) -> Self {
+        let listener = TlsListener::bind().await;
+        let url = format!("https://{}", listener.tcp.local_addr().unwrap());
+        Self::serve(listener, url, replies)
+    }
+
+    fn serve<L>(listener: L, url: String, replies: Vec<Reply>) -> Self
+    where
+        L: axum::serve::Listener,
+        L::Addr: std::fmt::Debug,
+    {
         let script = Arc::new(Mutex::new(Script {
             replies: replies.into(),
             requests: Vec::new(),
@@ -153,8 +171,6 @@ impl Server {
         let app = Router::new()
             .fallback(answer)
             .with_state(Arc::clone(&script));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
@@ -169,6 +185,54 @@ impl Server {
     /// The requests received so far.
     pub(crate) fn requests(&self) -> Vec<Recorded> {
         self.script.lock().unwrap().requests.clone()
+    }
+}
+
+/// A loopback listener that hands axum only the connections whose TLS handshake succeeded.
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl TlsListener {
+    async fn bind() -> Self {
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject as _};
+
+        let chain = CertificateDer::pem_slice_iter(include_bytes!("../tls/localhost.pem"))
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(include_bytes!("../tls/localhost.key")).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        Self {
+            tcp: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        }
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let (stream, address) = self.tcp.accept().await.unwrap();
+            // A client that refuses the certificate ends its handshake; wait for the next one.
+            let handshake = self.acceptor.accept(stream);
+            if let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), handshake).await {
+                return (stream, address);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
     }
 }
 

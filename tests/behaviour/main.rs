@@ -15,6 +15,7 @@ mod builtin_tools;
 mod config_tools;
 mod examples_cli;
 mod floors;
+mod https;
 mod lenient_arguments;
 mod logs;
 mod loopback;

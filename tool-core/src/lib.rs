@@ -110,6 +110,8 @@ pub mod schema;
 mod secrets;
 pub mod session;
 pub mod store;
+#[cfg(any(feature = "http", feature = "mcp-client"))]
+mod tls;
 pub mod tool;
 
 #[doc(hidden)]

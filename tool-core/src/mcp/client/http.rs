@@ -85,6 +85,7 @@ pub(super) struct ReportingClient {
 impl ReportingClient {
     /// A client whose redirects stay on their origin.
     pub(super) fn new(reports: Arc<HttpReports>) -> Result<Self, reqwest::Error> {
+        crate::tls::install_default_provider();
         let inner = reqwest::Client::builder()
             .redirect(crate::secrets::same_origin_redirects())
             .build()?;

@@ -221,6 +221,7 @@ impl Http {
         headers: Vec<(String, String)>,
         event_stream: bool,
     ) -> Result<Self, ProviderError> {
+        crate::tls::install_default_provider();
         let client = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
             .read_timeout(options.read_timeout)
