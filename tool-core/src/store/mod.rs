@@ -6,13 +6,14 @@
 //! |---|---|---|
 //! | a plain path (`prefs.json`, `chats/`) | [`FilePreferenceStore`] on that file | [`FileConversationStore`] on that directory |
 //! | `memory:` | [`MemoryPreferenceStore`] (this process only) | [`MemoryConversationStore`] |
-//! | `sqlite://path` (feature `sqlite`, on by default) | [`SqlStore`] in an SQLite file, created if missing | the same database |
+//! | `sqlite://path` (feature `sqlite`) | [`SqlStore`] in an SQLite file, created if missing | the same database |
 //! | `postgres://user:password@host/db` (feature `postgres`) | [`SqlStore`] on a PostgreSQL server shared by many processes | the same database |
 //!
 //! [`open_preference_store`] and [`open_conversation_store`] pick the store from the location,
 //! so a command line can take it as one flag (`--store sqlite://tools.db`):
 //!
 //! ```
+//! # #[cfg(feature = "sqlite")]
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! use std::sync::Arc;
 //! use tool_core::session::ChatSession;
@@ -96,11 +97,16 @@ pub enum StoreError {
 /// Opens the preference store of `scope` (a user, or a scope the application chooses) at
 /// `location`; see the [module docs](self) for the forms a location takes.
 ///
-/// A plain path is a `FilePreferenceStore` on that file (feature `file-store`, on by default):
+/// A plain path is a `FilePreferenceStore` on that file (feature `file-store`):
 /// the file holds one scope's preferences, so `scope` is not used there and each user needs a
 /// path of their own.
 /// `memory:` gives a new, empty [`MemoryPreferenceStore`]. Database locations open (and create
 /// or migrate) the database now, so a wrong URL or a server that is down is reported here.
+// Async for the database stores, which open the database here.
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres")),
+    allow(clippy::unused_async)
+)]
 pub async fn open_preference_store(
     location: &str,
     scope: &str,
@@ -129,6 +135,11 @@ pub async fn open_preference_store(
 /// Opens the conversation store at `location`: a plain path is a directory of JSON files
 /// ([`FileConversationStore`]), `memory:` a new [`MemoryConversationStore`], and database URLs
 /// an [`SqlStore`] (opened, created or migrated now).
+// Async for the database stores, which open the database here.
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres")),
+    allow(clippy::unused_async)
+)]
 pub async fn open_conversation_store(
     location: &str,
 ) -> Result<Arc<dyn ConversationStore>, StoreError> {
