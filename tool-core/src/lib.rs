@@ -169,6 +169,10 @@ pub use call::{CallContext, Deps, MissingDependency, Progress};
 pub use config::{HandlerTable, LoadReport, ToolConfig};
 pub use context::{Conversation, ToolContext, ToolContextOptions};
 pub use execute::ExecuteError;
+/// The `futures` crate tool-core's streams are built on, for [`StreamExt`](futures::StreamExt)
+/// and friends without a `futures` dependency of your own:
+/// `use tool_core::futures::StreamExt;` then `while let Some(event) = events.next().await`.
+pub use futures;
 pub use message::{Message, ToolCall};
 pub use model::{ChatModel, ProviderError};
 pub use registry::{
@@ -178,6 +182,10 @@ pub use registry::{
 pub use schema::{
     FormatOptions, Provider, SchemaError, ToolCheckError, UnknownProvider, format_tool,
 };
+/// The `schemars` crate tool-core derives schemas with, so that a tool's `#[args]` struct or
+/// output type derives `JsonSchema` without a `schemars` dependency of your own; see
+/// [`tool`](macro@tool) for the one line the derive then needs.
+pub use schemars;
 #[cfg(feature = "file-store")]
 pub use session::FilePreferenceStore;
 pub use session::{ChatSession, MemoryPreferenceStore, PreferenceStore, Preferences};
@@ -198,13 +206,17 @@ pub use tool::{
 /// tool-core = "0.1"  # the `macros` feature is on by default
 /// # only for an `#[args]` struct or a result with an output schema:
 /// serde = { version = "1", features = ["derive"] }
-/// schemars = "1"
 /// ```
+///
+/// No `schemars` dependency is needed: an `#[args]` struct or an output type derives
+/// `JsonSchema` through tool-core's re-export, [`tool_core::schemars`](crate::schemars). Bring
+/// it into scope with `use tool_core::schemars;` (the derive's output names `schemars::…`, which
+/// then resolves to it), or put `#[schemars(crate = "tool_core::schemars")]` on the type.
 ///
 /// # Example
 ///
 /// ```
-/// use tool_core::{ToolRegistry, tool};
+/// use tool_core::{ToolRegistry, schemars, tool};
 ///
 /// /// The arguments of `get_weather`.
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -367,7 +379,7 @@ pub use tool::{
 ///   and `()` never have one.
 ///
 /// ```
-/// use tool_core::{ExecutableTool, ToolRegistry, tool};
+/// use tool_core::{ExecutableTool, ToolRegistry, schemars, tool};
 ///
 /// /// A forecast.
 /// #[derive(serde::Serialize, schemars::JsonSchema)]
