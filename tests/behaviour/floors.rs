@@ -83,7 +83,7 @@ fn the_architecture_invariants_hold() {
     );
     only(
         "model",
-        &["message", "tool", "schema"],
+        &["message", "tool", "schema", "secrets"],
         "models take tools as data",
     );
     for module in [
