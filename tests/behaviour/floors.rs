@@ -83,7 +83,7 @@ fn the_architecture_invariants_hold() {
     );
     only(
         "model",
-        &["message", "tool", "schema", "tls"],
+        &["message", "tool", "schema", "secrets", "tls"],
         "models take tools as data",
     );
     for module in [

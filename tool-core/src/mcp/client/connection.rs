@@ -49,7 +49,7 @@ use super::{
     listing::{ListError, Listed, list_tools},
     lock,
     names::local_names,
-    progress::InOrder,
+    progress::{InOrder, ProgressSink},
     with_causes,
 };
 use crate::{
@@ -943,5 +943,11 @@ impl ClientHandler for ClientSide {
         if let Some(shared) = self.shared.upgrade() {
             shared.refresh.notify_one();
         }
+    }
+}
+
+impl ProgressSink for Shared {
+    fn on_progress(&self, params: ProgressNotificationParam) {
+        Shared::on_progress(self, params);
     }
 }

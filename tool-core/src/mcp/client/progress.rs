@@ -11,26 +11,31 @@
 use std::{borrow::Cow, sync::Weak};
 
 use rmcp::{
-    model::{JsonRpcMessage, ServerJsonRpcMessage, ServerNotification},
+    model::{JsonRpcMessage, ProgressNotificationParam, ServerJsonRpcMessage, ServerNotification},
     service::{RoleClient, TxJsonRpcMessage},
     transport::Transport,
 };
 
-use super::connection::Shared;
-
-/// A transport whose progress notifications reach the client as they arrive.
-pub(super) struct InOrder<T> {
-    inner: T,
-    shared: Weak<Shared>,
+/// Where [`InOrder`] hands each progress notification: the connection's shared state, which
+/// knows the calls in flight. A trait, so this file needs nothing of the connection's.
+pub(super) trait ProgressSink: Send + Sync + 'static {
+    /// Takes one progress notification, in the order the server sent it.
+    fn on_progress(&self, params: ProgressNotificationParam);
 }
 
-impl<T> InOrder<T> {
-    pub(super) fn new(inner: T, shared: Weak<Shared>) -> Self {
+/// A transport whose progress notifications reach the client as they arrive.
+pub(super) struct InOrder<T, S> {
+    inner: T,
+    shared: Weak<S>,
+}
+
+impl<T, S> InOrder<T, S> {
+    pub(super) fn new(inner: T, shared: Weak<S>) -> Self {
         Self { inner, shared }
     }
 }
 
-impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
+impl<T: Transport<RoleClient>, S: ProgressSink> Transport<RoleClient> for InOrder<T, S> {
     type Error = T::Error;
 
     fn name() -> Cow<'static, str> {
