@@ -23,6 +23,7 @@ mod macro_output;
 mod macro_schema;
 mod macro_tools;
 mod mcp_client;
+mod mcp_client_annotations;
 mod mcp_client_everything;
 mod mcp_client_misbehaving;
 mod mcp_client_secrets;
