@@ -10,6 +10,7 @@ mod agent_session;
 mod agent_stream;
 mod agent_support;
 mod agent_test_model;
+mod approval_paths;
 mod argument_errors;
 mod builtin_tools;
 mod config_tools;
