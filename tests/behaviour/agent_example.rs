@@ -293,6 +293,12 @@ fn the_example_uses_an_mcp_servers_tools_like_its_own() {
     };
     assert!(listed("get-sum").starts_with("[on ]"));
     assert!(listed("gzip-file-as-resource").starts_with("[off]"));
+    // An MCP server's annotations are not trusted: each call of its tools is approved first
+    // (here by --yes).
+    assert!(
+        stdout.contains(r#"(approved by --yes) get-sum {"a":1,"b":1}"#),
+        "{stdout}"
+    );
     assert!(stdout.contains("-> get-sum({\"a\":1,\"b\":1})"), "{stdout}");
     assert!(
         stdout.contains("<- get-sum: The sum of 1 and 1 is 2."),
