@@ -16,14 +16,27 @@
 //! `--tools-config PATH` adds the tools defined in a JSON or TOML file (see `examples/tools.toml`).
 //!
 //! REPL commands: `/tools` lists every tool with its on/off switch and category, `/enable NAME`
-//! and `/disable NAME` toggle a tool and remember the choice across runs (in
-//! `tool-preferences.json` beside the working directory's files, or `--prefs PATH`),
-//! `/save [REASON]` saves the session, `/clear` forgets the conversation, `/quit` leaves.
-//! Ctrl-C cancels a running turn.
+//! and `/disable NAME` toggle a tool and remember the choice across runs, `/save [REASON]` saves
+//! the session, `/clear` forgets the conversation, `/quit` leaves. Ctrl-C cancels a running turn.
+//!
+//! What the model may not change stays out of its reach: the switches
+//! (`tool-preferences.json`) and the session (`session.json`) live in a state directory beside
+//! the working directory (`--state DIR`, by default `ROOT-state`), or at `--prefs FILE` /
+//! `--session FILE`, and the program refuses any of them, the tools configuration or a
+//! `--store` file inside `--root`, where `write_file` could rewrite them.
+//!
+//! Every call of a destructive tool is asked about first (unless `--yes`): a tool whose metadata
+//! says so (`write_file`, and configured aliases of it such as `write_note`), and every tool of
+//! an MCP server, whose own annotations are not trusted. The question shows the arguments the
+//! tool will get, every key of them, a long value cut with a note saying so. Text from the
+//! model, the tools and MCP servers is printed with its control characters shown as escapes
+//! (`\x1b`), so it cannot move the cursor, retitle the window or hide part of a question.
 
 use std::{
+    borrow::Cow,
+    fmt::Write as _,
     io::{IsTerminal as _, Write as _},
-    path::PathBuf,
+    path::{Component, Path, PathBuf},
     process::ExitCode,
     sync::Arc,
 };
@@ -31,7 +44,7 @@ use std::{
 use futures::StreamExt as _;
 use tokio::io::{AsyncBufReadExt as _, BufReader, Lines, Stdin};
 use tool_core::{
-    Agent, AgentEvent, AgentOptions, ChatSession, FilePreferenceStore, HandlerTable,
+    Agent, AgentEvent, AgentOptions, ChatSession, FilePreferenceStore, HandlerTable, JsonObject,
     PreferenceStore, ToolContext, ToolContextOptions, ToolRegistry,
     agent::{ApprovalDecision, ApprovalPolicy, ApprovalRequest},
     config, create_default_tool_registry,
@@ -84,9 +97,16 @@ struct Args {
     /// Add the tools defined in a JSON or TOML file (see examples/tools.toml).
     #[arg(long, value_name = "FILE")]
     tools_config: Option<PathBuf>,
-    /// Where /enable and /disable are remembered [default: DIR/tool-preferences.json].
+    /// Where the preferences and the session are kept, outside --root [default: ROOT-state,
+    /// beside the root].
+    #[arg(long, value_name = "DIR", env = "TOOL_CORE_AGENT_STATE")]
+    state: Option<PathBuf>,
+    /// Where /enable and /disable are remembered [default: STATE/tool-preferences.json].
     #[arg(long, value_name = "FILE")]
     prefs: Option<PathBuf>,
+    /// Where /save and save_session_context write the session [default: STATE/session.json].
+    #[arg(long, value_name = "FILE")]
+    session: Option<PathBuf>,
     /// Remember /enable and /disable in a database instead of the preferences file:
     /// sqlite://PATH (created when missing) or postgres://USER@HOST/DB.
     #[arg(long, value_name = "URL", env = "TOOL_CORE_STORE")]
@@ -94,7 +114,8 @@ struct Args {
     /// Read prompts and commands from stdin, even when it is not a terminal.
     #[arg(long = "stdin")]
     from_stdin: bool,
-    /// Approve every tool call that needs approval (write_file) without asking.
+    /// Approve without asking every call that needs approval (destructive tools such as
+    /// write_file, and every MCP server's tool).
     #[arg(long)]
     yes: bool,
     /// Use the tools of the MCP server this command starts (repeatable), such as
@@ -108,6 +129,114 @@ struct Args {
 
 fn default_root() -> PathBuf {
     std::env::temp_dir().join("tool-core-agent")
+}
+
+impl Args {
+    /// The state directory: `--state`, else `ROOT-state` beside the root (or inside the
+    /// temporary directory when the root has no parent, such as `/`).
+    fn state_dir(&self) -> PathBuf {
+        if let Some(state) = &self.state {
+            return state.clone();
+        }
+        let root = std::path::absolute(&self.root).unwrap_or_else(|_| self.root.clone());
+        match (root.parent(), root.file_name()) {
+            (Some(parent), Some(name)) => {
+                let mut name = name.to_owned();
+                name.push("-state");
+                parent.join(name)
+            }
+            _ => std::env::temp_dir().join("tool-core-agent-state"),
+        }
+    }
+
+    fn prefs_path(&self) -> PathBuf {
+        self.prefs
+            .clone()
+            .unwrap_or_else(|| self.state_dir().join("tool-preferences.json"))
+    }
+
+    fn session_path(&self) -> PathBuf {
+        self.session
+            .clone()
+            .unwrap_or_else(|| self.state_dir().join("session.json"))
+    }
+
+    /// The first file that says what the model may do (preferences, session, tools
+    /// configuration, preference store) but lies inside the root its file tools may write, as
+    /// the message that refuses it.
+    fn state_inside_root(&self) -> Option<String> {
+        let mut files: Vec<(&str, PathBuf)> = Vec::new();
+        if self.prefs.is_none() || self.session.is_none() {
+            files.push(("--state", self.state_dir()));
+        }
+        files.push(("--prefs", self.prefs_path()));
+        files.push(("--session", self.session_path()));
+        files.extend(
+            self.tools_config
+                .clone()
+                .map(|path| ("--tools-config", path)),
+        );
+        files.extend(
+            self.store
+                .as_deref()
+                .and_then(store_file)
+                .map(|path| ("--store", path)),
+        );
+        let (flag, path) = files
+            .into_iter()
+            .find(|(_, path)| is_inside(path, &self.root))?;
+        Some(format!(
+            "{flag} {} is inside --root {}, where the model's file tools could rewrite it; \
+             choose a path outside that directory",
+            path.display(),
+            self.root.display()
+        ))
+    }
+}
+
+/// The file a `--store` location keeps its data in: a `sqlite://` database or a plain path
+/// (`memory:` and server URLs have none).
+fn store_file(location: &str) -> Option<PathBuf> {
+    if location == "memory:" {
+        return None;
+    }
+    let (scheme, rest) = location.split_once(':').unwrap_or(("", location));
+    let path = if scheme.eq_ignore_ascii_case("sqlite") {
+        let rest = rest.strip_prefix("//").unwrap_or(rest);
+        rest.split('?').next().unwrap_or(rest)
+    } else if location.contains("://") {
+        return None;
+    } else {
+        location
+    };
+    (!path.is_empty()).then(|| PathBuf::from(path))
+}
+
+/// Whether `path` (which need not exist) lies inside the existing directory `root`, once `.`,
+/// `..` and symbolic links are resolved as the operating system would.
+fn is_inside(path: &Path, root: &Path) -> bool {
+    let Ok(root) = root.canonicalize() else {
+        return false;
+    };
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut resolved = PathBuf::new();
+    for component in absolute.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => resolved.push(component),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                resolved.pop();
+            }
+            Component::Normal(part) => {
+                resolved.push(part);
+                // An existing part may be a symbolic link: go on from where it leads.
+                if let Ok(real) = resolved.canonicalize() {
+                    resolved = real;
+                }
+            }
+        }
+    }
+    resolved.starts_with(&root)
 }
 
 #[tokio::main]
@@ -126,6 +255,20 @@ async fn main() -> ExitCode {
         eprintln!("cannot create {}: {error}", args.root.display());
         return ExitCode::FAILURE;
     }
+    // The model writes in the root: the files that say what it may do stay outside.
+    if let Some(refusal) = args.state_inside_root() {
+        eprintln!("{refusal}");
+        return ExitCode::FAILURE;
+    }
+    let (prefs, session_file) = (args.prefs_path(), args.session_path());
+    for file in [&prefs, &session_file] {
+        if let Some(dir) = file.parent().filter(|dir| !dir.as_os_str().is_empty())
+            && let Err(error) = std::fs::create_dir_all(dir)
+        {
+            eprintln!("cannot create {}: {error}", dir.display());
+            return ExitCode::FAILURE;
+        }
+    }
     let notes = args.root.join("notes.txt");
     if !notes.exists() {
         // Something for `read_file` to find; a failure only means there is nothing to read.
@@ -138,7 +281,10 @@ async fn main() -> ExitCode {
         Ok(Some(model)) => (model, false),
         Ok(None) => (Arc::new(TestModel::new()) as Arc<dyn ChatModel>, true),
         Err(error) => {
-            eprintln!("the model provider configured in the environment cannot be used: {error}");
+            eprintln!(
+                "the model provider configured in the environment cannot be used: {}",
+                printable(&error.to_string())
+            );
             return ExitCode::FAILURE;
         }
     };
@@ -164,7 +310,7 @@ async fn main() -> ExitCode {
         ToolContextOptions::new()
             .system_prompt(SYSTEM_PROMPT)
             .root_dir(&args.root)
-            .session_context_file_path(args.root.join("session.json")),
+            .session_context_file_path(&session_file),
     );
     let registry = Arc::new(create_default_tool_registry(context.clone()));
     if let Some(path) = &args.tools_config
@@ -176,15 +322,11 @@ async fn main() -> ExitCode {
     let _mcp = match connect_mcp(&registry, &args.mcp, &args.mcp_url).await {
         Ok(registrations) => registrations,
         Err(message) => {
-            eprintln!("{message}");
+            eprintln!("{}", printable(&message));
             return ExitCode::FAILURE;
         }
     };
     // The session's on/off switches, remembered in a preferences file across runs.
-    let prefs = args
-        .prefs
-        .clone()
-        .unwrap_or_else(|| args.root.join("tool-preferences.json"));
     let store: Arc<dyn PreferenceStore> = match &args.store {
         None => Arc::new(FilePreferenceStore::new(&prefs)),
         Some(location) => {
@@ -212,9 +354,9 @@ async fn main() -> ExitCode {
         // The test model calls `read_file` and `write_file` on the same path; one at a time
         // keeps its output the same from run to run.
         .sequential_tools(offline)
-        // A tool that changes things (`write_file`, a configured alias of it, an MCP tool that
-        // says it is destructive) is asked about first, unless --yes: approval follows what a
-        // tool does, not its name.
+        // A tool that changes things (`write_file`, a configured alias of it, any MCP tool,
+        // whose annotations are only its server's claims) is asked about first, unless --yes:
+        // approval follows what a tool does, not its name.
         .approval(ApprovalPolicy::new().destructive_tools(true));
     let agent = Agent::with_model(model, options);
 
@@ -262,7 +404,7 @@ fn load_config(registry: &ToolRegistry, path: &std::path::Path) -> Result<(), Ex
                 }
             );
             for rejected in &report.rejected {
-                println!("  - {rejected}");
+                println!("  - {}", printable(&rejected.to_string()));
             }
             Ok(())
         }
@@ -299,7 +441,7 @@ async fn connect_mcp(
         println!(
             "MCP server {name}: {} tool(s): {}",
             registration.tool_names().len(),
-            registration.tool_names().join(", ")
+            printable(&registration.tool_names().join(", "))
         );
         registrations.push(registration);
     }
@@ -318,18 +460,24 @@ impl Answers {
     /// Asks whether `request` may run; no answer (end of input) is a no.
     async fn decide(&mut self, request: &ApprovalRequest) -> ApprovalDecision {
         let call = &request.call;
+        // The arguments the tool will get if approved, every key of them; text it cannot take
+        // as arguments is shown whole.
+        let arguments = match &request.arguments {
+            Some(arguments) => show_arguments(arguments),
+            None => format!(
+                "with arguments it will refuse: {}",
+                printable(&call.arguments)
+            ),
+        };
+        let name = printable(&call.name);
         let lines = match self {
             Self::Yes => {
-                println!("(approved by --yes) {} {}", call.name, call.arguments);
+                println!("(approved by --yes) {name} {arguments}");
                 return ApprovalDecision::approve();
             }
             Self::Ask(lines) => lines,
         };
-        print!(
-            "Allow {} {}? [y/N] ",
-            call.name,
-            shorten(&call.arguments, 200)
-        );
+        print!("Allow {name} {arguments}? [y/N] ");
         let _ = std::io::stdout().flush();
         let answer = lines.next_line().await.ok().flatten().unwrap_or_default();
         if matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
@@ -376,14 +524,16 @@ async fn repl(agent: &Agent, session: &ChatSession, answers: &mut Answers, yes: 
                 if rest.is_empty() {
                     println!("usage: {command} NAME");
                 } else {
+                    let name = printable(rest);
                     match session.set_enabled(rest, on).await {
-                        Ok(()) => println!("{rest} is {}", if on { "on" } else { "off" }),
+                        Ok(()) => println!("{name} is {}", if on { "on" } else { "off" }),
                         Err(SessionError::UnknownTool { .. }) => {
-                            println!("no tool named {rest}; /tools lists them");
+                            println!("no tool named {name}; /tools lists them");
                         }
                         Err(error) => println!(
-                            "{rest} is {} for now, but the choice was not saved: {error}",
-                            if on { "on" } else { "off" }
+                            "{name} is {} for now, but the choice was not saved: {}",
+                            if on { "on" } else { "off" },
+                            printable(&error.to_string())
                         ),
                     }
                 }
@@ -394,13 +544,15 @@ async fn repl(agent: &Agent, session: &ChatSession, answers: &mut Answers, yes: 
                 } else {
                     rest
                 };
-                println!("{}", agent.save_context(reason).await);
+                println!("{}", printable(&agent.save_context(reason).await));
             }
             "/clear" => {
                 agent.clear_context();
                 println!("conversation cleared");
             }
-            _ if command.starts_with('/') => println!("unknown command {command}; try /help"),
+            _ if command.starts_with('/') => {
+                println!("unknown command {}; try /help", printable(command));
+            }
             _ => {
                 tokio::select! {
                     _ = run_turn(agent, line, answers) => {}
@@ -418,9 +570,9 @@ fn show_tools(agent: &Agent) {
         println!(
             "[{}] {:width$}  {:10}  {}",
             if tool.enabled { "on " } else { "off" },
-            tool.name,
-            tool.category.as_deref().unwrap_or("-"),
-            tool.description,
+            printable(&tool.name),
+            printable(tool.category.as_deref().unwrap_or("-")),
+            printable(&tool.description),
         );
     }
 }
@@ -457,13 +609,13 @@ async fn print_events(
                 if mid_line {
                     println!();
                 }
-                eprintln!("error: {error}");
+                eprintln!("error: {}", printable(&error.to_string()));
                 return None;
             }
         };
         match event {
             AgentEvent::TextDelta(text) => {
-                print!("{text}");
+                print!("{}", printable(&text));
                 let _ = stdout.flush();
                 mid_line = !text.ends_with('\n');
             }
@@ -472,7 +624,11 @@ async fn print_events(
                     println!();
                     mid_line = false;
                 }
-                println!("-> {}({})", call.name, call.arguments);
+                println!(
+                    "-> {}({})",
+                    printable(&call.name),
+                    printable(&call.arguments)
+                );
             }
             AgentEvent::ToolResult {
                 name,
@@ -481,7 +637,11 @@ async fn print_events(
                 ..
             } => {
                 let mark = if is_error { "!!" } else { "<-" };
-                println!("{mark} {name}: {}", shorten(&content, 300));
+                println!(
+                    "{mark} {}: {}",
+                    printable(&name),
+                    printable(&shorten(&content, 300))
+                );
             }
             AgentEvent::Done(reply) => {
                 if mid_line {
@@ -518,4 +678,72 @@ fn shorten(text: &str, limit: usize) -> String {
         Some((end, _)) => format!("{}...", &one_line[..end]),
         None => one_line,
     }
+}
+
+/// The longest a key or value of the arguments shown in an approval question gets before it is
+/// cut (saying so).
+const SHOWN_VALUE_LIMIT: usize = 300;
+
+/// The arguments a tool will get, as one line of JSON with every key in sight: a key or value
+/// longer than [`SHOWN_VALUE_LIMIT`] characters is cut with `[cut: N more characters]`, so a
+/// long value cannot push the keys after it out of view.
+fn show_arguments(arguments: &JsonObject) -> String {
+    let mut shown = String::from("{");
+    for (index, (key, value)) in arguments.iter().enumerate() {
+        if index > 0 {
+            shown.push(',');
+        }
+        cut_into(
+            &mut shown,
+            &serde_json::Value::from(key.as_str()).to_string(),
+        );
+        shown.push(':');
+        cut_into(&mut shown, &value.to_string());
+    }
+    shown.push('}');
+    printable(&shown).into_owned()
+}
+
+/// Appends `text`, cut after [`SHOWN_VALUE_LIMIT`] characters with a note saying how much is
+/// left out.
+fn cut_into(shown: &mut String, text: &str) {
+    match text.char_indices().nth(SHOWN_VALUE_LIMIT) {
+        Some((end, _)) => {
+            let left_out = text[end..].chars().count();
+            let _ = write!(shown, "{}[cut: {left_out} more characters]", &text[..end]);
+        }
+        None => shown.push_str(text),
+    }
+}
+
+/// `text` made safe for a terminal: control characters other than newline and tab (escape
+/// sequences, carriage returns, bells, C1 controls) and the bidirectional-text controls, which
+/// could move the cursor, retitle the window or reorder what a question shows, are printed as
+/// escapes (`\x1b`, `\r`, `\u{202e}`) instead. Everything the model, a tool or an MCP server
+/// wrote goes through it before it is printed.
+fn printable(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(
+                c,
+                '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+            )
+    };
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\r' => safe.push_str("\\r"),
+            c if unsafe_char(c) && u32::from(c) <= 0xff => {
+                let _ = write!(safe, "\\x{:02x}", u32::from(c));
+            }
+            c if unsafe_char(c) => {
+                let _ = write!(safe, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => safe.push(c),
+        }
+    }
+    Cow::Owned(safe)
 }

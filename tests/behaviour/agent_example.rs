@@ -1,11 +1,46 @@
-//! The main example, run as a program: offline by default, tools from a configuration file, and
-//! `/enable` / `/disable` remembered across runs.
+//! The main example, run as a program: offline by default, tools from a configuration file,
+//! `/enable` / `/disable` remembered across runs outside the model's reach, approval questions
+//! that show what the tool will get, and nothing but printable text on the terminal.
 
 use std::{
     io::Write as _,
-    path::Path,
+    path::{Path, PathBuf},
     process::{Command, Stdio},
 };
+
+use serde_json::{Value, json};
+
+/// A run's directories: the root the model's file tools work in, in a temporary directory
+/// that also holds the default state directory beside it (`ROOT-state`).
+struct Workspace {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    /// Where the example keeps its preferences and session by default.
+    state: PathBuf,
+}
+
+impl Workspace {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        Self {
+            root,
+            state: dir.path().join("root-state"),
+            _dir: dir,
+        }
+    }
+
+    /// `--root ROOT`, then `args`.
+    fn args<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
+        let mut all = vec!["--root", self.root.to_str().unwrap()];
+        all.extend_from_slice(args);
+        all
+    }
+
+    fn run(&self, args: &[&str], input: &str) -> String {
+        run(&self.args(args), input)
+    }
+}
 
 /// Runs the agent example with `args`, feeding `input` on stdin; returns its stdout.
 fn run(args: &[&str], input: &str) -> String {
@@ -42,6 +77,7 @@ pub(crate) fn spawn(args: &[&str], input: &str, env: &[(&str, &str)]) -> std::pr
         "GEMINI_API_KEY",
         "OLLAMA_HOST",
         "TOOL_CORE_AGENT_ROOT",
+        "TOOL_CORE_AGENT_STATE",
         "TOOL_CORE_STORE",
     ] {
         command.env_remove(variable);
@@ -66,30 +102,25 @@ fn tool_line<'a>(listing: &'a str, name: &str) -> &'a str {
 
 #[test]
 fn the_example_runs_offline_on_the_test_model() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().display().to_string();
-    let stdout = run(&["--root", &root, "What can you do?"], "");
+    let workspace = Workspace::new();
+    let stdout = workspace.run(&["What can you do?"], "");
     assert!(stdout.contains("offline test model"), "{stdout}");
     assert!(stdout.contains("-> read_file("), "{stdout}");
     assert!(
         stdout.contains("<- save_session_context: Session context saved"),
         "{stdout}"
     );
-    assert!(dir.path().join("session.json").exists());
+    assert!(workspace.state.join("session.json").exists());
 }
 
 #[test]
 fn the_example_remembers_enable_and_disable_across_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().display().to_string();
-    let stdout = run(
-        &["--root", &root, "--stdin"],
-        "/disable write_file\n/tools\n/quit\n",
-    );
+    let workspace = Workspace::new();
+    let stdout = workspace.run(&["--stdin"], "/disable write_file\n/tools\n/quit\n");
     assert!(stdout.contains("write_file is off"), "{stdout}");
 
     // A new process: the switch comes back from the preferences file.
-    let stdout = run(&["--root", &root, "--stdin"], "/tools\n");
+    let stdout = workspace.run(&["--stdin"], "/tools\n");
     assert!(
         tool_line(&stdout, "write_file").contains("[off]"),
         "{stdout}"
@@ -99,9 +130,9 @@ fn the_example_remembers_enable_and_disable_across_runs() {
         "{stdout}"
     );
 
-    let stdout = run(&["--root", &root, "--stdin"], "/enable write_file\n");
+    let stdout = workspace.run(&["--stdin"], "/enable write_file\n");
     assert!(stdout.contains("write_file is on"), "{stdout}");
-    let stdout = run(&["--root", &root, "--stdin"], "/tools\n");
+    let stdout = workspace.run(&["--stdin"], "/tools\n");
     assert!(
         tool_line(&stdout, "write_file").contains("[on ]"),
         "{stdout}"
@@ -110,14 +141,10 @@ fn the_example_remembers_enable_and_disable_across_runs() {
 
 #[test]
 fn the_example_loads_tools_from_a_configuration_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().display().to_string();
+    let workspace = Workspace::new();
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/tools.toml");
     let config = config.display().to_string();
-    let stdout = run(
-        &["--root", &root, "--tools-config", &config, "--stdin"],
-        "/tools\n",
-    );
+    let stdout = workspace.run(&["--tools-config", &config, "--stdin"], "/tools\n");
     assert!(stdout.contains("tool(s) loaded from"), "{stdout}");
     assert!(
         tool_line(&stdout, "get_weather").contains("[on ]"),
@@ -136,11 +163,10 @@ async fn the_example_uses_the_provider_configured_in_the_environment() {
     ))])
     .await;
     let base_url = format!("{}/v1", server.url());
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().display().to_string();
+    let workspace = Workspace::new();
     let stdout = tokio::task::spawn_blocking(move || {
         run_with_env(
-            &["--root", &root, "What is the capital of France?"],
+            &workspace.args(&["What is the capital of France?"]),
             "",
             &[
                 ("OPENAI_API_KEY", "sk-test"),
@@ -171,24 +197,27 @@ async fn the_example_uses_the_provider_configured_in_the_environment() {
     assert_eq!(tools, ["read_file", "write_file", "save_session_context"]);
 }
 
-/// The files the example's tools left in `dir`, beside the ones every run writes.
-fn written_files(dir: &Path) -> Vec<String> {
+/// The names of the files in `dir`, sorted.
+fn files_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| {
-            !["notes.txt", "session.json", "tool-preferences.json"].contains(&name.as_str())
-        })
         .collect();
     names.sort();
     names
 }
 
+/// The files the example's tools left in the root, beside the note every run writes.
+fn written_files(root: &Path) -> Vec<String> {
+    let mut names = files_in(root);
+    names.retain(|name| name != "notes.txt");
+    names
+}
+
 #[test]
 fn the_example_asks_before_writing_and_a_denied_write_leaves_no_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().display().to_string();
-    let stdout = run(&["--root", &root, "write something"], "n\n");
+    let workspace = Workspace::new();
+    let stdout = workspace.run(&["write something"], "n\n");
     assert!(
         stdout
             .contains(r#"Allow write_file {"content":"example","path":"example"}? [y/N] (denied)"#),
@@ -200,51 +229,45 @@ fn the_example_asks_before_writing_and_a_denied_write_leaves_no_file() {
         ),
         "{stdout}"
     );
-    assert!(written_files(dir.path()).is_empty());
+    assert!(written_files(&workspace.root).is_empty());
     // No answer at all (end of input) is a no too.
-    let stdout = run(&["--root", &root, "write something"], "");
+    let stdout = workspace.run(&["write something"], "");
     assert!(stdout.contains("(denied)"), "{stdout}");
-    assert!(written_files(dir.path()).is_empty());
+    assert!(written_files(&workspace.root).is_empty());
 }
 
 #[test]
 fn the_example_writes_once_the_user_approves() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().display().to_string();
-    let stdout = run(&["--root", &root, "write something"], "y\n");
+    let workspace = Workspace::new();
+    let stdout = workspace.run(&["write something"], "y\n");
     assert!(
         stdout.contains("<- write_file: Successfully wrote 7 bytes to example"),
         "{stdout}"
     );
-    assert_eq!(written_files(dir.path()), ["example"]);
+    assert_eq!(written_files(&workspace.root), ["example"]);
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("example")).unwrap(),
+        std::fs::read_to_string(workspace.root.join("example")).unwrap(),
         "example"
     );
 }
 
 #[test]
 fn with_yes_the_example_approves_without_asking_and_the_repl_reads_answers_from_stdin() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().display().to_string();
-    let stdout = run(&["--root", &root, "--yes", "write something"], "");
+    let workspace = Workspace::new();
+    let stdout = workspace.run(&["--yes", "write something"], "");
     assert!(!stdout.contains("Allow write_file"), "{stdout}");
     assert!(
         stdout.contains("(approved by --yes) write_file"),
         "{stdout}"
     );
-    assert_eq!(written_files(dir.path()), ["example"]);
+    assert_eq!(written_files(&workspace.root), ["example"]);
 
     // In the REPL the next input line answers; the line after it is a command again.
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().display().to_string();
-    let stdout = run(
-        &["--root", &root, "--stdin"],
-        "write it\nno\n/tools\n/quit\n",
-    );
+    let workspace = Workspace::new();
+    let stdout = workspace.run(&["--stdin"], "write it\nno\n/tools\n/quit\n");
     assert!(stdout.contains("(denied)"), "{stdout}");
     assert!(stdout.contains("[on ] write_file"), "{stdout}");
-    assert!(written_files(dir.path()).is_empty());
+    assert!(written_files(&workspace.root).is_empty());
 }
 
 #[test]
@@ -252,12 +275,11 @@ fn the_example_uses_an_mcp_servers_tools_like_its_own() {
     let Some(everything) = crate::mcp_client_everything::everything() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().display().to_string();
+    let workspace = Workspace::new();
     let server = format!("node {}", everything.display());
     // Two of the reference server's tools reach outside this machine or take ten seconds.
-    let stdout = run(
-        &["--root", &root, "--stdin", "--yes", "--mcp", &server],
+    let stdout = workspace.run(
+        &["--stdin", "--yes", "--mcp", &server],
         "/disable gzip-file-as-resource\n/disable trigger-long-running-operation\n\
          /disable get-env\n/tools\nuse every tool\n/quit\n",
     );
@@ -271,6 +293,12 @@ fn the_example_uses_an_mcp_servers_tools_like_its_own() {
     };
     assert!(listed("get-sum").starts_with("[on ]"));
     assert!(listed("gzip-file-as-resource").starts_with("[off]"));
+    // An MCP server's annotations are not trusted: each call of its tools is approved first
+    // (here by --yes).
+    assert!(
+        stdout.contains(r#"(approved by --yes) get-sum {"a":1,"b":1}"#),
+        "{stdout}"
+    );
     assert!(stdout.contains("-> get-sum({\"a\":1,\"b\":1})"), "{stdout}");
     assert!(
         stdout.contains("<- get-sum: The sum of 1 and 1 is 2."),
@@ -282,23 +310,16 @@ fn the_example_uses_an_mcp_servers_tools_like_its_own() {
 
 #[test]
 fn an_mcp_server_that_cannot_start_stops_the_example_with_the_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().display().to_string();
+    let workspace = Workspace::new();
     let output = spawn(
-        &[
-            "--root",
-            &root,
-            "--mcp",
-            "/nonexistent/mcp-server --flag",
-            "hi",
-        ],
+        &workspace.args(&["--mcp", "/nonexistent/mcp-server --flag", "hi"]),
         "",
         &[],
     );
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("cannot use the MCP server"), "{stderr}");
-    let output = spawn(&["--root", &root, "--mcp", "'unclosed", "hi"], "", &[]);
+    let output = spawn(&workspace.args(&["--mcp", "'unclosed", "hi"]), "", &[]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&output.stderr).starts_with("--mcp \"'unclosed\": "),
@@ -309,20 +330,16 @@ fn an_mcp_server_that_cannot_start_stops_the_example_with_the_reason() {
 
 #[test]
 fn the_example_remembers_switches_in_an_sqlite_store() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().display().to_string();
-    let database = dir.path().join("data").join("prefs.db");
+    let workspace = Workspace::new();
+    let database = workspace.state.with_file_name("data").join("prefs.db");
     let url = format!("sqlite://{}", database.display());
-    run(
-        &["--root", &root, "--stdin", "--store", &url],
+    workspace.run(
+        &["--stdin", "--store", &url],
         "/disable write_file\n/quit\n",
     );
     assert!(database.is_file());
-    assert!(!dir.path().join("tool-preferences.json").exists());
-    let stdout = run(
-        &["--root", &root, "--stdin", "--store", &url],
-        "/tools\n/quit\n",
-    );
+    assert!(!workspace.state.join("tool-preferences.json").exists());
+    let stdout = workspace.run(&["--stdin", "--store", &url], "/tools\n/quit\n");
     assert!(
         tool_line(&stdout, "write_file").contains("[off] write_file"),
         "{stdout}"
@@ -333,7 +350,7 @@ fn the_example_remembers_switches_in_an_sqlite_store() {
     );
 
     let output = spawn(
-        &["--root", &root, "--store", "mysql://nowhere/db", "hi"],
+        &workspace.args(&["--store", "mysql://nowhere/db", "hi"]),
         "",
         &[],
     );
@@ -343,4 +360,249 @@ fn the_example_remembers_switches_in_an_sqlite_store() {
         stderr.starts_with("cannot open the preference store: "),
         "{stderr}"
     );
+}
+
+#[test]
+fn the_example_keeps_its_switches_and_session_outside_the_models_root() {
+    let workspace = Workspace::new();
+    workspace.run(&["--stdin"], "/disable write_file\n/save\n/quit\n");
+    assert!(workspace.state.join("tool-preferences.json").is_file());
+    assert!(workspace.state.join("session.json").is_file());
+    assert_eq!(files_in(&workspace.root), ["notes.txt"]);
+
+    // A preferences file the model wrote in its root changes nothing.
+    std::fs::write(
+        workspace.root.join("tool-preferences.json"),
+        r#"{"write_file": true}"#,
+    )
+    .unwrap();
+    let stdout = workspace.run(&["--stdin"], "/tools\n");
+    assert!(
+        tool_line(&stdout, "write_file").contains("[off]"),
+        "{stdout}"
+    );
+
+    // The files that say what the model may do are refused inside its root.
+    let root = workspace.root.to_str().unwrap();
+    let inside = |name: &str| workspace.root.join(name).display().to_string();
+    let config = inside("tools.toml");
+    std::fs::write(&config, "").unwrap();
+    let store = format!("sqlite://{}", inside("prefs.db"));
+    let refused = |flag: &str, path: &str, shown: &str| {
+        let output = spawn(&["--root", root, flag, path, "hi"], "", &[]);
+        assert_eq!(output.status.code(), Some(1), "{flag} {path}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr).trim_end(),
+            format!(
+                "{flag} {shown} is inside --root {root}, where the model's file tools could \
+                 rewrite it; choose a path outside that directory"
+            )
+        );
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "", "{flag}");
+    };
+    for (flag, path) in [
+        ("--state", inside("state")),
+        ("--prefs", inside("prefs.json")),
+        ("--session", inside("session.json")),
+        ("--tools-config", config.clone()),
+    ] {
+        refused(flag, &path, &path);
+    }
+    refused("--store", &store, &inside("prefs.db"));
+    // The same through `..` and through a symbolic link to the root.
+    let dotted = format!("{root}/sub/../prefs.json");
+    refused("--prefs", &dotted, &dotted);
+    let link = workspace.state.with_file_name("link");
+    std::os::unix::fs::symlink(&workspace.root, &link).unwrap();
+    let linked = link.join("prefs.json").display().to_string();
+    refused("--prefs", &linked, &linked);
+}
+
+/// An OpenAI-compatible provider on loopback answering with `replies`, one per request, and
+/// its base URL.
+async fn provider(replies: Vec<crate::loopback::Reply>) -> (crate::loopback::Server, String) {
+    let server = crate::loopback::Server::start(replies).await;
+    let base_url = format!("{}/v1", server.url());
+    (server, base_url)
+}
+
+/// A streamed Chat Completions answer: `delta`, then the finish reason.
+fn openai_stream(delta: Value, finish_reason: &str) -> crate::loopback::Reply {
+    let chunk = |delta: Value, finish: Value| {
+        json!({
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+        })
+    };
+    crate::loopback::Reply::sse_owned(format!(
+        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+        chunk(delta, Value::Null),
+        chunk(json!({}), json!(finish_reason))
+    ))
+}
+
+fn text_reply(text: &str) -> crate::loopback::Reply {
+    openai_stream(json!({"role": "assistant", "content": text}), "stop")
+}
+
+fn tool_call_reply(name: &str, arguments: &str) -> crate::loopback::Reply {
+    openai_stream(
+        json!({"role": "assistant", "content": null, "tool_calls": [{
+            "index": 0, "id": "call_1", "type": "function",
+            "function": {"name": name, "arguments": arguments}
+        }]}),
+        "tool_calls",
+    )
+}
+
+/// Runs the example with `args` against a loopback provider answering with `replies`, feeding
+/// `input` on stdin; returns its stdout.
+async fn run_on_provider(
+    workspace: &Workspace,
+    replies: Vec<crate::loopback::Reply>,
+    args: &[&str],
+    input: &str,
+) -> String {
+    let (_server, base_url) = provider(replies).await;
+    let args: Vec<String> = workspace
+        .args(args)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let input = input.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_with_env(
+            &args,
+            &input,
+            &[
+                ("OPENAI_API_KEY", "sk-test"),
+                ("OPENAI_BASE_URL", &base_url),
+                ("OPENAI_MODEL", "gpt-4o-mini"),
+            ],
+        )
+    })
+    .await
+    .unwrap()
+}
+
+/// The approval question in `stdout`.
+fn prompt(stdout: &str) -> &str {
+    stdout
+        .lines()
+        .find(|line| line.starts_with("Allow "))
+        .unwrap_or_else(|| panic!("no question in:\n{stdout}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_approval_question_shows_every_argument_the_tool_will_get() {
+    let workspace = Workspace::new();
+    // A long value first: the path after it is shown all the same, and the cut says so.
+    let content = "x".repeat(600);
+    let arguments = json!({"content": content, "path": "elsewhere.txt"}).to_string();
+    let stdout = run_on_provider(
+        &workspace,
+        vec![
+            tool_call_reply("write_file", &arguments),
+            text_reply("not written"),
+        ],
+        &["write a file"],
+        "n\n",
+    )
+    .await;
+    assert_eq!(
+        prompt(&stdout),
+        format!(
+            r#"Allow write_file {{"content":"{}[cut: 302 more characters],"path":"elsewhere.txt"}}? [y/N] (denied)"#,
+            "x".repeat(299)
+        )
+    );
+    assert!(written_files(&workspace.root).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_given_twice_never_reaches_the_tool_even_when_approved() {
+    // The question used to show the first `path` and the write went to the last.
+    let workspace = Workspace::new();
+    let arguments = r#"{"path": "shown.txt", "content": "x", "path": "hidden.txt"}"#;
+    let stdout = run_on_provider(
+        &workspace,
+        vec![
+            tool_call_reply("write_file", arguments),
+            text_reply("I will send each key once"),
+        ],
+        &["write a file"],
+        "y\n",
+    )
+    .await;
+    assert!(
+        stdout.contains(
+            "!! write_file: Error: invalid arguments for write_file: the key \"path\" is given \
+             more than once; send each key once"
+        ),
+        "{stdout}"
+    );
+    assert!(written_files(&workspace.root).is_empty());
+    // The question showed the whole text, both keys, and said the tool will refuse it.
+    let question = format!("Allow write_file with arguments it will refuse: {arguments}? [y/N] ");
+    assert!(prompt(&stdout).starts_with(&question), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_prints_no_terminal_control_sequences() {
+    // A tool result holding escape sequences: a window title, a screen clear, a carriage return.
+    let workspace = Workspace::new();
+    std::fs::create_dir_all(&workspace.root).unwrap();
+    std::fs::write(
+        workspace.root.join("notes.txt"),
+        "\u{1b}]0;owned\u{7}\u{1b}[2Jhidden\rshown\ttabbed\nnext line",
+    )
+    .unwrap();
+    let stdout = workspace.run(&["read it"], "");
+    assert!(
+        stdout.contains(r"<- read_file: \x1b]0;owned\x07\x1b[2Jhidden\rshown	tabbed next line"),
+        "{stdout}"
+    );
+    assert_printable(&stdout);
+
+    // The model's text, and the arguments of a call it makes.
+    let workspace = Workspace::new();
+    let stdout = run_on_provider(
+        &workspace,
+        vec![
+            tool_call_reply(
+                "write_file",
+                &json!({"path": "a\u{1b}[8m.txt", "content": "\u{202e}txt.exe"}).to_string(),
+            ),
+            text_reply("\u{1b}]0;owned\u{7}Hello \u{1b}[31mred\u{1b}[0m\u{9b}2J\nbye"),
+        ],
+        &["hello"],
+        "n\n",
+    )
+    .await;
+    assert!(
+        stdout.contains(r"\x1b]0;owned\x07Hello \x1b[31mred\x1b[0m\x9b2J"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(r#""path":"a\u001b[8m.txt""#), "{stdout}");
+    assert!(
+        stdout.contains(r#""content":"\u{202e}txt.exe""#),
+        "{stdout}"
+    );
+    assert_printable(&stdout);
+}
+
+/// No control characters but newlines and tabs, and no bidirectional controls.
+fn assert_printable(stdout: &str) {
+    let bad: Vec<char> = stdout
+        .chars()
+        .filter(|c| {
+            (c.is_control() && !matches!(c, '\n' | '\t'))
+                || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect();
+    assert!(bad.is_empty(), "{bad:?} reached the terminal:\n{stdout}");
 }

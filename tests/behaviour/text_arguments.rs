@@ -456,3 +456,64 @@ async fn a_snapshot_runs_text_calls_at_its_own_version() {
         "Error: tool 'nope' not found"
     );
 }
+
+/// Label something.
+#[tool]
+async fn label(labels: std::collections::BTreeMap<String, String>) -> String {
+    labels
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A key given twice is refused, wherever it is and whichever path the text takes: serde_json
+/// keeps the last one, so a reader of the text (or an approval prompt showing the first) would
+/// see other arguments than the tool gets.
+#[tokio::test]
+async fn a_key_given_twice_is_refused_on_every_path() {
+    let twice = |name: &str, key: &str| {
+        format!(
+            "Error: invalid arguments for {name}: the key \"{key}\" is given more than once; \
+             send each key once"
+        )
+    };
+    for options in [
+        RegistryOptions::new(),
+        RegistryOptions::new().validate_arguments(false),
+        RegistryOptions::new().lenient_arguments(true),
+    ] {
+        let registry = registry(options.clone());
+        registry.register(Label).unwrap();
+        // A typed tool: its own fields, and a map inside them.
+        assert_eq!(
+            registry
+                .execute_text("add", r#"{"a": 2, "b": 3, "a": 5}"#)
+                .await,
+            twice("add", "a"),
+            "{options:?}"
+        );
+        assert_eq!(
+            registry
+                .execute_text("label", r#"{"labels": {"path": "a.txt", "path": "b.txt"}}"#)
+                .await,
+            twice("label", "path"),
+            "{options:?}"
+        );
+        // A hand-written tool, which takes the object path.
+        assert_eq!(
+            registry
+                .execute_text("echo", r#"{"text": "shown", "text": "run"}"#)
+                .await,
+            twice("echo", "text"),
+            "{options:?}"
+        );
+        // The same keys in different objects are fine.
+        assert_eq!(
+            registry
+                .execute_text("label", r#"{"labels": {"a": "1", "b": "2"}}"#)
+                .await,
+            "a=1,b=2"
+        );
+    }
+}

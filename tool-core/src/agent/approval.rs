@@ -11,7 +11,11 @@
 //! application answers every pending call with [`Agent::continue_with`](crate::Agent::continue_with);
 //! a denied call gets a result telling the model it was denied, and why.
 
-use std::{fmt, sync::Arc};
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -20,18 +24,24 @@ use crate::{message::ToolCall, tool::JsonObject, tool::ToolMetadata};
 /// Which calls need the application's approval before they run. The default asks for none
 /// beyond the tools whose metadata says `needs_approval`.
 ///
-/// ```
-/// use tool_core::agent::ApprovalPolicy;
+/// A predicate that looks at a path sees it as the model wrote it: check it as the file tools
+/// resolve it, with [`resolved_path`], or `drafts/../notes.txt` passes for a path in `drafts/`.
 ///
-/// // Every destructive tool, and writes outside `drafts/`.
+/// ```
+/// use tool_core::agent::{ApprovalPolicy, resolved_path};
+///
+/// // Every destructive tool, and any call with a `path` outside `drafts/`.
 /// let policy = ApprovalPolicy::new()
 ///     .destructive_tools(true)
-///     .when(|call, arguments| {
-///         call.name == "write_file"
-///             && !arguments
-///                 .and_then(|args| args.get("path"))
-///                 .and_then(|path| path.as_str())
-///                 .is_some_and(|path| path.starts_with("drafts/"))
+///     .when(|_call, arguments| {
+///         arguments
+///             .and_then(|args| args.get("path"))
+///             .is_some_and(|path| {
+///                 !path
+///                     .as_str()
+///                     .and_then(resolved_path)
+///                     .is_some_and(|path| path.starts_with("drafts"))
+///             })
 ///     });
 /// # let _ = policy;
 /// ```
@@ -96,6 +106,14 @@ impl fmt::Debug for ApprovalPolicy {
             .field("predicate", &self.predicate.is_some())
             .finish()
     }
+}
+
+/// `path` as the file tools resolve it under their root, for an approval predicate: relative,
+/// `.` dropped and each `..` applied (`drafts/../notes.txt` is `notes.txt`). `None` when it is
+/// absolute or a `..` climbs out of the root, which no predicate should let pass unasked.
+/// Compare the result by components (`Path::starts_with("drafts")`), not as text.
+pub fn resolved_path(path: &str) -> Option<PathBuf> {
+    crate::builtin::lexical_parts(Path::new(path)).map(|parts| parts.iter().collect())
 }
 
 /// A call waiting for the application's decision.

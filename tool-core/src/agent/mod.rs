@@ -43,7 +43,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 use futures::{FutureExt as _, StreamExt as _, stream::BoxStream};
 use serde_json::Value;
 
-pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest};
+pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, resolved_path};
 pub use events::{AgentEvent, ToolResultKind};
 
 use crate::{

@@ -33,6 +33,23 @@ pub(super) struct RootedPath {
     parts: Vec<OsString>,
 }
 
+/// The components of the relative `path` with `.` dropped and each `..` applied, or `None` when
+/// `path` is absolute or a `..` climbs above where it starts.
+pub(crate) fn lexical_parts(path: &Path) -> Option<Vec<OsString>> {
+    let mut parts = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_os_string()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(parts)
+}
+
 impl RootedPath {
     /// Checks `requested`: relative (or absolute under `root`), and `..` may not climb out.
     pub(super) fn parse(root: &Path, requested: &str) -> Result<Self, ToolError> {
@@ -56,19 +73,7 @@ impl RootedPath {
         } else {
             requested_path
         };
-        let mut parts = Vec::new();
-        for component in relative.components() {
-            match component {
-                Component::Normal(part) => parts.push(part.to_os_string()),
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    if parts.pop().is_none() {
-                        return Err(outside());
-                    }
-                }
-                Component::RootDir | Component::Prefix(_) => return Err(outside()),
-            }
-        }
+        let parts = lexical_parts(relative).ok_or_else(outside)?;
         if parts.is_empty() {
             return Err(ToolError::new(format!(
                 "'{requested}' names a directory, not a file"

@@ -9,6 +9,7 @@ mod session;
 pub(crate) use atomic::write_atomic;
 #[cfg(feature = "file-store")]
 pub(crate) use atomic::write_atomic_blocking;
+pub(crate) use confined::lexical_parts;
 pub use files::{ReadFile, ReadFileArgs, WriteFile, WriteFileArgs};
 pub use session::{SaveSessionContext, SaveSessionContextArgs};
 

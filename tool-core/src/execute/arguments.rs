@@ -7,11 +7,17 @@
 //! for what deserialization does not check (see [`Residue`]), and text the tool refuses takes
 //! the object path, whose messages say what is wrong.
 
-use std::sync::{
-    OnceLock,
-    atomic::{AtomicU8, Ordering},
+use std::{
+    cell::RefCell,
+    collections::HashSet,
+    fmt,
+    sync::{
+        OnceLock,
+        atomic::{AtomicU8, Ordering},
+    },
 };
 
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::{ExecuteError, describe_schema_errors, guard::guarded};
@@ -81,6 +87,14 @@ impl ArgumentChecks {
         let reads_text = self.reads_text.load(Ordering::Relaxed);
         if reads_text == OBJECTS_ONLY {
             return refused(context);
+        }
+        // The tool's own reading keeps the last of repeated keys, where a map or a JSON value
+        // takes them.
+        if let Some(key) = repeated_key(text) {
+            return Err(ExecuteError::InvalidArguments {
+                name: name.to_owned(),
+                message: repeated_key_message(&key),
+            });
         }
         if validate {
             match self.residue(parameters) {
@@ -191,14 +205,18 @@ impl ArgumentChecks {
 }
 
 /// Parses a call's arguments text into an object. Empty text and `null` mean no arguments (some
-/// providers send them for tools without parameters); the error says what to send instead.
+/// providers send them for tools without parameters); the error says what to send instead. An
+/// object that gives a key twice, anywhere in it, is refused (see [`repeated_key`]).
 pub(crate) fn parse_arguments(text: &str) -> Result<JsonObject, String> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(JsonObject::new());
     }
     match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(args)) => Ok(args),
+        Ok(Value::Object(args)) => match repeated_key(text) {
+            Some(key) => Err(repeated_key_message(&key)),
+            None => Ok(args),
+        },
         Ok(Value::Null) => Ok(JsonObject::new()),
         Ok(other) => Err(format!(
             "the arguments must be a JSON object, got {}; send an object with the tool's parameters",
@@ -207,6 +225,88 @@ pub(crate) fn parse_arguments(text: &str) -> Result<JsonObject, String> {
         Err(error) => Err(format!(
             "the arguments are not valid JSON ({error}); send a JSON object with the tool's parameters"
         )),
+    }
+}
+
+/// The first key that an object of the JSON `text` gives more than once, anywhere in it; `None`
+/// when there is none, or when `text` is not JSON at all (parsing it says what is wrong).
+///
+/// `serde_json` keeps the last of repeated keys, so text such as
+/// `{"path": "a.txt", "path": "b.txt"}` reads as one thing to a person (or to an approval
+/// question that shows the first) and as another to the tool: such text is refused instead.
+pub(crate) fn repeated_key(text: &str) -> Option<String> {
+    let repeated = RefCell::new(None);
+    let mut reader = serde_json::Deserializer::from_str(text);
+    // The scan's only error of its own is a repeated key, which it keeps; a syntax error
+    // leaves `repeated` empty.
+    let _ = serde::Deserializer::deserialize_any(&mut reader, Keys(&repeated));
+    repeated.into_inner()
+}
+
+/// What the model is told about a key it gave twice.
+fn repeated_key_message(key: &str) -> String {
+    format!("the key {key:?} is given more than once; send each key once")
+}
+
+/// Walks a JSON value, stopping at the first object that gives a key twice (kept in the cell).
+#[derive(Clone, Copy)]
+struct Keys<'a>(&'a RefCell<Option<String>>);
+
+impl<'de> DeserializeSeed<'de> for Keys<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Keys<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        while items.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(key) = entries.next_key::<String>()? {
+            if seen.contains(&key) {
+                *self.0.borrow_mut() = Some(key);
+                return Err(serde::de::Error::custom("a key is given more than once"));
+            }
+            entries.next_value_seed(self)?;
+            seen.insert(key);
+        }
+        Ok(())
     }
 }
 

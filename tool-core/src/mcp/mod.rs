@@ -105,6 +105,10 @@
 //!   (`[image omitted: image/png, 1234 bytes]`);
 //! - `notifications/tools/list_changed` re-lists the tools and adds, removes or replaces them
 //!   in the registry, so the next request to the model sends the new list;
+//! - a server's tool annotations are its claims, not believed unless the application says so
+//!   ([`McpServerConfig::trust_annotations`], [`McpServerConfig::read_only_tools`]): every
+//!   other tool is destructive, so an [`ApprovalPolicy`](crate::agent::ApprovalPolicy) that
+//!   asks about destructive tools asks about each of its calls;
 //! - progress notifications of a call are logged with `tracing` and sent to
 //!   [`McpClient::subscribe_progress`] receivers;
 //! - a server that exits or drops the connection makes its tools answer

@@ -69,6 +69,8 @@ pub struct McpServerConfig {
     pub(super) max_result_size: usize,
     pub(super) max_tools: usize,
     pub(super) reconnect: ReconnectPolicy,
+    pub(super) trust_annotations: bool,
+    pub(super) read_only_tools: Vec<String>,
 }
 
 /// The transport to an MCP server.
@@ -226,6 +228,8 @@ impl McpServerConfig {
             max_result_size: Self::DEFAULT_MAX_RESULT_SIZE,
             max_tools: Self::DEFAULT_MAX_TOOLS,
             reconnect: ReconnectPolicy::default(),
+            trust_annotations: false,
+            read_only_tools: Vec::new(),
         }
     }
 
@@ -307,6 +311,30 @@ impl McpServerConfig {
     #[must_use]
     pub fn reconnect(mut self, policy: ReconnectPolicy) -> Self {
         self.reconnect = policy;
+        self
+    }
+
+    /// Believes the server's tool annotations (`readOnlyHint`, `destructiveHint`,
+    /// `idempotentHint`, `openWorldHint`), read with the defaults MCP gives a missing one (not
+    /// read-only, destructive, not idempotent, open world). By default they are not believed:
+    /// they are only the server's claims, so every tool gets those defaults whatever it
+    /// claims, and an [`ApprovalPolicy`](crate::agent::ApprovalPolicy) that asks about
+    /// destructive tools asks about every tool of the server.
+    #[must_use]
+    pub fn trust_annotations(mut self, trust: bool) -> Self {
+        self.trust_annotations = trust;
+        self
+    }
+
+    /// Names tools of the server (as the server names them, before any
+    /// [`prefix`](Self::prefix)) that only read, in the application's own judgment: they are
+    /// read-only and not destructive whatever the server's annotations say, so an
+    /// [`ApprovalPolicy`](crate::agent::ApprovalPolicy) that asks about destructive tools does
+    /// not ask about them. Calls add to the list.
+    #[must_use]
+    pub fn read_only_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.read_only_tools
+            .extend(names.into_iter().map(Into::into));
         self
     }
 
@@ -416,6 +444,8 @@ impl fmt::Debug for McpServerConfig {
             .field("max_result_size", &self.max_result_size)
             .field("max_tools", &self.max_tools)
             .field("reconnect", &self.reconnect)
+            .field("trust_annotations", &self.trust_annotations)
+            .field("read_only_tools", &self.read_only_tools)
             .finish()
     }
 }

@@ -21,7 +21,7 @@ use rmcp::{
         CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
         ClientConfig, ClientRequest, ErrorData, Implementation, InitializeRequestParams,
         NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
-        ServerResult, Tool,
+        ServerResult, Tool, ToolAnnotations,
     },
     service::{
         ClientInitializeError, NotificationContext, Peer, PeerRequestOptions, QuitReason,
@@ -390,7 +390,7 @@ impl Shared {
         let table: Arc<[McpToolInfo]> = tools
             .into_iter()
             .zip(locals)
-            .map(|(tool, local)| tool_info(&server, tool, local))
+            .map(|(tool, local)| tool_info(&server, &self.config, tool, local))
             .collect();
         self.tools.send_if_modified(|current| {
             if **current == *table {
@@ -885,7 +885,7 @@ async fn forward_stderr(server: String, stderr: ChildStderr, tail: Arc<Mutex<Opt
 }
 
 /// One MCP tool as a registry definition.
-fn tool_info(server: &str, tool: Tool, local: String) -> McpToolInfo {
+fn tool_info(server: &str, config: &McpServerConfig, tool: Tool, local: String) -> McpToolInfo {
     let annotations = tool.annotations.clone().unwrap_or_default();
     let title = tool.title.clone().or(annotations.title.clone());
     let description = tool
@@ -907,12 +907,7 @@ fn tool_info(server: &str, tool: Tool, local: String) -> McpToolInfo {
             .and_then(|icons| icons.first())
             .map(|icon| icon.src.clone()),
         category: Some(server.to_owned()),
-        hints: ToolHints {
-            read_only: annotations.read_only_hint,
-            destructive: annotations.destructive_hint,
-            idempotent: annotations.idempotent_hint,
-            open_world: annotations.open_world_hint,
-        },
+        hints: hints(config, &tool.name, &annotations),
         ..ToolMetadata::default()
     };
     McpToolInfo {
@@ -920,6 +915,25 @@ fn tool_info(server: &str, tool: Tool, local: String) -> McpToolInfo {
         local_name: local,
         remote_name: tool.name.into_owned(),
         metadata,
+    }
+}
+
+/// A tool's hints: read-only when the application names it so
+/// ([`McpServerConfig::read_only_tools`]); else its annotations when the application trusts
+/// them ([`McpServerConfig::trust_annotations`]); and MCP's defaults for whatever that leaves
+/// open (not read-only, destructive, not idempotent, open world). An untrusted server's
+/// annotations are only its claims: a tool that says it only reads may delete.
+fn hints(config: &McpServerConfig, name: &str, annotations: &ToolAnnotations) -> ToolHints {
+    let claims = config.trust_annotations.then_some(annotations);
+    let claim = |hint: fn(&ToolAnnotations) -> Option<bool>| claims.and_then(hint);
+    let read_only = config.read_only_tools.iter().any(|tool| tool == name)
+        || claim(|claims| claims.read_only_hint).unwrap_or(false);
+    ToolHints {
+        read_only: Some(read_only),
+        // MCP: `destructiveHint` means something only when the tool is not read-only.
+        destructive: Some(!read_only && claim(|claims| claims.destructive_hint).unwrap_or(true)),
+        idempotent: Some(claim(|claims| claims.idempotent_hint).unwrap_or(false)),
+        open_world: Some(claim(|claims| claims.open_world_hint).unwrap_or(true)),
     }
 }
 

@@ -142,7 +142,10 @@ pub struct McpToolInfo {
     pub remote_name: String,
     /// The definition registered (description and input schema from the server).
     pub definition: crate::tool::ChatTool,
-    /// Title, hints (from the MCP annotations), icon and the server's name as category. The
+    /// Title, hints, icon and the server's name as category. The hints are MCP's defaults
+    /// for a tool nothing is known of (destructive, not read-only) unless the application
+    /// trusts the server's annotations ([`McpServerConfig::trust_annotations`]) or names the
+    /// tool read-only ([`McpServerConfig::read_only_tools`]). The
     /// [call timeout](McpServerConfig::call_timeout) is the client's own, not set here, so a
     /// registry's or an agent's shorter timeout still applies.
     pub metadata: ToolMetadata,
