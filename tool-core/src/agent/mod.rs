@@ -371,6 +371,19 @@ pub enum AgentError {
         /// The calls that wait.
         call_ids: Vec<String>,
     },
+    /// The turn stopped before the model answered: these calls wait for the application's
+    /// approval ([`Agent::chat`] and [`Agent::continue_with`]; a streamed turn ends with
+    /// [`AgentEvent::Done`] and the calls in [`AgentResponse::pending_approvals`] instead). The
+    /// user's message and the step's other calls are in the conversation; answer every waiting
+    /// call with [`Agent::continue_with`] to go on with the turn.
+    #[error(
+        "the turn stopped before its answer: tool calls wait for approval: {}; answer them with `continue_with`",
+        describe_requests(requests)
+    )]
+    AwaitingApproval {
+        /// The calls that wait, in call order.
+        requests: Vec<ApprovalRequest>,
+    },
     /// The decisions given to [`Agent::continue_with`] do not match the waiting calls.
     #[error("cannot apply the approval decisions: {message}")]
     InvalidDecisions {
@@ -398,7 +411,9 @@ pub struct AgentResponse {
     /// hard failures.
     pub retried_calls: usize,
     /// The calls that wait for the application's approval: the turn stopped before running
-    /// them. Answer every one with [`Agent::continue_with`]. Empty when the model answered.
+    /// them. Answer every one with [`Agent::continue_with`]. Empty when the model answered;
+    /// only a streamed turn's [`AgentEvent::Done`] carries such calls ([`Agent::chat`] returns
+    /// [`AgentError::AwaitingApproval`] instead).
     pub pending_approvals: Vec<ApprovalRequest>,
 }
 
@@ -512,8 +527,12 @@ impl Agent {
         self.inner.snapshot().definitions()
     }
 
-    /// Sends the user's `text` and runs the tool-call loop until the model answers (or a call
-    /// waits for approval: see [`AgentResponse::pending_approvals`]).
+    /// Sends the user's `text` and runs the tool-call loop until the model answers.
+    ///
+    /// When a call needs the application's approval, the turn stops before running it and
+    /// returns [`AgentError::AwaitingApproval`] with the waiting calls, never an empty answer;
+    /// answer them with [`continue_with`](Self::continue_with), which goes on with the same
+    /// turn.
     pub async fn chat(&self, text: impl Into<String>) -> Result<AgentResponse, AgentError> {
         self.chat_with(text, TurnOptions::default()).await
     }
@@ -524,13 +543,15 @@ impl Agent {
         text: impl Into<String>,
         options: TurnOptions,
     ) -> Result<AgentResponse, AgentError> {
-        run::turn(
-            self.inner.clone(),
-            run::Input::User(text.into()),
-            options,
-            None,
+        awaiting_approval(
+            run::turn(
+                self.inner.clone(),
+                run::Input::User(text.into()),
+                options,
+                None,
+            )
+            .await,
         )
-        .await
     }
 
     /// Like [`chat`](Self::chat), as a stream of [`AgentEvent`]s ending with
@@ -560,11 +581,13 @@ impl Agent {
     /// Answers the calls that wait for approval (every one of them, by call id) and goes on
     /// with the turn: approved calls run, denied ones get a result telling the model so, and
     /// the model is asked again. The results of all the step's calls are appended in call
-    /// order, so the conversation stays valid for every provider.
+    /// order, so the conversation stays valid for every provider. Like [`chat`](Self::chat),
+    /// it returns [`AgentError::AwaitingApproval`] when the model makes another call that
+    /// needs approval.
     ///
     /// ```
     /// use tool_core::{
-    ///     Agent, AgentOptions, ToolMetadata,
+    ///     Agent, AgentError, AgentOptions,
     ///     agent::{ApprovalDecision, ApprovalPolicy},
     ///     model::{ScriptedModel, ScriptedResponse},
     /// };
@@ -581,8 +604,10 @@ impl Agent {
     ///         .root_dir(dir.path())
     ///         .approval(ApprovalPolicy::new().when(|call, _| call.name == "write_file")),
     /// );
-    /// let reply = agent.chat("write a.txt").await.unwrap();
-    /// assert_eq!(reply.pending_approvals[0].call.id, "c1");
+    /// let Err(AgentError::AwaitingApproval { requests }) = agent.chat("write a.txt").await else {
+    ///     panic!("the call waits for approval");
+    /// };
+    /// assert_eq!(requests[0].call.id, "c1");
     ///
     /// let reply = agent
     ///     .continue_with([("c1", ApprovalDecision::deny_because("not today"))])
@@ -598,7 +623,7 @@ impl Agent {
         S: Into<String>,
     {
         let input = run::Input::Decisions(collect_decisions(decisions));
-        run::turn(self.inner.clone(), input, TurnOptions::default(), None).await
+        awaiting_approval(run::turn(self.inner.clone(), input, TurnOptions::default(), None).await)
     }
 
     /// Like [`continue_with`](Self::continue_with), as a stream of events.
@@ -811,6 +836,29 @@ impl Shared {
             None => self.registry.snapshot(),
         }
     }
+}
+
+/// A turn that stopped for approval, as [`AgentError::AwaitingApproval`].
+fn awaiting_approval(
+    outcome: Result<AgentResponse, AgentError>,
+) -> Result<AgentResponse, AgentError> {
+    match outcome {
+        Ok(response) if !response.pending_approvals.is_empty() => {
+            Err(AgentError::AwaitingApproval {
+                requests: response.pending_approvals,
+            })
+        }
+        other => other,
+    }
+}
+
+/// `c1 (`name`), c2 (`name`)`.
+fn describe_requests(requests: &[ApprovalRequest]) -> String {
+    requests
+        .iter()
+        .map(|request| format!("{} (`{}`)", request.call.id, request.call.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The arguments of `save_session_context`.
