@@ -1,19 +1,27 @@
-//! Answers that don't mislead: a turn that waits for approval is not an empty answer.
+//! Answers that don't mislead: a turn that waits for approval is not an empty answer, a turn
+//! continued after approval counts as one turn.
 
+use futures::StreamExt as _;
 use tool_core::{
-    Agent, AgentError, AgentOptions,
+    Agent, AgentError, AgentEvent, AgentOptions, CallContext,
     agent::ApprovalDecision,
-    model::{ScriptedModel, ScriptedResponse},
+    model::{ScriptedModel, ScriptedResponse, ToolCall, Usage},
     tool,
 };
 
-use crate::agent_support::Log;
+use crate::agent_support::{Echo, Log, tool_results};
 
 /// Delete a note for good.
 #[tool(needs_approval, destructive)]
 async fn delete_note(#[context] log: &Log, name: String) -> String {
     log.push(format!("deleted {name}"));
     "deleted".to_owned()
+}
+
+/// Say which step and turn this call belongs to.
+#[tool(needs_approval)]
+async fn stamp(call: &CallContext) -> String {
+    format!("step {} of turn {}", call.step(), call.turn())
 }
 
 fn agent(model: &ScriptedModel, dir: &std::path::Path) -> Agent {
@@ -63,4 +71,68 @@ async fn a_turn_waiting_for_approval_is_an_error_naming_the_calls_not_an_empty_a
     assert_eq!(reply.text, "Both notes are gone.");
     assert!(reply.pending_approvals.is_empty());
     assert_eq!(log.entries(), ["deleted old", "deleted older"]);
+}
+
+#[tokio::test]
+async fn a_continued_turn_numbers_its_steps_and_counts_its_calls_turn_wide() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "echo", r#"{"text": "one"}"#).usage(Usage::new(10, 1)),
+        ScriptedResponse::tool_calls([
+            ToolCall::new("c2", "stamp", "{}"),
+            ToolCall::new("c3", "echo", r#"{"text": "three"}"#),
+        ])
+        .usage(Usage::new(20, 2)),
+        ScriptedResponse::text("done").usage(Usage::new(30, 3)),
+        ScriptedResponse::tool_call("c4", "stamp", "{}"),
+        ScriptedResponse::text("stamped"),
+    ]);
+    let agent = agent(&model, dir.path());
+    agent.add_tool(Echo).unwrap();
+    agent.add_tool(Stamp).unwrap();
+
+    let steps = |events: &[AgentEvent]| -> Vec<(usize, usize)> {
+        events
+            .iter()
+            .filter_map(|event| match event {
+                AgentEvent::StepFinished {
+                    step, tool_calls, ..
+                } => Some((*step, *tool_calls)),
+                _ => None,
+            })
+            .collect()
+    };
+    let events: Vec<AgentEvent> = agent.stream_chat("go").map(Result::unwrap).collect().await;
+    assert_eq!(steps(&events), [(1, 1), (2, 1)]);
+
+    let events: Vec<AgentEvent> = agent
+        .stream_continue_with([("c2", ApprovalDecision::approve())])
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(steps(&events), [(3, 0)]);
+    let Some(AgentEvent::Done(reply)) = events.last() else {
+        panic!("expected Done, got {:?}", events.last());
+    };
+    assert_eq!(reply.text, "done");
+    assert_eq!(reply.steps, 3, "every model call of the turn");
+    assert_eq!(reply.tool_calls, 3, "every tool call of the turn");
+    assert_eq!(reply.usage, Some(Usage::new(60, 6)));
+    // The approved call runs as part of the step and turn that made it.
+    assert_eq!(
+        tool_results(&agent.messages())[1],
+        ("c2".to_owned(), "step 2 of turn 1".to_owned())
+    );
+
+    // The next turn starts again from step 1, as turn 2.
+    assert!(agent.chat("again").await.is_err());
+    let reply = agent
+        .continue_with([("c4", ApprovalDecision::approve())])
+        .await
+        .unwrap();
+    assert_eq!((reply.steps, reply.tool_calls), (2, 1));
+    assert_eq!(
+        tool_results(&agent.messages()).last().unwrap().1,
+        "step 1 of turn 2"
+    );
 }

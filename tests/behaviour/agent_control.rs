@@ -339,6 +339,7 @@ async fn a_tool_that_needs_approval_waits_and_a_denied_call_is_told_why() {
 
     assert_eq!(reply.text, "understood");
     assert!(reply.pending_approvals.is_empty());
+    assert_eq!(reply.tool_calls, 3, "the calls that ran and the denied one");
     assert!(log.entries().is_empty(), "a denied call does not run");
     // Every result, in call order, before the next request.
     assert_eq!(

@@ -69,7 +69,9 @@ pub enum AgentEvent {
     Usage(Usage),
     /// A step (one model call and the tool calls it asked for) is complete.
     StepFinished {
-        /// The step's number, from 1.
+        /// The step's number, from 1, over the whole turn: a turn continued after approval
+        /// ([`Agent::stream_continue_with`](super::Agent::stream_continue_with)) goes on from
+        /// the step it stopped at.
         step: usize,
         /// Why the model stopped.
         finish_reason: FinishReason,

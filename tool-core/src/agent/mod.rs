@@ -398,11 +398,14 @@ pub enum AgentError {
 pub struct AgentResponse {
     /// The model's final answer.
     pub text: String,
-    /// How many model calls the turn made.
+    /// How many model calls the turn made, those before its approval pauses included.
     pub steps: usize,
-    /// How many tool calls the turn ran.
+    /// How many tool calls the turn ran or answered (denied calls included), over the whole
+    /// turn: a turn continued with [`Agent::continue_with`] counts the calls made before it
+    /// stopped for approval too.
     pub tool_calls: usize,
-    /// Token counts summed over the turn, when the model reported them.
+    /// Token counts summed over the turn (its approval pauses included), when the model
+    /// reported them.
     pub usage: Option<Usage>,
     /// Why the model stopped.
     pub finish_reason: FinishReason,
@@ -446,6 +449,8 @@ pub(crate) struct Shared {
     max_tool_retries: u32,
     tool_choice: ToolChoice,
     tool_choice_every_step: bool,
+    /// Where the turn that stopped for approval had got to, for its continuation.
+    paused: std::sync::Mutex<Option<run::Paused>>,
     /// Turns started so far.
     turns: std::sync::atomic::AtomicU64,
     turn: Arc<tokio::sync::Mutex<()>>,
@@ -504,6 +509,7 @@ impl Agent {
                 max_tool_retries: options.max_tool_retries,
                 tool_choice: options.tool_choice,
                 tool_choice_every_step: options.tool_choice_every_step,
+                paused: std::sync::Mutex::new(None),
                 turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),
             }),
@@ -584,6 +590,11 @@ impl Agent {
     /// order, so the conversation stays valid for every provider. Like [`chat`](Self::chat),
     /// it returns [`AgentError::AwaitingApproval`] when the model makes another call that
     /// needs approval.
+    ///
+    /// It is the same turn: step numbers go on from where the turn stopped, and the response's
+    /// [`steps`](AgentResponse::steps), [`tool_calls`](AgentResponse::tool_calls) and
+    /// [`usage`](AgentResponse::usage) count the whole turn (an agent that loaded the session
+    /// from a file counts from the continuation).
     ///
     /// ```
     /// use tool_core::{
@@ -725,6 +736,7 @@ impl Agent {
     pub fn load_context(&self, path: impl Into<PathBuf>) -> Result<SavedConversation, AgentError> {
         let saved = SavedConversation::load(path.into())?;
         self.inner.context.replace(saved.context.clone());
+        self.inner.forget_paused_turn();
         Ok(saved)
     }
 
@@ -765,6 +777,7 @@ impl Agent {
     /// Forgets the conversation (messages and notes); the system prompt stays.
     pub fn clear_context(&self) {
         self.inner.context.clear();
+        self.inner.forget_paused_turn();
     }
 
     /// Replaces the system prompt; the next request uses it.
@@ -829,6 +842,12 @@ impl Shared {
             + 1
     }
 
+    /// Forgets where a turn that stopped for approval had got to (its calls are gone or
+    /// replaced).
+    fn forget_paused_turn(&self) {
+        *lock(&self.paused) = None;
+    }
+
     /// The tools as this agent sees them now.
     fn snapshot(&self) -> Arc<RegistrySnapshot> {
         match &self.toggles {
@@ -859,6 +878,13 @@ fn describe_requests(requests: &[ApprovalRequest]) -> String {
         .map(|request| format!("{} (`{}`)", request.call.id, request.call.name))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Locks `mutex`, through a panic of another holder (the data is plain counts).
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The arguments of `save_session_context`.
