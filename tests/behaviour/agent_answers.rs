@@ -1,11 +1,14 @@
 //! Answers that don't mislead: a turn that waits for approval is not an empty answer, a turn
-//! continued after approval counts as one turn.
+//! continued after approval counts as one turn, and a tool the provider cannot take is never
+//! left out of a request unnoticed.
 
 use futures::StreamExt as _;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use tool_core::{
-    Agent, AgentError, AgentEvent, AgentOptions, CallContext,
+    Agent, AgentError, AgentEvent, AgentOptions, CallContext, Provider,
     agent::ApprovalDecision,
-    model::{ScriptedModel, ScriptedResponse, ToolCall, Usage},
+    model::{Message, ScriptedModel, ScriptedResponse, ToolCall, Usage},
     tool,
 };
 
@@ -22,6 +25,23 @@ async fn delete_note(#[context] log: &Log, name: String) -> String {
 #[tool(needs_approval)]
 async fn stamp(call: &CallContext) -> String {
     format!("step {} of turn {}", call.step(), call.turn())
+}
+
+/// A node of a tree of numbers.
+#[derive(Deserialize, JsonSchema)]
+struct Node {
+    value: i64,
+    children: Vec<Node>,
+}
+
+fn total(node: &Node) -> i64 {
+    node.value + node.children.iter().map(total).sum::<i64>()
+}
+
+/// Sum the values of a tree.
+#[tool]
+async fn sum_tree(root: Node) -> String {
+    total(&root).to_string()
 }
 
 fn agent(model: &ScriptedModel, dir: &std::path::Path) -> Agent {
@@ -135,4 +155,100 @@ async fn a_continued_turn_numbers_its_steps_and_counts_its_calls_turn_wide() {
         tool_results(&agent.messages()).last().unwrap().1,
         "step 1 of turn 2"
     );
+}
+
+#[tokio::test]
+async fn a_tool_the_provider_cannot_take_fails_the_turn_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::with_provider(Provider::Gemini, [ScriptedResponse::text("hi")]);
+    let agent = agent(&model, dir.path());
+    agent.add_tool(SumTree).unwrap();
+
+    let error = agent.chat("sum my tree").await.unwrap_err();
+    let AgentError::UnsupportedTools(check) = &error else {
+        panic!("expected UnsupportedTools, got {error:?}");
+    };
+    assert_eq!(check.errors.len(), 1);
+    assert_eq!(check.errors[0].tool, "sum_tree");
+    assert_eq!(check.errors[0].provider, Provider::Gemini);
+    let message = error.to_string();
+    assert!(
+        message.starts_with("tool `sum_tree` cannot be sent to gemini: ")
+            && message.contains("recursive")
+            && message.ends_with(
+                "; fix or disable the tool, or let the agent skip it with \
+                 `AgentOptions::skip_unsupported_tools`"
+            ),
+        "{message}"
+    );
+    // Nothing was sent, and the conversation is as it was.
+    assert!(model.requests().is_empty());
+    assert!(agent.messages().is_empty());
+
+    // Disabled, the tool is not sent, so it is not in the way.
+    assert!(agent.disable_tool("sum_tree"));
+    let reply = agent.chat("sum my tree").await.unwrap();
+    assert_eq!(reply.text, "hi");
+}
+
+#[tokio::test]
+async fn an_agent_told_to_skip_a_tool_the_provider_cannot_take_says_so_in_an_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::with_provider(
+        Provider::Gemini,
+        [
+            ScriptedResponse::tool_call(
+                "c1",
+                "sum_tree",
+                r#"{"root": {"value": 1, "children": []}}"#,
+            ),
+            ScriptedResponse::text("I cannot sum trees here."),
+        ],
+    );
+    let agent = Agent::new(
+        model.clone(),
+        AgentOptions::new()
+            .root_dir(dir.path())
+            .skip_unsupported_tools(true),
+    );
+    agent.add_tool(SumTree).unwrap();
+    agent.add_tool(Echo).unwrap();
+
+    let events: Vec<AgentEvent> = agent
+        .stream_chat("sum my tree")
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let skipped: Vec<(&str, Provider)> = events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::ToolsSkipped(check) => Some(check),
+            _ => None,
+        })
+        .flat_map(|check| &check.errors)
+        .map(|error| (error.tool.as_str(), error.provider))
+        .collect();
+    assert_eq!(skipped, [("sum_tree", Provider::Gemini)], "once per turn");
+    // No request offered the tool, and a call of it is refused like a disabled tool's.
+    for request in model.requests() {
+        let names: Vec<String> = request
+            .tools
+            .definitions()
+            .iter()
+            .map(|tool| tool.name().to_owned())
+            .collect();
+        assert!(names.contains(&"echo".to_owned()), "{names:?}");
+        assert!(!names.contains(&"sum_tree".to_owned()), "{names:?}");
+    }
+    let results = tool_results(&agent.messages());
+    assert_eq!(results.len(), 1);
+    assert!(
+        results[0].1.starts_with("Error: "),
+        "a skipped tool does not run: {}",
+        results[0].1
+    );
+    assert!(matches!(
+        agent.messages().last(),
+        Some(Message::Assistant { content, .. }) if content == "I cannot sum trees here."
+    ));
 }

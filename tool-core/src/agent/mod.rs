@@ -53,6 +53,7 @@ use crate::{
     message::{FinishReason, Message, Usage},
     model::{ChatModel, ModelSettings, ProviderError, ToolChoice},
     registry::{RegistryError, RegistryOptions, RegistrySnapshot, ToolRegistry, ToolToggles},
+    schema::ToolCheckError,
     tool::{ChatTool, ExecutableTool, JsonObject},
 };
 
@@ -125,6 +126,11 @@ pub struct AgentOptions {
     /// Apply [`tool_choice`](Self::tool_choice) to every step of a turn, not just the first
     /// (default `false`; the turn then ends only at `max_steps` if the choice forces a call).
     pub tool_choice_every_step: bool,
+    /// Leave out of a turn's requests the tools the model's provider cannot accept (a
+    /// recursive type for Gemini, …), saying so with [`AgentEvent::ToolsSkipped`], instead of
+    /// failing the turn with [`AgentError::UnsupportedTools`] (default `false`). A skipped
+    /// tool is not offered and does not run that turn, as if it were disabled.
+    pub skip_unsupported_tools: bool,
 }
 
 impl Default for AgentOptions {
@@ -144,6 +150,7 @@ impl Default for AgentOptions {
             max_tool_retries: DEFAULT_MAX_TOOL_RETRIES,
             tool_choice: ToolChoice::Auto,
             tool_choice_every_step: false,
+            skip_unsupported_tools: false,
         }
     }
 }
@@ -271,6 +278,14 @@ impl AgentOptions {
         self.tool_choice_every_step = value;
         self
     }
+
+    /// Leaves out the tools the provider cannot accept, with an event, instead of failing the
+    /// turn (see [`skip_unsupported_tools`](Self::skip_unsupported_tools)).
+    #[must_use]
+    pub fn skip_unsupported_tools(mut self, skip: bool) -> Self {
+        self.skip_unsupported_tools = skip;
+        self
+    }
 }
 
 /// Settings of one turn, on top of the agent's ([`Agent::chat_with`],
@@ -384,6 +399,14 @@ pub enum AgentError {
         /// The calls that wait, in call order.
         requests: Vec<ApprovalRequest>,
     },
+    /// The model's provider cannot accept some of the tools the turn would offer, so the turn
+    /// stopped before sending a request without them (checked at every request, so a tool
+    /// registered mid-turn is checked too); the conversation is as it was before the turn.
+    /// Fix or disable those tools, or set [`AgentOptions::skip_unsupported_tools`].
+    #[error(
+        "{0}; fix or disable the tool, or let the agent skip it with `AgentOptions::skip_unsupported_tools`"
+    )]
+    UnsupportedTools(ToolCheckError),
     /// The decisions given to [`Agent::continue_with`] do not match the waiting calls.
     #[error("cannot apply the approval decisions: {message}")]
     InvalidDecisions {
@@ -449,6 +472,7 @@ pub(crate) struct Shared {
     max_tool_retries: u32,
     tool_choice: ToolChoice,
     tool_choice_every_step: bool,
+    skip_unsupported_tools: bool,
     /// Where the turn that stopped for approval had got to, for its continuation.
     paused: std::sync::Mutex<Option<run::Paused>>,
     /// Turns started so far.
@@ -509,6 +533,7 @@ impl Agent {
                 max_tool_retries: options.max_tool_retries,
                 tool_choice: options.tool_choice,
                 tool_choice_every_step: options.tool_choice_every_step,
+                skip_unsupported_tools: options.skip_unsupported_tools,
                 paused: std::sync::Mutex::new(None),
                 turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),

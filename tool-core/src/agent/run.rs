@@ -20,7 +20,7 @@ use crate::{
     message::{FinishReason, Message, ToolCall, Usage},
     model::{ChatRequest, ModelEvent, ProviderError, RequestTools, ToolChoice},
     registry::RegistrySnapshot,
-    schema::Coercion,
+    schema::{Coercion, FormatOptions},
     tool::JsonObject,
 };
 
@@ -73,6 +73,8 @@ struct Turn<'a> {
     failures: HashMap<String, (u32, String)>,
     tool_calls: usize,
     retried_calls: usize,
+    /// The tools left out of this turn's requests because the provider cannot accept them.
+    skipped: Vec<String>,
 }
 
 /// Runs one turn: appends the user's text (or applies the approval decisions), then asks the
@@ -131,6 +133,7 @@ pub(super) async fn turn(
         failures: HashMap::new(),
         tool_calls: resumed.as_ref().map_or(0, |paused| paused.tool_calls),
         retried_calls: resumed.as_ref().map_or(0, |paused| paused.retried_calls),
+        skipped: Vec::new(),
     };
     // A forced tool choice applies to the turn's first model call; a turn that goes on after
     // approval decisions has made it already.
@@ -185,6 +188,7 @@ pub(super) async fn turn(
                 }))
             }
         };
+        let snapshot = turn.supported(snapshot)?;
         let tools = if snapshot.is_empty() {
             RequestTools::default()
         } else {
@@ -365,6 +369,38 @@ fn tool_call_id(message: &Message) -> &str {
 }
 
 impl Turn<'_> {
+    /// The snapshot a request may offer: an error naming the tools the model's provider cannot
+    /// accept, or, when the agent skips them, the snapshot without them (and an event naming
+    /// each the first time), so no tool goes missing from a request unnoticed.
+    fn supported(
+        &mut self,
+        snapshot: Arc<RegistrySnapshot>,
+    ) -> Result<Arc<RegistrySnapshot>, AgentError> {
+        // The options the request path converts with (`RegistrySnapshot::provider_json`).
+        let Err(mut error) =
+            snapshot.check(self.shared.model.provider(), &FormatOptions::default())
+        else {
+            return Ok(snapshot);
+        };
+        if !self.shared.skip_unsupported_tools {
+            tracing::error!(%error, "the provider cannot accept some tools");
+            return Err(AgentError::UnsupportedTools(error));
+        }
+        error
+            .errors
+            .retain(|failed| !self.skipped.contains(&failed.tool));
+        if !error.errors.is_empty() {
+            tracing::warn!(%error, "tools left out of this turn");
+            self.skipped
+                .extend(error.errors.iter().map(|failed| failed.tool.clone()));
+            emit(self.events, AgentEvent::ToolsSkipped(error));
+        }
+        let skipped = &self.skipped;
+        Ok(Arc::new(self.shared.registry.snapshot_with(
+            |name, _, _| snapshot.is_enabled(name) && !skipped.iter().any(|tool| tool == name),
+        )))
+    }
+
     /// Runs the approved calls (made at `step`), answers the denied ones, and returns every
     /// pending call's result in call order.
     async fn resolve(
