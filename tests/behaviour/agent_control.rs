@@ -315,16 +315,15 @@ async fn a_tool_that_needs_approval_waits_and_a_denied_call_is_told_why() {
     agent.add_tool(Echo).unwrap();
     agent.add_tool(Publish::new(log.clone())).unwrap();
 
-    let reply = agent.chat("publish the draft").await.unwrap();
+    let requests = match agent.chat("publish the draft").await {
+        Err(AgentError::AwaitingApproval { requests }) => requests,
+        other => panic!("expected AwaitingApproval, got {other:?}"),
+    };
 
-    assert_eq!(reply.pending_approvals.len(), 1);
-    assert_eq!(reply.pending_approvals[0].call.id, "c2");
-    assert_eq!(
-        reply.pending_approvals[0].arguments.as_ref().unwrap()["text"],
-        "draft"
-    );
-    assert_eq!(reply.tool_calls, 2, "the calls needing no approval ran");
-    assert_eq!(agent.pending_approvals(), reply.pending_approvals);
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].call.id, "c2");
+    assert_eq!(requests[0].arguments.as_ref().unwrap()["text"], "draft");
+    assert_eq!(agent.pending_approvals(), requests);
     assert_eq!(model.requests().len(), 1);
     assert!(log.entries().is_empty());
     // New text waits until the pending call is decided.
@@ -340,6 +339,7 @@ async fn a_tool_that_needs_approval_waits_and_a_denied_call_is_told_why() {
 
     assert_eq!(reply.text, "understood");
     assert!(reply.pending_approvals.is_empty());
+    assert_eq!(reply.tool_calls, 3, "the calls that ran and the denied one");
     assert!(log.entries().is_empty(), "a denied call does not run");
     // Every result, in call order, before the next request.
     assert_eq!(
@@ -370,7 +370,7 @@ async fn an_approved_call_runs_and_the_turn_goes_on() {
         ],
     );
     agent.add_tool(Publish::new(log.clone())).unwrap();
-    agent.chat("publish").await.unwrap();
+    agent.chat("publish").await.unwrap_err();
 
     // Decisions must name every waiting call, and only those.
     match agent
@@ -429,9 +429,10 @@ async fn the_policy_asks_for_destructive_tools_and_by_arguments() {
         ],
     );
     agent.add_tool(Echo).unwrap();
-    let reply = agent.chat("go").await.unwrap();
-    let waiting: Vec<&str> = reply
-        .pending_approvals
+    let Err(AgentError::AwaitingApproval { requests }) = agent.chat("go").await else {
+        panic!("expected AwaitingApproval");
+    };
+    let waiting: Vec<&str> = requests
         .iter()
         .map(|request| request.call.id.as_str())
         .collect();
@@ -467,7 +468,7 @@ async fn pending_approvals_survive_saving_and_a_new_agent_continues_from_them() 
         )],
     );
     agent.add_tool(Publish::new(log.clone())).unwrap();
-    agent.chat("publish later").await.unwrap();
+    agent.chat("publish later").await.unwrap_err();
     let saved = agent.try_save_context("waiting for a human").await.unwrap();
     assert!(saved.starts_with("Session context saved to "), "{saved}");
     drop(agent);

@@ -249,6 +249,8 @@ fn the_example_writes_once_the_user_approves() {
         std::fs::read_to_string(workspace.root.join("example")).unwrap(),
         "example"
     );
+    // The counts cover the whole turn, the calls before the approval included.
+    assert!(stdout.contains("[2 step(s), 3 tool call(s), "), "{stdout}");
 }
 
 #[test]

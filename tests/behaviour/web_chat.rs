@@ -386,6 +386,9 @@ async fn a_turn_streams_tool_calls_their_results_and_the_reply() {
     let (last, done) = events.last().expect("events");
     assert_eq!(last, "done");
     assert_eq!(done["pending_approvals"], json!([]));
+    // One turn: its counts go on from the step that waited for approval.
+    assert_eq!(done["steps"], 2);
+    assert_eq!(done["tool_calls"], 7);
     let text: String = events
         .iter()
         .filter(|(name, _)| name == "text")

@@ -4,6 +4,7 @@ use crate::{
     call::Progress,
     message::{FinishReason, SharedStr, ToolCall, Usage},
     model::ToolCallStart,
+    schema::ToolCheckError,
     tool::JsonObject,
 };
 
@@ -62,6 +63,12 @@ pub enum AgentEvent {
         /// What was read as what.
         coercions: Vec<crate::schema::Coercion>,
     },
+    /// The model's provider cannot accept these tools, so this turn neither offers nor runs
+    /// them (sent once per turn, before the first request that leaves them out). Only with
+    /// [`AgentOptions::skip_unsupported_tools`](super::AgentOptions::skip_unsupported_tools);
+    /// otherwise the turn fails with
+    /// [`AgentError::UnsupportedTools`](super::AgentError::UnsupportedTools).
+    ToolsSkipped(ToolCheckError),
     /// A running tool reported its progress
     /// ([`CallContext::report_progress`](crate::CallContext::report_progress)).
     ToolProgress(Progress),
@@ -69,7 +76,9 @@ pub enum AgentEvent {
     Usage(Usage),
     /// A step (one model call and the tool calls it asked for) is complete.
     StepFinished {
-        /// The step's number, from 1.
+        /// The step's number, from 1, over the whole turn: a turn continued after approval
+        /// ([`Agent::stream_continue_with`](super::Agent::stream_continue_with)) goes on from
+        /// the step it stopped at.
         step: usize,
         /// Why the model stopped.
         finish_reason: FinishReason,

@@ -53,6 +53,7 @@ use crate::{
     message::{FinishReason, Message, Usage},
     model::{ChatModel, ModelSettings, ProviderError, ToolChoice},
     registry::{RegistryError, RegistryOptions, RegistrySnapshot, ToolRegistry, ToolToggles},
+    schema::ToolCheckError,
     tool::{ChatTool, ExecutableTool, JsonObject},
 };
 
@@ -125,6 +126,11 @@ pub struct AgentOptions {
     /// Apply [`tool_choice`](Self::tool_choice) to every step of a turn, not just the first
     /// (default `false`; the turn then ends only at `max_steps` if the choice forces a call).
     pub tool_choice_every_step: bool,
+    /// Leave out of a turn's requests the tools the model's provider cannot accept (a
+    /// recursive type for Gemini, …), saying so with [`AgentEvent::ToolsSkipped`], instead of
+    /// failing the turn with [`AgentError::UnsupportedTools`] (default `false`). A skipped
+    /// tool is not offered and does not run that turn, as if it were disabled.
+    pub skip_unsupported_tools: bool,
 }
 
 impl Default for AgentOptions {
@@ -144,6 +150,7 @@ impl Default for AgentOptions {
             max_tool_retries: DEFAULT_MAX_TOOL_RETRIES,
             tool_choice: ToolChoice::Auto,
             tool_choice_every_step: false,
+            skip_unsupported_tools: false,
         }
     }
 }
@@ -271,6 +278,14 @@ impl AgentOptions {
         self.tool_choice_every_step = value;
         self
     }
+
+    /// Leaves out the tools the provider cannot accept, with an event, instead of failing the
+    /// turn (see [`skip_unsupported_tools`](Self::skip_unsupported_tools)).
+    #[must_use]
+    pub fn skip_unsupported_tools(mut self, skip: bool) -> Self {
+        self.skip_unsupported_tools = skip;
+        self
+    }
 }
 
 /// Settings of one turn, on top of the agent's ([`Agent::chat_with`],
@@ -371,6 +386,27 @@ pub enum AgentError {
         /// The calls that wait.
         call_ids: Vec<String>,
     },
+    /// The turn stopped before the model answered: these calls wait for the application's
+    /// approval ([`Agent::chat`] and [`Agent::continue_with`]; a streamed turn ends with
+    /// [`AgentEvent::Done`] and the calls in [`AgentResponse::pending_approvals`] instead). The
+    /// user's message and the step's other calls are in the conversation; answer every waiting
+    /// call with [`Agent::continue_with`] to go on with the turn.
+    #[error(
+        "the turn stopped before its answer: tool calls wait for approval: {}; answer them with `continue_with`",
+        describe_requests(requests)
+    )]
+    AwaitingApproval {
+        /// The calls that wait, in call order.
+        requests: Vec<ApprovalRequest>,
+    },
+    /// The model's provider cannot accept some of the tools the turn would offer, so the turn
+    /// stopped before sending a request without them (checked at every request, so a tool
+    /// registered mid-turn is checked too); the conversation is as it was before the turn.
+    /// Fix or disable those tools, or set [`AgentOptions::skip_unsupported_tools`].
+    #[error(
+        "{0}; fix or disable the tool, or let the agent skip it with `AgentOptions::skip_unsupported_tools`"
+    )]
+    UnsupportedTools(ToolCheckError),
     /// The decisions given to [`Agent::continue_with`] do not match the waiting calls.
     #[error("cannot apply the approval decisions: {message}")]
     InvalidDecisions {
@@ -385,11 +421,14 @@ pub enum AgentError {
 pub struct AgentResponse {
     /// The model's final answer.
     pub text: String,
-    /// How many model calls the turn made.
+    /// How many model calls the turn made, those before its approval pauses included.
     pub steps: usize,
-    /// How many tool calls the turn ran.
+    /// How many tool calls the turn ran or answered (denied calls included), over the whole
+    /// turn: a turn continued with [`Agent::continue_with`] counts the calls made before it
+    /// stopped for approval too.
     pub tool_calls: usize,
-    /// Token counts summed over the turn, when the model reported them.
+    /// Token counts summed over the turn (its approval pauses included), when the model
+    /// reported them.
     pub usage: Option<Usage>,
     /// Why the model stopped.
     pub finish_reason: FinishReason,
@@ -398,7 +437,9 @@ pub struct AgentResponse {
     /// hard failures.
     pub retried_calls: usize,
     /// The calls that wait for the application's approval: the turn stopped before running
-    /// them. Answer every one with [`Agent::continue_with`]. Empty when the model answered.
+    /// them. Answer every one with [`Agent::continue_with`]. Empty when the model answered;
+    /// only a streamed turn's [`AgentEvent::Done`] carries such calls ([`Agent::chat`] returns
+    /// [`AgentError::AwaitingApproval`] instead).
     pub pending_approvals: Vec<ApprovalRequest>,
 }
 
@@ -431,6 +472,9 @@ pub(crate) struct Shared {
     max_tool_retries: u32,
     tool_choice: ToolChoice,
     tool_choice_every_step: bool,
+    skip_unsupported_tools: bool,
+    /// Where the turn that stopped for approval had got to, for its continuation.
+    paused: std::sync::Mutex<Option<run::Paused>>,
     /// Turns started so far.
     turns: std::sync::atomic::AtomicU64,
     turn: Arc<tokio::sync::Mutex<()>>,
@@ -489,6 +533,8 @@ impl Agent {
                 max_tool_retries: options.max_tool_retries,
                 tool_choice: options.tool_choice,
                 tool_choice_every_step: options.tool_choice_every_step,
+                skip_unsupported_tools: options.skip_unsupported_tools,
+                paused: std::sync::Mutex::new(None),
                 turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),
             }),
@@ -512,8 +558,12 @@ impl Agent {
         self.inner.snapshot().definitions()
     }
 
-    /// Sends the user's `text` and runs the tool-call loop until the model answers (or a call
-    /// waits for approval: see [`AgentResponse::pending_approvals`]).
+    /// Sends the user's `text` and runs the tool-call loop until the model answers.
+    ///
+    /// When a call needs the application's approval, the turn stops before running it and
+    /// returns [`AgentError::AwaitingApproval`] with the waiting calls, never an empty answer;
+    /// answer them with [`continue_with`](Self::continue_with), which goes on with the same
+    /// turn.
     pub async fn chat(&self, text: impl Into<String>) -> Result<AgentResponse, AgentError> {
         self.chat_with(text, TurnOptions::default()).await
     }
@@ -524,13 +574,15 @@ impl Agent {
         text: impl Into<String>,
         options: TurnOptions,
     ) -> Result<AgentResponse, AgentError> {
-        run::turn(
-            self.inner.clone(),
-            run::Input::User(text.into()),
-            options,
-            None,
+        awaiting_approval(
+            run::turn(
+                self.inner.clone(),
+                run::Input::User(text.into()),
+                options,
+                None,
+            )
+            .await,
         )
-        .await
     }
 
     /// Like [`chat`](Self::chat), as a stream of [`AgentEvent`]s ending with
@@ -560,11 +612,18 @@ impl Agent {
     /// Answers the calls that wait for approval (every one of them, by call id) and goes on
     /// with the turn: approved calls run, denied ones get a result telling the model so, and
     /// the model is asked again. The results of all the step's calls are appended in call
-    /// order, so the conversation stays valid for every provider.
+    /// order, so the conversation stays valid for every provider. Like [`chat`](Self::chat),
+    /// it returns [`AgentError::AwaitingApproval`] when the model makes another call that
+    /// needs approval.
+    ///
+    /// It is the same turn: step numbers go on from where the turn stopped, and the response's
+    /// [`steps`](AgentResponse::steps), [`tool_calls`](AgentResponse::tool_calls) and
+    /// [`usage`](AgentResponse::usage) count the whole turn (an agent that loaded the session
+    /// from a file counts from the continuation).
     ///
     /// ```
     /// use tool_core::{
-    ///     Agent, AgentOptions, ToolMetadata,
+    ///     Agent, AgentError, AgentOptions,
     ///     agent::{ApprovalDecision, ApprovalPolicy},
     ///     model::{ScriptedModel, ScriptedResponse},
     /// };
@@ -581,8 +640,10 @@ impl Agent {
     ///         .root_dir(dir.path())
     ///         .approval(ApprovalPolicy::new().when(|call, _| call.name == "write_file")),
     /// );
-    /// let reply = agent.chat("write a.txt").await.unwrap();
-    /// assert_eq!(reply.pending_approvals[0].call.id, "c1");
+    /// let Err(AgentError::AwaitingApproval { requests }) = agent.chat("write a.txt").await else {
+    ///     panic!("the call waits for approval");
+    /// };
+    /// assert_eq!(requests[0].call.id, "c1");
     ///
     /// let reply = agent
     ///     .continue_with([("c1", ApprovalDecision::deny_because("not today"))])
@@ -598,7 +659,7 @@ impl Agent {
         S: Into<String>,
     {
         let input = run::Input::Decisions(collect_decisions(decisions));
-        run::turn(self.inner.clone(), input, TurnOptions::default(), None).await
+        awaiting_approval(run::turn(self.inner.clone(), input, TurnOptions::default(), None).await)
     }
 
     /// Like [`continue_with`](Self::continue_with), as a stream of events.
@@ -700,6 +761,7 @@ impl Agent {
     pub fn load_context(&self, path: impl Into<PathBuf>) -> Result<SavedConversation, AgentError> {
         let saved = SavedConversation::load(path.into())?;
         self.inner.context.replace(saved.context.clone());
+        self.inner.forget_paused_turn();
         Ok(saved)
     }
 
@@ -740,6 +802,7 @@ impl Agent {
     /// Forgets the conversation (messages and notes); the system prompt stays.
     pub fn clear_context(&self) {
         self.inner.context.clear();
+        self.inner.forget_paused_turn();
     }
 
     /// Replaces the system prompt; the next request uses it.
@@ -804,6 +867,12 @@ impl Shared {
             + 1
     }
 
+    /// Forgets where a turn that stopped for approval had got to (its calls are gone or
+    /// replaced).
+    fn forget_paused_turn(&self) {
+        *lock(&self.paused) = None;
+    }
+
     /// The tools as this agent sees them now.
     fn snapshot(&self) -> Arc<RegistrySnapshot> {
         match &self.toggles {
@@ -811,6 +880,36 @@ impl Shared {
             None => self.registry.snapshot(),
         }
     }
+}
+
+/// A turn that stopped for approval, as [`AgentError::AwaitingApproval`].
+fn awaiting_approval(
+    outcome: Result<AgentResponse, AgentError>,
+) -> Result<AgentResponse, AgentError> {
+    match outcome {
+        Ok(response) if !response.pending_approvals.is_empty() => {
+            Err(AgentError::AwaitingApproval {
+                requests: response.pending_approvals,
+            })
+        }
+        other => other,
+    }
+}
+
+/// `c1 (`name`), c2 (`name`)`.
+fn describe_requests(requests: &[ApprovalRequest]) -> String {
+    requests
+        .iter()
+        .map(|request| format!("{} (`{}`)", request.call.id, request.call.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Locks `mutex`, through a panic of another holder (the data is plain counts).
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The arguments of `save_session_context`.

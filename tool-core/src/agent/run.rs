@@ -20,7 +20,7 @@ use crate::{
     message::{FinishReason, Message, ToolCall, Usage},
     model::{ChatRequest, ModelEvent, ProviderError, RequestTools, ToolChoice},
     registry::RegistrySnapshot,
-    schema::Coercion,
+    schema::{Coercion, FormatOptions},
     tool::JsonObject,
 };
 
@@ -51,6 +51,17 @@ pub(super) enum Input {
     Decisions(Vec<(String, ApprovalDecision)>),
 }
 
+/// Where a turn that stopped for approval had got to: its continuation is the same turn, and
+/// goes on from there.
+#[derive(Clone, Debug)]
+pub(super) struct Paused {
+    number: u64,
+    steps: usize,
+    tool_calls: usize,
+    retried_calls: usize,
+    usage: Option<Usage>,
+}
+
 /// What every call of a turn shares.
 struct Turn<'a> {
     shared: &'a Shared,
@@ -62,6 +73,8 @@ struct Turn<'a> {
     failures: HashMap<String, (u32, String)>,
     tool_calls: usize,
     retried_calls: usize,
+    /// The tools left out of this turn's requests because the provider cannot accept them.
+    skipped: Vec<String>,
 }
 
 /// Runs one turn: appends the user's text (or applies the approval decisions), then asks the
@@ -103,15 +116,24 @@ pub(super) async fn turn(
     if let Some(turn_deps) = &options.deps {
         deps.extend(turn_deps);
     }
+    // A continuation after approval decisions is the same turn: its number, step and counts
+    // go on from where it stopped.
+    let resumed = match input {
+        Input::Decisions(_) => super::lock(&shared.paused).clone(),
+        Input::User(_) => None,
+    };
     let mut turn = Turn {
         shared,
         events,
-        number: shared.next_turn(),
+        number: resumed
+            .as_ref()
+            .map_or_else(|| shared.next_turn(), |paused| paused.number),
         deps,
         cancellation,
         failures: HashMap::new(),
-        tool_calls: 0,
-        retried_calls: 0,
+        tool_calls: resumed.as_ref().map_or(0, |paused| paused.tool_calls),
+        retried_calls: resumed.as_ref().map_or(0, |paused| paused.retried_calls),
+        skipped: Vec::new(),
     };
     // A forced tool choice applies to the turn's first model call; a turn that goes on after
     // approval decisions has made it already.
@@ -128,6 +150,8 @@ pub(super) async fn turn(
                         .collect(),
                 });
             }
+            // Nothing waits: whatever an earlier turn left for its continuation is over.
+            *super::lock(&shared.paused) = None;
             close_dangling_calls(context);
             rollback.len = context.message_count();
             context.push_message(Message::user(text));
@@ -142,7 +166,8 @@ pub(super) async fn turn(
             };
             context.set_pending_calls(Vec::new());
             let snapshot = shared.snapshot();
-            let results = turn.resolve(&snapshot, pending, decided).await;
+            let step = resumed.as_ref().map_or(0, |paused| paused.steps);
+            let results = turn.resolve(&snapshot, pending, decided, step).await;
             context.extend_messages(results);
             if let Err(error) = turn.check_retries() {
                 rollback.armed = false;
@@ -150,8 +175,9 @@ pub(super) async fn turn(
             }
         }
     }
-    let mut usage: Option<Usage> = None;
-    for step in 1..=shared.max_steps {
+    let mut usage: Option<Usage> = resumed.as_ref().and_then(|paused| paused.usage);
+    let first_step = resumed.as_ref().map_or(1, |paused| paused.steps + 1);
+    for step in first_step..=shared.max_steps {
         tracing::Span::current().record("steps", step);
         let snapshot = match &options.active_tools {
             None => shared.snapshot(),
@@ -162,6 +188,7 @@ pub(super) async fn turn(
                 }))
             }
         };
+        let snapshot = turn.supported(snapshot)?;
         let tools = if snapshot.is_empty() {
             RequestTools::default()
         } else {
@@ -263,6 +290,13 @@ pub(super) async fn turn(
                 })
                 .collect();
             context.set_pending_calls(pending);
+            *super::lock(&shared.paused) = Some(Paused {
+                number: turn.number,
+                steps: step,
+                tool_calls: turn.tool_calls,
+                retried_calls: turn.retried_calls,
+                usage,
+            });
             rollback.armed = false;
             step_finished(events, step, answer.finish_reason.clone(), ready.len());
             tracing::info!(
@@ -335,13 +369,46 @@ fn tool_call_id(message: &Message) -> &str {
 }
 
 impl Turn<'_> {
-    /// Runs the approved calls, answers the denied ones, and returns every pending call's
-    /// result in call order.
+    /// The snapshot a request may offer: an error naming the tools the model's provider cannot
+    /// accept, or, when the agent skips them, the snapshot without them (and an event naming
+    /// each the first time), so no tool goes missing from a request unnoticed.
+    fn supported(
+        &mut self,
+        snapshot: Arc<RegistrySnapshot>,
+    ) -> Result<Arc<RegistrySnapshot>, AgentError> {
+        // The options the request path converts with (`RegistrySnapshot::provider_json`).
+        let Err(mut error) =
+            snapshot.check(self.shared.model.provider(), &FormatOptions::default())
+        else {
+            return Ok(snapshot);
+        };
+        if !self.shared.skip_unsupported_tools {
+            tracing::error!(%error, "the provider cannot accept some tools");
+            return Err(AgentError::UnsupportedTools(error));
+        }
+        error
+            .errors
+            .retain(|failed| !self.skipped.contains(&failed.tool));
+        if !error.errors.is_empty() {
+            tracing::warn!(%error, "tools left out of this turn");
+            self.skipped
+                .extend(error.errors.iter().map(|failed| failed.tool.clone()));
+            emit(self.events, AgentEvent::ToolsSkipped(error));
+        }
+        let skipped = &self.skipped;
+        Ok(Arc::new(self.shared.registry.snapshot_with(
+            |name, _, _| snapshot.is_enabled(name) && !skipped.iter().any(|tool| tool == name),
+        )))
+    }
+
+    /// Runs the approved calls (made at `step`), answers the denied ones, and returns every
+    /// pending call's result in call order.
     async fn resolve(
         &mut self,
         snapshot: &RegistrySnapshot,
         pending: Vec<PendingCall>,
         mut decided: HashMap<String, ApprovalDecision>,
+        step: usize,
     ) -> Vec<Message> {
         let approved: Vec<ToolCall> = pending
             .iter()
@@ -352,7 +419,7 @@ impl Turn<'_> {
             .map(|call| call.call.clone())
             .collect();
         let mut ran: HashMap<String, Message> = self
-            .run_calls(snapshot, &approved, 0)
+            .run_calls(snapshot, &approved, step)
             .await
             .into_iter()
             .map(|(message, _)| (tool_call_id(&message).to_owned(), message))
