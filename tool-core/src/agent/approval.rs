@@ -10,6 +10,15 @@
 //! [`AgentEvent::ApprovalRequested`](crate::AgentEvent::ApprovalRequested) in a stream). The
 //! application answers every pending call with [`Agent::continue_with`](crate::Agent::continue_with);
 //! a denied call gets a result telling the model it was denied, and why.
+//!
+//! One call, one decision: calls of one step that share an id (a model may repeat `call_1`)
+//! get ids of their own when the step is read, before anything is decided. The first keeps its
+//! id, a later one gets the id with `_2` appended (`_3`, ..., the first one free), and that id
+//! is the call's everywhere after: in the events, the [`ApprovalRequest`], the conversation and
+//! the requests sent back to the provider, which so pair each result with its call (the
+//! suffix keeps to the characters every provider accepts in an id). Gemini gets back the ids it
+//! gave, kept beside the call. Two decisions for one call are refused
+//! ([`AgentError::InvalidDecisions`](crate::AgentError::InvalidDecisions)).
 
 use std::{fmt, sync::Arc};
 
@@ -102,7 +111,8 @@ impl fmt::Debug for ApprovalPolicy {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ApprovalRequest {
-    /// The call, as the model made it.
+    /// The call, as the model made it, with an id no other call of its step has (see the
+    /// [module](self) docs).
     pub call: ToolCall,
     /// Its arguments parsed, or `None` when they are not a JSON object.
     pub arguments: Option<JsonObject>,

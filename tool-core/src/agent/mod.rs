@@ -37,6 +37,7 @@
 mod approval;
 mod events;
 mod run;
+mod step;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 

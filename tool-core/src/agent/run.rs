@@ -12,6 +12,7 @@ use tracing::Instrument as _;
 use super::{
     AgentError, AgentEvent, AgentResponse, Shared, ToolResultKind, TurnOptions,
     approval::{ApprovalDecision, ApprovalRequest, denied_result},
+    step::UniqueIds,
 };
 use crate::{
     call::{CallContext, Deps},
@@ -312,6 +313,12 @@ fn match_decisions(
                 ),
             });
         }
+        if decided.contains_key(&id) {
+            // Two answers for one call: neither can be taken as the application's word.
+            return Err(AgentError::InvalidDecisions {
+                message: format!("more than one decision for {id}"),
+            });
+        }
         decided.insert(id, decision);
     }
     let missing: Vec<&str> = waiting
@@ -567,7 +574,8 @@ async fn model_call(
 ) -> Result<Answer, ProviderError> {
     let Some(sender) = events else {
         let response = shared.model.chat(request).await?;
-        let (content, tool_calls) = split(response.message);
+        let (content, mut tool_calls) = split(response.message);
+        UniqueIds::default().assign(&mut tool_calls);
         return Ok(Answer {
             content,
             tool_calls,
@@ -582,18 +590,22 @@ async fn model_call(
     // How far a stream that ends without `Done` got, for its error.
     let mut received: u64 = 0;
     let mut open_calls: Vec<(usize, String)> = Vec::new();
+    // The calls of the answer with ids of their own, the same in every event of a call.
+    let mut ids = UniqueIds::default();
     while let Some(event) = stream.next().await {
         received += 1;
         match event? {
             ModelEvent::TextDelta(text) => emit(events, AgentEvent::TextDelta(text)),
-            ModelEvent::ToolCallStarted(start) => {
+            ModelEvent::ToolCallStarted(mut start) => {
+                start.id = ids.id(start.index, &start.id);
                 open_calls.push((start.index, start.name.clone()));
                 emit(events, AgentEvent::ToolCallStarted(start));
             }
             ModelEvent::ToolCallDelta { index, arguments } => {
                 emit(events, AgentEvent::ToolCallDelta { index, arguments });
             }
-            ModelEvent::ToolCallFinished { index, call } => {
+            ModelEvent::ToolCallFinished { index, mut call } => {
+                call.id = ids.id(index, &call.id);
                 open_calls.retain(|(open, _)| *open != index);
                 finished.push(call.id.clone());
                 emit(events, finished_event(call));
@@ -606,7 +618,8 @@ async fn model_call(
                 message,
                 finish_reason,
             } => {
-                let (content, tool_calls) = split(message);
+                let (content, mut tool_calls) = split(message);
+                ids.assign(&mut tool_calls);
                 for call in &tool_calls {
                     if !finished.contains(&call.id) {
                         emit(events, finished_event(call.clone()));

@@ -1,0 +1,69 @@
+//! What the loop works out for the calls of one step: one id per call ([`UniqueIds`]).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::message::ToolCall;
+
+/// Gives the calls of one step ids no other call of the step has, in the order they come: a
+/// call keeps the id the model gave unless an earlier call of the step has it, and then gets
+/// that id with `_2` (`_3`, ...) appended, the first such id still free. The suffix keeps an id
+/// within the characters every provider accepts (Anthropic's `tool_use` ids match
+/// `^[a-zA-Z0-9_-]+$`).
+///
+/// A call is known by its position in the answer (its `slot`), so the id a streamed call was
+/// given when it started is the one it keeps when it finishes and in the answer.
+#[derive(Default)]
+pub(super) struct UniqueIds {
+    /// Per slot, the id the model gave and the one the call got.
+    slots: HashMap<usize, (String, String)>,
+    taken: HashSet<String>,
+}
+
+impl UniqueIds {
+    /// The id of the call at `slot`, which the model gave the id `given`.
+    pub(super) fn id(&mut self, slot: usize, given: &str) -> String {
+        if let Some((original, unique)) = self.slots.get(&slot)
+            && original == given
+        {
+            return unique.clone();
+        }
+        let unique = if self.taken.contains(given) {
+            // One of the first `taken.len() + 1` candidates is free.
+            let renamed = (2..self.taken.len() + 3)
+                .map(|n| format!("{given}_{n}"))
+                .find(|id| !self.taken.contains(id))
+                .unwrap_or_default();
+            tracing::warn!(id = %given, %renamed, "the model gave two calls of one step the same id");
+            renamed
+        } else {
+            given.to_owned()
+        };
+        self.taken.insert(unique.clone());
+        self.slots.insert(slot, (given.to_owned(), unique.clone()));
+        unique
+    }
+
+    /// Gives every call of `calls` (an answer's, in slot order) its id.
+    pub(super) fn assign(&mut self, calls: &mut [ToolCall]) {
+        for (slot, call) in calls.iter_mut().enumerate() {
+            call.id = self.id(slot, &call.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_ids_get_the_first_free_suffix_and_a_slot_keeps_its_id() {
+        let mut ids = UniqueIds::default();
+        let mut calls = ["a", "a", "a_2", "a", "b"].map(|id| ToolCall::new(id, "t", "{}"));
+        ids.assign(&mut calls);
+        let got: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(got, ["a", "a_2", "a_2_2", "a_3", "b"]);
+        // Asked again for a slot with the same given id, the answer does not change.
+        assert_eq!(ids.id(1, "a"), "a_2");
+        assert_eq!(ids.id(4, "b"), "b");
+    }
+}
