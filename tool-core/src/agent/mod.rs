@@ -114,9 +114,12 @@ pub struct AgentOptions {
     /// The application's dependencies, handed to every tool call in its
     /// [`CallContext`](crate::CallContext) (never in any schema).
     pub deps: Deps,
-    /// How many consecutive invalid-argument or retry-requested failures of one tool the model
-    /// may make in a turn before the turn ends with [`AgentError::ToolRetriesExhausted`]
-    /// (default 2; a tool's [`max_retries`](crate::ToolMetadata::max_retries) overrides it).
+    /// In how many steps in a row of a turn the model may call one tool with invalid arguments
+    /// or have it ask for a retry before the turn ends with
+    /// [`AgentError::ToolRetriesExhausted`] (default 2; a tool's
+    /// [`max_retries`](crate::ToolMetadata::max_retries) overrides it). A step counts once
+    /// however many of its calls failed: the model sees the errors only after the step, so it
+    /// always gets at least one step to correct them.
     pub max_tool_retries: u32,
     /// Whether and which tool the model must call (default [`ToolChoice::Auto`]). A forced
     /// choice (`Required`, `Tool`) applies to the first step of each turn only, so the model
@@ -352,15 +355,15 @@ pub enum AgentError {
     /// A saved session could not be loaded.
     #[error(transparent)]
     Load(#[from] LoadContextError),
-    /// A tool failed with invalid arguments or asked for a retry more times in a row than its
+    /// A tool failed with invalid arguments or asked for a retry in more steps in a row than its
     /// budget allows. The conversation is kept, every call answered.
     #[error(
-        "the model called `{tool}` with a failing request {failures} times in a row; last error: {last_error}"
+        "the model called `{tool}` with a failing request in {failures} steps in a row; last error: {last_error}"
     )]
     ToolRetriesExhausted {
         /// The tool.
         tool: String,
-        /// The consecutive failures.
+        /// The steps in a row in which a call of the tool failed.
         failures: u32,
         /// The last result the model got.
         last_error: String,

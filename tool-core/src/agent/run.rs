@@ -12,7 +12,7 @@ use tracing::Instrument as _;
 use super::{
     AgentError, AgentEvent, AgentResponse, Shared, ToolResultKind, TurnOptions,
     approval::{ApprovalDecision, ApprovalRequest, denied_result},
-    step::UniqueIds,
+    step::{StepFailures, UniqueIds},
 };
 use crate::{
     call::{CallContext, Deps},
@@ -59,7 +59,8 @@ struct Turn<'a> {
     number: u64,
     deps: Deps,
     cancellation: CancellationToken,
-    /// Consecutive invalid-argument or retry-requested failures per tool.
+    /// Per tool, the steps in a row in which a call failed with invalid arguments or asked for
+    /// a retry, and the last such error.
     failures: HashMap<String, (u32, String)>,
     tool_calls: usize,
     retried_calls: usize,
@@ -409,6 +410,7 @@ impl Turn<'_> {
                 .metadata(&call.name)
                 .is_some_and(|metadata| metadata.sequential)
         };
+        let mut step_failures = StepFailures::default();
         let mut messages = Vec::with_capacity(calls.len());
         let mut start = 0;
         while start < calls.len() {
@@ -454,7 +456,9 @@ impl Turn<'_> {
                     Err((text, kind)) => (text, kind),
                 };
                 self.tool_calls += 1;
-                self.count(call, &content, kind);
+                if step_failures.record(call, &content, kind) {
+                    self.retried_calls += 1;
+                }
                 emit_result(self.events, call, &content, kind);
                 let message = if kind == ToolResultKind::Success {
                     Message::tool_result(&call.id, &call.name, content)
@@ -465,6 +469,7 @@ impl Turn<'_> {
             }
             start = end;
         }
+        self.count(step_failures);
         messages
     }
 
@@ -488,25 +493,22 @@ impl Turn<'_> {
         context
     }
 
-    /// Counts a call's outcome against its tool's retry budget.
-    fn count(&mut self, call: &ToolCall, content: &str, kind: ToolResultKind) {
-        if matches!(
-            kind,
-            ToolResultKind::InvalidArguments | ToolResultKind::RetryRequested
-        ) {
-            let entry = self
-                .failures
-                .entry(call.name.clone())
-                .or_insert((0, String::new()));
+    /// Counts a step against its tools' retry budgets: one failure for each tool that failed in
+    /// it, however many of its calls did (the model sees the errors only after the step, so the
+    /// next step is its first chance to correct them); a tool whose calls all succeeded starts
+    /// again from nothing.
+    fn count(&mut self, step: StepFailures) {
+        for (tool, last_error) in step.failed {
+            let entry = self.failures.entry(tool).or_insert((0, String::new()));
             entry.0 += 1;
-            content.clone_into(&mut entry.1);
-            self.retried_calls += 1;
-        } else if kind == ToolResultKind::Success {
-            self.failures.remove(&call.name);
+            entry.1 = last_error;
+        }
+        for tool in step.succeeded {
+            self.failures.remove(&tool);
         }
     }
 
-    /// Ends the turn when a tool failed more times in a row than its budget allows.
+    /// Ends the turn when a tool failed in more steps in a row than its budget allows.
     fn check_retries(&self) -> Result<(), AgentError> {
         for (tool, (failures, last_error)) in &self.failures {
             let budget = self

@@ -1,8 +1,42 @@
-//! What the loop works out for the calls of one step: one id per call ([`UniqueIds`]).
+//! What the loop works out for the calls of one step before and after they run: one id per
+//! call ([`UniqueIds`]), and how each tool's calls went for its retry budget
+//! ([`StepFailures`]).
 
 use std::collections::{HashMap, HashSet};
 
+use super::ToolResultKind;
 use crate::message::ToolCall;
+
+/// How each tool's calls of one step went, for the retry budgets: the model sees the errors
+/// only after the step, so a step counts once per tool however many of its calls failed.
+#[derive(Default)]
+pub(super) struct StepFailures {
+    /// The tools with a call that failed with invalid arguments or asked for a retry, with the
+    /// last such error.
+    pub(super) failed: HashMap<String, String>,
+    /// The tools whose calls all succeeded.
+    pub(super) succeeded: HashSet<String>,
+}
+
+impl StepFailures {
+    /// Records a call's outcome; returns whether the model has to make the call again.
+    pub(super) fn record(&mut self, call: &ToolCall, content: &str, kind: ToolResultKind) -> bool {
+        match kind {
+            ToolResultKind::InvalidArguments | ToolResultKind::RetryRequested => {
+                self.succeeded.remove(&call.name);
+                self.failed.insert(call.name.clone(), content.to_owned());
+                true
+            }
+            ToolResultKind::Success => {
+                if !self.failed.contains_key(&call.name) {
+                    self.succeeded.insert(call.name.clone());
+                }
+                false
+            }
+            _ => false,
+        }
+    }
+}
 
 /// Gives the calls of one step ids no other call of the step has, in the order they come: a
 /// call keeps the id the model gave unless an earlier call of the step has it, and then gets
@@ -65,5 +99,17 @@ mod tests {
         // Asked again for a slot with the same given id, the answer does not change.
         assert_eq!(ids.id(1, "a"), "a_2");
         assert_eq!(ids.id(4, "b"), "b");
+    }
+
+    #[test]
+    fn a_tool_that_failed_in_a_step_counts_once_and_a_success_does_not_hide_it() {
+        let mut step = StepFailures::default();
+        let call = ToolCall::new("1", "echo", "{}");
+        assert!(step.record(&call, "first", ToolResultKind::InvalidArguments));
+        assert!(!step.record(&call, "ok", ToolResultKind::Success));
+        assert!(step.record(&call, "second", ToolResultKind::RetryRequested));
+        assert_eq!(step.failed.len(), 1);
+        assert_eq!(step.failed["echo"], "second");
+        assert!(step.succeeded.is_empty());
     }
 }
