@@ -1,22 +1,33 @@
-//! What an approval decision binds to: one call per call id, so that no decision is taken for
-//! another call.
+//! What an approval decision binds to: the arguments the tool will get (read leniently when the
+//! tool is), and one call per call id, so that no decision is taken for another call.
 
 use std::{path::Path, sync::Arc};
 
 use futures::StreamExt as _;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tool_core::{
-    Agent, AgentError, AgentEvent, AgentOptions,
+    Agent, AgentError, AgentEvent, AgentOptions, JsonObject,
     agent::{ApprovalDecision, ApprovalPolicy},
     model::{ChatModel, Message, ScriptedModel, ScriptedResponse, ToolCall},
     tool,
 };
 
 use crate::{
-    agent_support::{assert_every_call_answered, tool_results},
+    agent_support::{Log, assert_every_call_answered, tool_results},
     loopback::{Reply, Server, fast_retries},
     provider_wires,
 };
+
+/// Delete a table's rows; with `force`, its backups too.
+#[tool(lenient)]
+async fn purge(#[context] log: &Log, table: String, force: bool) -> String {
+    log.push(format!("purge {table} force={force}"));
+    "purged".to_owned()
+}
+
+fn object(value: Value) -> JsonObject {
+    value.as_object().cloned().unwrap_or_default()
+}
 
 fn agent_in(dir: &Path, options: AgentOptions, model: &ScriptedModel) -> Agent {
     Agent::new(
@@ -25,6 +36,94 @@ fn agent_in(dir: &Path, options: AgentOptions, model: &ScriptedModel) -> Agent {
             .root_dir(dir)
             .session_context_file_path(dir.join("session.json")),
     )
+}
+
+/// Asks before a forced purge.
+fn ask_before_force() -> ApprovalPolicy {
+    ApprovalPolicy::new().when(|_, arguments| {
+        arguments.and_then(|args| args.get("force")) == Some(&Value::Bool(true))
+    })
+}
+
+#[tokio::test]
+async fn a_predicate_decides_on_the_arguments_a_lenient_tool_will_get() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let model = ScriptedModel::new([
+        // A lenient tool reads "true" as `true`: the predicate must see it so.
+        ScriptedResponse::tool_call("c1", "purge", r#"{"table": "users", "force": "true"}"#),
+        ScriptedResponse::text("asked"),
+        ScriptedResponse::tool_call("c2", "purge", r#"{"table": "logs", "force": "true"}"#),
+        ScriptedResponse::text("purged"),
+    ]);
+    let agent = agent_in(
+        dir.path(),
+        AgentOptions::new().approval(ask_before_force()),
+        &model,
+    );
+    agent.add_tool(Purge::new(log.clone())).unwrap();
+
+    let reply = agent.chat("purge the users").await.unwrap();
+    assert!(log.entries().is_empty(), "ran unasked: {:?}", log.entries());
+    assert_eq!(reply.pending_approvals.len(), 1);
+    let expected = object(json!({"table": "users", "force": true}));
+    assert_eq!(
+        reply.pending_approvals[0].arguments.as_ref(),
+        Some(&expected)
+    );
+    assert_eq!(
+        agent.pending_approvals()[0].arguments.as_ref(),
+        Some(&expected)
+    );
+    let reply = agent
+        .continue_with([("c1", ApprovalDecision::deny())])
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "asked");
+    assert!(log.entries().is_empty());
+
+    // Approved, the tool gets the object that was approved.
+    let reply = agent.chat("purge the logs").await.unwrap();
+    assert_eq!(reply.pending_approvals[0].call.id, "c2");
+    let reply = agent
+        .continue_with([("c2", ApprovalDecision::approve())])
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "purged");
+    assert_eq!(log.entries(), ["purge logs force=true"]);
+}
+
+#[tokio::test]
+async fn a_streamed_predicate_sees_the_coerced_arguments_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "purge", r#"{"table": "users", "force": "true"}"#),
+        ScriptedResponse::text("unreachable"),
+    ]);
+    let agent = agent_in(
+        dir.path(),
+        AgentOptions::new().approval(ask_before_force()),
+        &model,
+    );
+    agent.add_tool(Purge::new(log.clone())).unwrap();
+    let events: Vec<AgentEvent> = agent
+        .stream_chat("purge the users")
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let requested: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::ApprovalRequested(request) => Some(request.arguments.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        requested,
+        [Some(object(json!({"table": "users", "force": true})))]
+    );
+    assert!(log.entries().is_empty());
 }
 
 /// Two `write_file` calls of one step, both with the id `call_1`.

@@ -618,18 +618,22 @@ impl Agent {
         self.stream_turn(input, TurnOptions::default())
     }
 
-    /// The calls that wait for the application's approval, in call order (empty when none do).
-    /// They survive [`save_context`](Self::save_context) and
-    /// [`load_context`](Self::load_context).
+    /// The calls that wait for the application's approval, in call order (empty when none do),
+    /// each with the arguments its tool will get. They survive
+    /// [`save_context`](Self::save_context) and [`load_context`](Self::load_context).
     pub fn pending_approvals(&self) -> Vec<ApprovalRequest> {
+        let snapshot = self.inner.snapshot();
         self.inner
             .context
             .pending_calls()
             .into_iter()
             .filter(|pending| pending.needs_approval)
-            .map(|pending| ApprovalRequest {
-                arguments: crate::execute::parse_arguments(&pending.call.arguments).ok(),
-                call: pending.call,
+            .map(|pending| {
+                let prepared = step::Prepared::new(&snapshot, pending.call);
+                ApprovalRequest {
+                    arguments: prepared.arguments.ok(),
+                    call: prepared.call,
+                }
             })
             .collect()
     }

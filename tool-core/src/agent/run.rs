@@ -12,7 +12,7 @@ use tracing::Instrument as _;
 use super::{
     AgentError, AgentEvent, AgentResponse, Shared, ToolResultKind, TurnOptions,
     approval::{ApprovalDecision, ApprovalRequest, denied_result},
-    step::{StepFailures, UniqueIds},
+    step::{Prepared, StepFailures, UniqueIds},
 };
 use crate::{
     call::{CallContext, Deps},
@@ -21,8 +21,6 @@ use crate::{
     message::{FinishReason, Message, ToolCall, Usage},
     model::{ChatRequest, ModelEvent, ProviderError, RequestTools, ToolChoice},
     registry::RegistrySnapshot,
-    schema::Coercion,
-    tool::JsonObject,
 };
 
 /// What a streamed turn sends to its stream.
@@ -220,34 +218,29 @@ pub(super) async fn turn(
             tracing::warn!(steps = step, "the turn reached the step limit");
             return Err(AgentError::MaxSteps { steps: step });
         }
-        let parsed: Vec<Option<JsonObject>> = calls
+        let prepared: Vec<Prepared> = calls
             .iter()
-            .map(|call| parse_arguments(&call.arguments).ok())
+            .map(|call| Prepared::new(&snapshot, call.clone()))
             .collect();
-        let needs_approval: Vec<bool> = calls
+        let needs_approval: Vec<bool> = prepared
             .iter()
-            .zip(&parsed)
-            .map(|(call, arguments)| {
-                shared
-                    .approval
-                    .requires(call, arguments.as_ref(), snapshot.metadata(&call.name))
-            })
+            .map(|prepared| needs_approval(shared, &snapshot, prepared))
             .collect();
         // Every call's "finished" event reaches the consumer before any call runs.
         flush(events).await;
         if needs_approval.iter().any(|needs| *needs) {
             let mut requests = Vec::new();
             let mut ready = Vec::new();
-            for ((call, arguments), needs) in calls.iter().zip(parsed).zip(&needs_approval) {
+            for (prepared, needs) in prepared.into_iter().zip(&needs_approval) {
                 if *needs {
                     let request = ApprovalRequest {
-                        call: call.clone(),
-                        arguments,
+                        arguments: prepared.arguments.ok(),
+                        call: prepared.call,
                     };
                     emit(events, AgentEvent::ApprovalRequested(request.clone()));
                     requests.push(request);
                 } else {
-                    ready.push(call.clone());
+                    ready.push(prepared);
                 }
             }
             let outcomes = turn.run_calls(&snapshot, &ready, step).await;
@@ -273,7 +266,7 @@ pub(super) async fn turn(
             );
             return Ok(response((turn.tool_calls, turn.retried_calls), requests));
         }
-        let outcomes = turn.run_calls(&snapshot, &calls, step).await;
+        let outcomes = turn.run_calls(&snapshot, &prepared, step).await;
         context.extend_messages(outcomes.into_iter().map(|(message, _)| message));
         step_finished(events, step, answer.finish_reason, calls.len());
         if let Err(error) = turn.check_retries() {
@@ -288,8 +281,20 @@ pub(super) async fn turn(
     })
 }
 
+/// Whether a call needs the application's approval, decided on the arguments its tool will get.
+/// Arguments that are not a JSON object need none: the call only gets an error.
+fn needs_approval(shared: &Shared, snapshot: &RegistrySnapshot, prepared: &Prepared) -> bool {
+    prepared.arguments.as_ref().is_ok_and(|arguments| {
+        shared.approval.requires(
+            &prepared.call,
+            Some(arguments),
+            snapshot.metadata(&prepared.call.name),
+        )
+    })
+}
+
 /// The decision for each call that waits for one, in the pending calls' order; an error when
-/// a decision names no waiting call or a waiting call has none.
+/// a decision names no waiting call, a call gets two, or a waiting call has none.
 fn match_decisions(
     pending: &[PendingCall],
     decisions: Vec<(String, ApprovalDecision)>,
@@ -351,13 +356,15 @@ impl Turn<'_> {
         pending: Vec<PendingCall>,
         mut decided: HashMap<String, ApprovalDecision>,
     ) -> Vec<Message> {
-        let approved: Vec<ToolCall> = pending
+        // The arguments are read as they were for the decision: from the call's text, by the
+        // same tool.
+        let approved: Vec<Prepared> = pending
             .iter()
             .filter(|call| {
                 call.needs_approval
                     && matches!(decided.get(&call.call.id), Some(ApprovalDecision::Approve))
             })
-            .map(|call| call.call.clone())
+            .map(|call| Prepared::new(snapshot, call.call.clone()))
             .collect();
         let mut ran: HashMap<String, Message> = self
             .run_calls(snapshot, &approved, 0)
@@ -396,7 +403,7 @@ impl Turn<'_> {
     async fn run_calls(
         &mut self,
         snapshot: &RegistrySnapshot,
-        calls: &[ToolCall],
+        calls: &[Prepared],
         step: usize,
     ) -> Vec<(Message, ToolResultKind)> {
         let shared = self.shared;
@@ -405,9 +412,9 @@ impl Turn<'_> {
         } else {
             shared.tool_concurrency
         };
-        let is_sequential = |call: &ToolCall| {
+        let is_sequential = |prepared: &Prepared| {
             snapshot
-                .metadata(&call.name)
+                .metadata(&prepared.call.name)
                 .is_some_and(|metadata| metadata.sequential)
         };
         let mut step_failures = StepFailures::default();
@@ -429,25 +436,26 @@ impl Turn<'_> {
             let mut next = 0;
             loop {
                 while pending.len() < limit && next < batch.len() {
-                    let call = &batch[next];
+                    let prepared = &batch[next];
                     pending.push_back(run_call(
                         snapshot,
-                        call,
-                        self.call_context(call, step),
+                        prepared,
+                        self.call_context(&prepared.call, step),
                         shared.tool_timeout,
                     ));
                     next += 1;
                 }
-                let Some((call, outcome, coercions)) = pending.next().await else {
+                let Some((prepared, outcome)) = pending.next().await else {
                     break;
                 };
-                if !coercions.is_empty() {
+                let call = &prepared.call;
+                if !prepared.coercions.is_empty() {
                     emit(
                         self.events,
                         AgentEvent::ArgumentsCoerced {
                             id: call.id.clone(),
                             name: call.name.clone(),
-                            coercions,
+                            coercions: prepared.coercions.clone(),
                         },
                     );
                 }
@@ -666,16 +674,12 @@ fn split(message: Message) -> (String, Vec<ToolCall>) {
 /// what kind of failure it was.
 async fn run_call<'c>(
     snapshot: &RegistrySnapshot,
-    call: &'c ToolCall,
+    prepared: &'c Prepared,
     context: CallContext,
     tool_timeout: Option<Duration>,
-) -> (
-    &'c ToolCall,
-    Result<String, (String, ToolResultKind)>,
-    Vec<Coercion>,
-) {
+) -> (&'c Prepared, Result<String, (String, ToolResultKind)>) {
+    let call = &prepared.call;
     let span = tracing::info_span!("tool.call", tool = %call.name, id = %call.id);
-    let mut coercions = Vec::new();
     let outcome = async {
         if snapshot.metadata(&call.name).is_none() {
             let available = snapshot.enabled_names();
@@ -699,19 +703,18 @@ async fn run_call<'c>(
                 ToolResultKind::Error,
             ));
         }
+        let arguments = prepared.arguments.as_ref().map_err(|message| {
+            let error = ExecuteError::InvalidArguments {
+                name: call.name.clone(),
+                message: message.clone(),
+            };
+            (error.to_model_string(), ToolResultKind::InvalidArguments)
+        })?;
         let result = if snapshot.is_lenient(&call.name) {
-            let mut args = parse_arguments(&call.arguments).map_err(|message| {
-                let error = ExecuteError::InvalidArguments {
-                    name: call.name.clone(),
-                    message,
-                };
-                (error.to_model_string(), ToolResultKind::InvalidArguments)
-            })?;
-            // A lenient tool's drifted types, read here so the application sees them; the
-            // registry's own pass then finds nothing left to change.
-            coercions = snapshot.coerce_arguments(&call.name, &mut args);
+            // The arguments the approval decided on, drifted types already read as the schema
+            // says.
             snapshot
-                .try_execute_call(&call.name, args, context, tool_timeout)
+                .try_execute_call(&call.name, arguments.clone(), context, tool_timeout)
                 .await
         } else {
             // The text as the provider sent it: a typed tool reads it with no object between.
@@ -731,7 +734,7 @@ async fn run_call<'c>(
     }
     .instrument(span)
     .await;
-    (call, outcome, coercions)
+    (prepared, outcome)
 }
 
 fn with_available(error: &ExecuteError, available: &[&str]) -> String {

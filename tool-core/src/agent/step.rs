@@ -1,11 +1,44 @@
 //! What the loop works out for the calls of one step before and after they run: one id per
-//! call ([`UniqueIds`]), and how each tool's calls went for its retry budget
-//! ([`StepFailures`]).
+//! call ([`UniqueIds`]), the arguments each tool will get ([`Prepared`]), and how each tool's
+//! calls went for its retry budget ([`StepFailures`]).
 
 use std::collections::{HashMap, HashSet};
 
 use super::ToolResultKind;
-use crate::message::ToolCall;
+use crate::{
+    execute::parse_arguments, message::ToolCall, registry::RegistrySnapshot, schema::Coercion,
+    tool::JsonObject,
+};
+
+/// A call with the arguments its tool will get: what the approval policy decides on, what the
+/// application is shown, and what the tool runs with.
+pub(super) struct Prepared {
+    pub(super) call: ToolCall,
+    /// The arguments parsed and, for a lenient tool, read as its schema asks; or the message
+    /// saying why they are not a JSON object.
+    pub(super) arguments: Result<JsonObject, String>,
+    /// What the lenient reading changed.
+    pub(super) coercions: Vec<Coercion>,
+}
+
+impl Prepared {
+    /// Parses `call`'s arguments and reads them as its tool does (leniently when the tool is
+    /// lenient in `snapshot`).
+    pub(super) fn new(snapshot: &RegistrySnapshot, call: ToolCall) -> Self {
+        let mut coercions = Vec::new();
+        let arguments = parse_arguments(&call.arguments).map(|mut arguments| {
+            // The registry reads a lenient tool's arguments the same way again before the call
+            // and finds nothing left to change, so the tool gets this very object.
+            coercions = snapshot.coerce_arguments(&call.name, &mut arguments);
+            arguments
+        });
+        Self {
+            call,
+            arguments,
+            coercions,
+        }
+    }
+}
 
 /// How each tool's calls of one step went, for the retry budgets: the model sees the errors
 /// only after the step, so a step counts once per tool however many of its calls failed.
