@@ -670,6 +670,60 @@ async fn invalid_arguments_count_against_the_agents_budget_and_a_success_resets_
 }
 
 #[tokio::test]
+async fn the_retry_budget_counts_failing_steps_not_the_calls_of_one_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = |id: &str| ToolCall::new(id, "echo", r#"{"text": 1}"#);
+    let five_bad = || ScriptedResponse::tool_calls(["c1", "c2", "c3", "c4", "c5"].map(bad));
+    // Five bad calls in one step are one failed attempt: the model sees the five errors and
+    // fixes them in the next step.
+    let (agent, model) = agent_with(
+        AgentOptions::new().max_tool_retries(1),
+        dir.path(),
+        [
+            five_bad(),
+            ScriptedResponse::tool_call("c6", "echo", r#"{"text": "fixed"}"#),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    agent.add_tool(Echo).unwrap();
+    let reply = agent.chat("echo").await.unwrap();
+    assert_eq!(reply.text, "done");
+    assert_eq!((reply.tool_calls, reply.retried_calls), (6, 5));
+    let second = &model.requests()[1];
+    let errors: Vec<(String, String)> = tool_results(&second.messages);
+    assert_eq!(
+        errors.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+        ["c1", "c2", "c3", "c4", "c5"]
+    );
+    assert!(
+        errors
+            .iter()
+            .all(|(_, text)| text.starts_with("Error: invalid arguments for echo")),
+        "{errors:?}"
+    );
+
+    // Failing steps in a row end the turn once they pass the budget.
+    let (agent, model) = agent_with(
+        AgentOptions::new().max_tool_retries(1),
+        dir.path(),
+        [
+            five_bad(),
+            ScriptedResponse::tool_calls(["c6", "c7"].map(bad)),
+            ScriptedResponse::text("unreachable"),
+        ],
+    );
+    agent.add_tool(Echo).unwrap();
+    match agent.chat("echo").await {
+        Err(AgentError::ToolRetriesExhausted { tool, failures, .. }) => {
+            assert_eq!((tool.as_str(), failures), ("echo", 2));
+        }
+        other => panic!("expected ToolRetriesExhausted, got {other:?}"),
+    }
+    assert_eq!(model.requests().len(), 2);
+    assert_every_call_answered(&agent.messages());
+}
+
+#[tokio::test]
 async fn a_forced_tool_choice_applies_to_the_first_step_only_unless_asked() {
     use tool_core::model::ToolChoice;
 

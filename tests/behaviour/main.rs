@@ -1,6 +1,7 @@
 //! Behaviour tests of tool-core through its public API.
 
 mod agent_answers;
+mod agent_approval;
 mod agent_approval_wires;
 mod agent_control;
 mod agent_defaults;

@@ -423,7 +423,7 @@ pub use tool::{
 /// | `read_only`, `destructive`, `idempotent`, `open_world` | bare, or `= true`/`= false` | [`ToolHints`], MCP's tool annotations; an [`ApprovalPolicy`](agent::ApprovalPolicy) can ask before every `destructive` tool |
 /// | `sequential` | bare, or `= true`/`= false` | [`ToolMetadata::sequential`]: an agent runs its calls alone |
 /// | `needs_approval` | bare, or `= true`/`= false` | [`ToolMetadata::needs_approval`]: an agent asks the application before each call |
-/// | `max_retries` | `= 3` (a whole number) | [`ToolMetadata::max_retries`]: failed attempts in a row (invalid arguments, [`ToolError::retry`]) the model gets in one turn (default: [`AgentOptions::max_tool_retries`]) |
+/// | `max_retries` | `= 3` (a whole number) | [`ToolMetadata::max_retries`]: steps in a row in which a call of the tool may fail (invalid arguments, [`ToolError::retry`]) in one turn, a step counting once however many of its calls failed (default: [`AgentOptions::max_tool_retries`]) |
 /// | `timeout` | `"500ms"`, `"30s"`, `"5m"`, `"1h"` | [`ToolMetadata::timeout`] (default: the registry's) |
 /// | `lenient` | bare, or `= true`/`= false` | [`ToolMetadata::lenient_arguments`]: `"30"` read as `30`, a stringified object as the object, … (`false` keeps the tool strict in a lenient registry) |
 ///

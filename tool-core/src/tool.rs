@@ -397,8 +397,9 @@ pub struct ToolMetadata {
     /// [`ApprovalPolicy`](crate::agent::ApprovalPolicy)).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub needs_approval: bool,
-    /// How many consecutive invalid-argument or retry-requested failures of this tool an agent
-    /// lets the model make in one turn before it ends the turn (`None`: the agent's
+    /// In how many steps in a row of one turn an agent lets a call of this tool fail with
+    /// invalid arguments or ask for a retry before it ends the turn, a step counting once
+    /// however many of its calls failed (`None`: the agent's
     /// [`max_tool_retries`](crate::AgentOptions::max_tool_retries)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<u32>,
@@ -526,8 +527,8 @@ impl ToolMetadata {
         self
     }
 
-    /// Sets how many consecutive failed attempts (invalid arguments or a requested retry) the
-    /// model gets in one turn for this tool.
+    /// Sets in how many steps in a row of one turn a call of this tool may fail (invalid
+    /// arguments or a requested retry).
     #[must_use]
     pub fn max_retries(mut self, retries: u32) -> Self {
         self.max_retries = Some(retries);

@@ -45,6 +45,22 @@ use crate::{message::ToolCall, tool::JsonObject, tool::ToolMetadata};
 ///     });
 /// # let _ = policy;
 /// ```
+///
+/// # What a decision rests on
+///
+/// The arguments the tool will get: the policy's predicate, the [`ApprovalRequest`] and the
+/// tool see one object, read leniently first when the tool is lenient (`"force": "true"` sent
+/// for a boolean is `true` to all three). A call whose arguments are not a JSON
+/// object needs no approval: it never runs, it only gets an invalid-arguments error.
+///
+/// One call, one decision: calls of one step that share an id (a model may repeat `call_1`)
+/// get ids of their own when the step is read, before anything is decided. The first keeps its
+/// id, a later one gets the id with `_2` appended (`_3`, ..., the first one free), and that id
+/// is the call's everywhere after: in the events, the [`ApprovalRequest`], the conversation and
+/// the requests sent back to the provider, which so pair each result with its call (the
+/// suffix keeps to the characters every provider accepts in an id). Gemini gets back the ids it
+/// gave, kept beside the call. Two decisions for one call are refused
+/// ([`AgentError::InvalidDecisions`](crate::AgentError::InvalidDecisions)).
 #[derive(Clone, Default)]
 pub struct ApprovalPolicy {
     destructive: bool,
@@ -66,8 +82,11 @@ impl ApprovalPolicy {
         self
     }
 
-    /// Also every call for which `predicate` returns `true`, given the call and its parsed
-    /// arguments (`None` when they are not a JSON object).
+    /// Also every call for which `predicate` returns `true`, given the call and the arguments
+    /// its tool will get: parsed, and read leniently when the tool is lenient (a `"true"` the
+    /// model sent for a boolean is `true` here, as it is for the tool). The agent asks only
+    /// about arguments that are a JSON object (the others never reach a tool), so it never
+    /// passes `None`.
     #[must_use]
     pub fn when(
         mut self,
@@ -120,9 +139,12 @@ pub fn resolved_path(path: &str) -> Option<PathBuf> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ApprovalRequest {
-    /// The call, as the model made it.
+    /// The call, as the model made it, with an id no other call of its step has (see
+    /// [`ApprovalPolicy`]).
     pub call: ToolCall,
-    /// Its arguments parsed, or `None` when they are not a JSON object.
+    /// The arguments the tool gets if the call is approved: parsed, and read leniently when the
+    /// tool is lenient. `None` only for a call saved by an earlier version whose arguments are
+    /// not a JSON object (it gets an error, whatever the decision).
     pub arguments: Option<JsonObject>,
 }
 

@@ -37,6 +37,7 @@
 mod approval;
 mod events;
 mod run;
+mod step;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -114,9 +115,12 @@ pub struct AgentOptions {
     /// The application's dependencies, handed to every tool call in its
     /// [`CallContext`](crate::CallContext) (never in any schema).
     pub deps: Deps,
-    /// How many consecutive invalid-argument or retry-requested failures of one tool the model
-    /// may make in a turn before the turn ends with [`AgentError::ToolRetriesExhausted`]
-    /// (default 2; a tool's [`max_retries`](crate::ToolMetadata::max_retries) overrides it).
+    /// In how many steps in a row of a turn the model may call one tool with invalid arguments
+    /// or have it ask for a retry before the turn ends with
+    /// [`AgentError::ToolRetriesExhausted`] (default 2; a tool's
+    /// [`max_retries`](crate::ToolMetadata::max_retries) overrides it). A step counts once
+    /// however many of its calls failed: the model sees the errors only after the step, so it
+    /// always gets at least one step to correct them.
     pub max_tool_retries: u32,
     /// Whether and which tool the model must call (default [`ToolChoice::Auto`]). A forced
     /// choice (`Required`, `Tool`) applies to the first step of each turn only, so the model
@@ -366,15 +370,15 @@ pub enum AgentError {
     /// A saved session could not be loaded.
     #[error(transparent)]
     Load(#[from] LoadContextError),
-    /// A tool failed with invalid arguments or asked for a retry more times in a row than its
+    /// A tool failed with invalid arguments or asked for a retry in more steps in a row than its
     /// budget allows. The conversation is kept, every call answered.
     #[error(
-        "the model called `{tool}` with a failing request {failures} times in a row; last error: {last_error}"
+        "the model called `{tool}` with a failing request in {failures} steps in a row; last error: {last_error}"
     )]
     ToolRetriesExhausted {
         /// The tool.
         tool: String,
-        /// The consecutive failures.
+        /// The steps in a row in which a call of the tool failed.
         failures: u32,
         /// The last result the model got.
         last_error: String,
@@ -675,18 +679,22 @@ impl Agent {
         self.stream_turn(input, TurnOptions::default())
     }
 
-    /// The calls that wait for the application's approval, in call order (empty when none do).
-    /// They survive [`save_context`](Self::save_context) and
-    /// [`load_context`](Self::load_context).
+    /// The calls that wait for the application's approval, in call order (empty when none do),
+    /// each with the arguments its tool will get. They survive
+    /// [`save_context`](Self::save_context) and [`load_context`](Self::load_context).
     pub fn pending_approvals(&self) -> Vec<ApprovalRequest> {
+        let snapshot = self.inner.snapshot();
         self.inner
             .context
             .pending_calls()
             .into_iter()
             .filter(|pending| pending.needs_approval)
-            .map(|pending| ApprovalRequest {
-                arguments: crate::execute::parse_arguments(&pending.call.arguments).ok(),
-                call: pending.call,
+            .map(|pending| {
+                let prepared = step::Prepared::new(&snapshot, pending.call);
+                ApprovalRequest {
+                    arguments: prepared.arguments.ok(),
+                    call: prepared.call,
+                }
             })
             .collect()
     }

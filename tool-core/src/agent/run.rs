@@ -12,6 +12,7 @@ use tracing::Instrument as _;
 use super::{
     AgentError, AgentEvent, AgentResponse, Shared, ToolResultKind, TurnOptions,
     approval::{ApprovalDecision, ApprovalRequest, denied_result},
+    step::{Prepared, StepFailures, UniqueIds},
 };
 use crate::{
     call::{CallContext, Deps},
@@ -20,8 +21,7 @@ use crate::{
     message::{FinishReason, Message, ToolCall, Usage},
     model::{ChatRequest, ModelEvent, ProviderError, RequestTools, ToolChoice},
     registry::RegistrySnapshot,
-    schema::{Coercion, FormatOptions},
-    tool::JsonObject,
+    schema::FormatOptions,
 };
 
 /// What a streamed turn sends to its stream.
@@ -69,7 +69,8 @@ struct Turn<'a> {
     number: u64,
     deps: Deps,
     cancellation: CancellationToken,
-    /// Consecutive invalid-argument or retry-requested failures per tool.
+    /// Per tool, the steps in a row in which a call failed with invalid arguments or asked for
+    /// a retry, and the last such error.
     failures: HashMap<String, (u32, String)>,
     tool_calls: usize,
     retried_calls: usize,
@@ -245,34 +246,29 @@ pub(super) async fn turn(
             tracing::warn!(steps = step, "the turn reached the step limit");
             return Err(AgentError::MaxSteps { steps: step });
         }
-        let parsed: Vec<Option<JsonObject>> = calls
+        let prepared: Vec<Prepared> = calls
             .iter()
-            .map(|call| parse_arguments(&call.arguments).ok())
+            .map(|call| Prepared::new(&snapshot, call.clone()))
             .collect();
-        let needs_approval: Vec<bool> = calls
+        let needs_approval: Vec<bool> = prepared
             .iter()
-            .zip(&parsed)
-            .map(|(call, arguments)| {
-                shared
-                    .approval
-                    .requires(call, arguments.as_ref(), snapshot.metadata(&call.name))
-            })
+            .map(|prepared| needs_approval(shared, &snapshot, prepared))
             .collect();
         // Every call's "finished" event reaches the consumer before any call runs.
         flush(events).await;
         if needs_approval.iter().any(|needs| *needs) {
             let mut requests = Vec::new();
             let mut ready = Vec::new();
-            for ((call, arguments), needs) in calls.iter().zip(parsed).zip(&needs_approval) {
+            for (prepared, needs) in prepared.into_iter().zip(&needs_approval) {
                 if *needs {
                     let request = ApprovalRequest {
-                        call: call.clone(),
-                        arguments,
+                        arguments: prepared.arguments.ok(),
+                        call: prepared.call,
                     };
                     emit(events, AgentEvent::ApprovalRequested(request.clone()));
                     requests.push(request);
                 } else {
-                    ready.push(call.clone());
+                    ready.push(prepared);
                 }
             }
             let outcomes = turn.run_calls(&snapshot, &ready, step).await;
@@ -305,7 +301,7 @@ pub(super) async fn turn(
             );
             return Ok(response((turn.tool_calls, turn.retried_calls), requests));
         }
-        let outcomes = turn.run_calls(&snapshot, &calls, step).await;
+        let outcomes = turn.run_calls(&snapshot, &prepared, step).await;
         context.extend_messages(outcomes.into_iter().map(|(message, _)| message));
         step_finished(events, step, answer.finish_reason, calls.len());
         if let Err(error) = turn.check_retries() {
@@ -320,8 +316,20 @@ pub(super) async fn turn(
     })
 }
 
+/// Whether a call needs the application's approval, decided on the arguments its tool will get.
+/// Arguments that are not a JSON object need none: the call only gets an error.
+fn needs_approval(shared: &Shared, snapshot: &RegistrySnapshot, prepared: &Prepared) -> bool {
+    prepared.arguments.as_ref().is_ok_and(|arguments| {
+        shared.approval.requires(
+            &prepared.call,
+            Some(arguments),
+            snapshot.metadata(&prepared.call.name),
+        )
+    })
+}
+
 /// The decision for each call that waits for one, in the pending calls' order; an error when
-/// a decision names no waiting call or a waiting call has none.
+/// a decision names no waiting call, a call gets two, or a waiting call has none.
 fn match_decisions(
     pending: &[PendingCall],
     decisions: Vec<(String, ApprovalDecision)>,
@@ -344,6 +352,12 @@ fn match_decisions(
                     "no call `{id}` is waiting for approval; waiting: {}",
                     waiting.join(", ")
                 ),
+            });
+        }
+        if decided.contains_key(&id) {
+            // Two answers for one call: neither can be taken as the application's word.
+            return Err(AgentError::InvalidDecisions {
+                message: format!("more than one decision for {id}"),
             });
         }
         decided.insert(id, decision);
@@ -410,13 +424,15 @@ impl Turn<'_> {
         mut decided: HashMap<String, ApprovalDecision>,
         step: usize,
     ) -> Vec<Message> {
-        let approved: Vec<ToolCall> = pending
+        // The arguments are read as they were for the decision: from the call's text, by the
+        // same tool.
+        let approved: Vec<Prepared> = pending
             .iter()
             .filter(|call| {
                 call.needs_approval
                     && matches!(decided.get(&call.call.id), Some(ApprovalDecision::Approve))
             })
-            .map(|call| call.call.clone())
+            .map(|call| Prepared::new(snapshot, call.call.clone()))
             .collect();
         let mut ran: HashMap<String, Message> = self
             .run_calls(snapshot, &approved, step)
@@ -455,7 +471,7 @@ impl Turn<'_> {
     async fn run_calls(
         &mut self,
         snapshot: &RegistrySnapshot,
-        calls: &[ToolCall],
+        calls: &[Prepared],
         step: usize,
     ) -> Vec<(Message, ToolResultKind)> {
         let shared = self.shared;
@@ -464,11 +480,12 @@ impl Turn<'_> {
         } else {
             shared.tool_concurrency
         };
-        let is_sequential = |call: &ToolCall| {
+        let is_sequential = |prepared: &Prepared| {
             snapshot
-                .metadata(&call.name)
+                .metadata(&prepared.call.name)
                 .is_some_and(|metadata| metadata.sequential)
         };
+        let mut step_failures = StepFailures::default();
         let mut messages = Vec::with_capacity(calls.len());
         let mut start = 0;
         while start < calls.len() {
@@ -487,25 +504,26 @@ impl Turn<'_> {
             let mut next = 0;
             loop {
                 while pending.len() < limit && next < batch.len() {
-                    let call = &batch[next];
+                    let prepared = &batch[next];
                     pending.push_back(run_call(
                         snapshot,
-                        call,
-                        self.call_context(call, step),
+                        prepared,
+                        self.call_context(&prepared.call, step),
                         shared.tool_timeout,
                     ));
                     next += 1;
                 }
-                let Some((call, outcome, coercions)) = pending.next().await else {
+                let Some((prepared, outcome)) = pending.next().await else {
                     break;
                 };
-                if !coercions.is_empty() {
+                let call = &prepared.call;
+                if !prepared.coercions.is_empty() {
                     emit(
                         self.events,
                         AgentEvent::ArgumentsCoerced {
                             id: call.id.clone(),
                             name: call.name.clone(),
-                            coercions,
+                            coercions: prepared.coercions.clone(),
                         },
                     );
                 }
@@ -514,7 +532,9 @@ impl Turn<'_> {
                     Err((text, kind)) => (text, kind),
                 };
                 self.tool_calls += 1;
-                self.count(call, &content, kind);
+                if step_failures.record(call, &content, kind) {
+                    self.retried_calls += 1;
+                }
                 emit_result(self.events, call, &content, kind);
                 let message = if kind == ToolResultKind::Success {
                     Message::tool_result(&call.id, &call.name, content)
@@ -525,6 +545,7 @@ impl Turn<'_> {
             }
             start = end;
         }
+        self.count(step_failures);
         messages
     }
 
@@ -548,25 +569,22 @@ impl Turn<'_> {
         context
     }
 
-    /// Counts a call's outcome against its tool's retry budget.
-    fn count(&mut self, call: &ToolCall, content: &str, kind: ToolResultKind) {
-        if matches!(
-            kind,
-            ToolResultKind::InvalidArguments | ToolResultKind::RetryRequested
-        ) {
-            let entry = self
-                .failures
-                .entry(call.name.clone())
-                .or_insert((0, String::new()));
+    /// Counts a step against its tools' retry budgets: one failure for each tool that failed in
+    /// it, however many of its calls did (the model sees the errors only after the step, so the
+    /// next step is its first chance to correct them); a tool whose calls all succeeded starts
+    /// again from nothing.
+    fn count(&mut self, step: StepFailures) {
+        for (tool, last_error) in step.failed {
+            let entry = self.failures.entry(tool).or_insert((0, String::new()));
             entry.0 += 1;
-            content.clone_into(&mut entry.1);
-            self.retried_calls += 1;
-        } else if kind == ToolResultKind::Success {
-            self.failures.remove(&call.name);
+            entry.1 = last_error;
+        }
+        for tool in step.succeeded {
+            self.failures.remove(&tool);
         }
     }
 
-    /// Ends the turn when a tool failed more times in a row than its budget allows.
+    /// Ends the turn when a tool failed in more steps in a row than its budget allows.
     fn check_retries(&self) -> Result<(), AgentError> {
         for (tool, (failures, last_error)) in &self.failures {
             let budget = self
@@ -634,7 +652,8 @@ async fn model_call(
 ) -> Result<Answer, ProviderError> {
     let Some(sender) = events else {
         let response = shared.model.chat(request).await?;
-        let (content, tool_calls) = split(response.message);
+        let (content, mut tool_calls) = split(response.message);
+        UniqueIds::default().assign(&mut tool_calls);
         return Ok(Answer {
             content,
             tool_calls,
@@ -649,18 +668,22 @@ async fn model_call(
     // How far a stream that ends without `Done` got, for its error.
     let mut received: u64 = 0;
     let mut open_calls: Vec<(usize, String)> = Vec::new();
+    // The calls of the answer with ids of their own, the same in every event of a call.
+    let mut ids = UniqueIds::default();
     while let Some(event) = stream.next().await {
         received += 1;
         match event? {
             ModelEvent::TextDelta(text) => emit(events, AgentEvent::TextDelta(text)),
-            ModelEvent::ToolCallStarted(start) => {
+            ModelEvent::ToolCallStarted(mut start) => {
+                start.id = ids.id(start.index, &start.id);
                 open_calls.push((start.index, start.name.clone()));
                 emit(events, AgentEvent::ToolCallStarted(start));
             }
             ModelEvent::ToolCallDelta { index, arguments } => {
                 emit(events, AgentEvent::ToolCallDelta { index, arguments });
             }
-            ModelEvent::ToolCallFinished { index, call } => {
+            ModelEvent::ToolCallFinished { index, mut call } => {
+                call.id = ids.id(index, &call.id);
                 open_calls.retain(|(open, _)| *open != index);
                 finished.push(call.id.clone());
                 emit(events, finished_event(call));
@@ -673,7 +696,8 @@ async fn model_call(
                 message,
                 finish_reason,
             } => {
-                let (content, tool_calls) = split(message);
+                let (content, mut tool_calls) = split(message);
+                ids.assign(&mut tool_calls);
                 for call in &tool_calls {
                     if !finished.contains(&call.id) {
                         emit(events, finished_event(call.clone()));
@@ -718,16 +742,12 @@ fn split(message: Message) -> (String, Vec<ToolCall>) {
 /// what kind of failure it was.
 async fn run_call<'c>(
     snapshot: &RegistrySnapshot,
-    call: &'c ToolCall,
+    prepared: &'c Prepared,
     context: CallContext,
     tool_timeout: Option<Duration>,
-) -> (
-    &'c ToolCall,
-    Result<String, (String, ToolResultKind)>,
-    Vec<Coercion>,
-) {
+) -> (&'c Prepared, Result<String, (String, ToolResultKind)>) {
+    let call = &prepared.call;
     let span = tracing::info_span!("tool.call", tool = %call.name, id = %call.id);
-    let mut coercions = Vec::new();
     let outcome = async {
         if snapshot.metadata(&call.name).is_none() {
             let available = snapshot.enabled_names();
@@ -751,19 +771,18 @@ async fn run_call<'c>(
                 ToolResultKind::Error,
             ));
         }
+        let arguments = prepared.arguments.as_ref().map_err(|message| {
+            let error = ExecuteError::InvalidArguments {
+                name: call.name.clone(),
+                message: message.clone(),
+            };
+            (error.to_model_string(), ToolResultKind::InvalidArguments)
+        })?;
         let result = if snapshot.is_lenient(&call.name) {
-            let mut args = parse_arguments(&call.arguments).map_err(|message| {
-                let error = ExecuteError::InvalidArguments {
-                    name: call.name.clone(),
-                    message,
-                };
-                (error.to_model_string(), ToolResultKind::InvalidArguments)
-            })?;
-            // A lenient tool's drifted types, read here so the application sees them; the
-            // registry's own pass then finds nothing left to change.
-            coercions = snapshot.coerce_arguments(&call.name, &mut args);
+            // The arguments the approval decided on, drifted types already read as the schema
+            // says.
             snapshot
-                .try_execute_call(&call.name, args, context, tool_timeout)
+                .try_execute_call(&call.name, arguments.clone(), context, tool_timeout)
                 .await
         } else {
             // The text as the provider sent it: a typed tool reads it with no object between.
@@ -783,7 +802,7 @@ async fn run_call<'c>(
     }
     .instrument(span)
     .await;
-    (call, outcome, coercions)
+    (prepared, outcome)
 }
 
 fn with_available(error: &ExecuteError, available: &[&str]) -> String {
