@@ -3,7 +3,7 @@
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
-    for topic in ["attr", "signature", "types", "toolbox"] {
+    for topic in ["attr", "signature", "types", "toolbox", "usage"] {
         t.compile_fail(format!("{topic}/*.rs"));
     }
     t.pass("pass/*.rs");

@@ -485,6 +485,9 @@ pub trait ToolOutput {
     fn into_tool_text(self) -> Result<String, ToolError>;
 }
 
+// Not recommended, so an unsupported type is reported as not `ToolOutput`, with its note,
+// rather than as not `Serialize` with a list of the types that are.
+#[diagnostic::do_not_recommend]
 impl<T: Serialize> ToolOutput for T {
     fn into_tool_text(self) -> Result<String, ToolError> {
         // A value that serializes as a string is returned as that string (no quotes); the probe
@@ -650,12 +653,14 @@ impl serde::Serializer for StrProbe {
 /// The type of a `#[tool]`'s arguments must describe its schema; the bound sits on the user's
 /// tokens so the error underlines the type.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be the arguments of a `#[tool]`: it does not implement `JsonSchema`",
-    label = "the arguments type must implement `JsonSchema`",
+    message = "`{Self}` cannot be an argument of a `#[tool]`: it does not implement `JsonSchema`",
+    label = "the type of a tool's arguments must implement `JsonSchema`",
     note = "add `#[derive(schemars::JsonSchema)]` to the type"
 )]
 pub trait ArgsSchema: schemars::JsonSchema {}
 
+// Not recommended, as `ToolOutput`'s impl is.
+#[diagnostic::do_not_recommend]
 impl<T: schemars::JsonSchema> ArgsSchema for T {}
 
 /// The type of a `#[tool]`'s arguments must be deserializable from the model's JSON.
@@ -666,7 +671,42 @@ impl<T: schemars::JsonSchema> ArgsSchema for T {}
 )]
 pub trait ArgsDeserialize: DeserializeOwned {}
 
+// Not recommended, as `ToolOutput`'s impl is.
+#[diagnostic::do_not_recommend]
 impl<T: DeserializeOwned> ArgsDeserialize for T {}
+
+/// The schema of a plain parameter's type `T`, which is `T`'s own: the hidden arguments struct
+/// takes its fields' schemas from `Param<T>` (`#[schemars(with = ..)]`), so a type that is not
+/// `JsonSchema` is reported through [`ArgsSchema`], as an `#[args]` type is.
+pub struct Param<T: ?Sized>(core::marker::PhantomData<T>);
+
+impl<T: ArgsSchema + ?Sized> schemars::JsonSchema for Param<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+
+    fn _schemars_private_non_optional_json_schema(
+        generator: &mut schemars::SchemaGenerator,
+    ) -> schemars::Schema {
+        T::_schemars_private_non_optional_json_schema(generator)
+    }
+
+    fn _schemars_private_is_option() -> bool {
+        T::_schemars_private_is_option()
+    }
+}
 
 /// [`schema_for`] for the arguments type of a typed-struct `#[tool]`.
 pub fn args_schema<T: ArgsSchema>() -> Value {
@@ -709,6 +749,17 @@ impl<T: ?Sized> Assume<'_> for T {
     type This = T;
 }
 
+/// What the name of a tool type with a `#[context]` parameter means as a value: `#[tool]`
+/// defines a constant of this type under that name, so `registry.register(CountRows)` is
+/// reported as "`BuildWithNew<CountRows>` is not a tool", whose note leads to
+/// `CountRows::new(..)`, rather than rustc's suggestion of a struct literal.
+pub struct BuildWithNew<T>(core::marker::PhantomData<fn() -> T>);
+
+impl<T> BuildWithNew<T> {
+    /// The value.
+    pub const VALUE: Self = Self(core::marker::PhantomData);
+}
+
 /// Checks, at the user's context type, that a tool can pass it by value.
 pub fn context_clone<T: ContextClone>() {}
 
@@ -738,3 +789,27 @@ impl CallValue for crate::call::Deps {
         call.deps()
     }
 }
+
+/// The type of a tool's `#[context]` value, named outside the module that holds the tool type:
+/// `#[tool]` implements it for a marker of that module.
+pub trait Held {
+    /// The context's type.
+    type Value;
+}
+
+/// Whether the name `#[tool]` gives a tool type is free: `Self` is what the name means where
+/// the function is, `T` the generated type, which a type of the same name already in scope
+/// shadows.
+#[diagnostic::on_unimplemented(
+    message = "`#[tool]` cannot name its tool type `{Self}`: the name is taken",
+    label = "the tool type is named after this function",
+    note = "name the tool type with `#[tool(rename_struct = \"...\")]`, or rename the other \
+            `{Self}`"
+)]
+pub trait NameFree<T> {}
+
+#[diagnostic::do_not_recommend]
+impl<T> NameFree<T> for T {}
+
+/// Checks that the name of a tool type means that type where the function is.
+pub fn name_free<Named: NameFree<Generated>, Generated>() {}

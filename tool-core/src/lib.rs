@@ -267,6 +267,11 @@ pub use tool::{
 /// - **The generated type** has the function's visibility and docs; without a `#[context]` it
 ///   is a unit struct (`Clone`, `Copy`, `Debug`, `Default`). It names only `::tool_core` paths,
 ///   so a `struct Result;` in scope does not break it. The function itself is unchanged.
+///   The type is defined in a hidden module beside the function (`__tool_get_weather`) and
+///   brought in by a glob import, so compiler messages name it `__tool_get_weather::GetWeather`;
+///   a type of the same name already in scope is one error that asks for `rename_struct`, and
+///   one another glob import brings in (`use weather::*;` with a `weather::GetWeather`) is an
+///   "is ambiguous" error on the function's name.
 /// - **Name**: the function's name (without `r#`), or `name = "..."`; checked at compile time
 ///   against `^[a-zA-Z0-9_-]{1,64}$`.
 /// - **Description**: the doc comment, lines joined with newlines and trimmed;

@@ -50,7 +50,11 @@ pub type JsonObject = serde_json::Map<String, Value>;
 #[async_trait::async_trait]
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a tool",
-    note = "put `#[tool]` on an `async fn`, or implement `ExecutableTool` by hand"
+    note = "register the type `#[tool]` generates, not the function: `#[tool] async fn \
+            get_weather` generates `GetWeather`, built with `GetWeather::new(..)` when the \
+            function has a `#[context]` parameter",
+    note = "for a type of your own, put `#[tool]` on an `async fn` or implement \
+            `ExecutableTool` by hand"
 )]
 pub trait ExecutableTool: Send + Sync {
     /// The tool's unique name, as the model calls it. Equals `get_schema().function.name`.

@@ -2,7 +2,7 @@
 //! checks are spanned on the user's tokens so that errors underline them.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::{ImplItem, ItemImpl, spanned::Spanned};
 
 use crate::{
@@ -136,25 +136,30 @@ fn take_tool_methods(
     (methods, tool_path)
 }
 
+/// A free tool: the function, and its tool type, defined in a module of its own and brought in
+/// by a glob import. A type of the same name already in scope shadows the import instead of
+/// clashing with it, so `name_free` can report the clash once, naming `rename_struct`.
 fn free_tool(tool: &Tool<'_>) -> TokenStream {
     let item = tool.func.to_item();
     let vis = &tool.func.vis;
+    let inner_vis = one_level_in(vis);
     let ident = &tool.type_ident;
     let docs = tool.func.doc_attrs();
     let fn_ident = &tool.func.sig.ident;
-    let (definition, constructor) = match &tool.context {
+    let module = format_ident!("__tool_{}", valid::unraw(fn_ident));
+    let (definition, outside) = match &tool.context {
         None => (
             quote! {
                 #[derive(Clone, Copy, Debug, Default)]
-                #vis struct #ident;
+                #inner_vis struct #ident;
             },
             TokenStream::new(),
         ),
         Some(context) => {
             let held = context.held;
             let doc = format!(
-                "The `{}` tool, holding the value passed to the function's `#[context]` \
-                 parameter on every call.",
+                "Builds the `{}` tool, holding `context`, the value passed to the function's \
+                 `#[context]` parameter on every call: `registry.register({ident}::new(..))`.",
                 tool.name
             );
             let check = quote_spanned! {valid::span_of(held)=>
@@ -165,14 +170,26 @@ fn free_tool(tool: &Tool<'_>) -> TokenStream {
                     const _: fn() = ::tool_core::__private::context_clone::<#held>;
                 }
             });
+            // The field's type is named outside the module, through `Held`: the module cannot
+            // name the types of a function body the tool may be defined in. The constant is the
+            // type's name as a value, so that `register(CountRows)` says "is not a tool" and
+            // leads to `new`, rather than to a struct literal.
             (
                 quote! {
-                    #vis struct #ident {
-                        context: #held,
+                    #inner_vis struct #ident {
+                        pub(super) context: <__Held as ::tool_core::__private::Held>::Value,
                     }
+                    pub(super) struct __Held;
+                    #[doc(hidden)]
+                    #[allow(non_upper_case_globals)]
+                    #inner_vis const #ident: ::tool_core::__private::BuildWithNew<#ident> =
+                        ::tool_core::__private::BuildWithNew::VALUE;
                 },
                 quote! {
-                    impl #ident {
+                    impl ::tool_core::__private::Held for #module::__Held {
+                        type Value = #held;
+                    }
+                    impl #module::#ident {
                         #[doc = #doc]
                         #vis fn new(context: #held) -> Self {
                             Self { context }
@@ -184,17 +201,46 @@ fn free_tool(tool: &Tool<'_>) -> TokenStream {
             )
         }
     };
-    let body = tool_impl(tool, &quote!(#ident), &quote!(#fn_ident), "");
+    let name_check = quote_spanned! {ident.span()=>
+        const _: fn() = ::tool_core::__private::name_free::<#ident, #module::#ident>;
+    };
+    let body = tool_impl(tool, &quote!(#module::#ident), &quote!(#fn_ident), "");
     quote! {
         #item
 
-        #(#docs)*
-        #definition
-        #constructor
+        mod #module {
+            #(#docs)*
+            #definition
+        }
+        #[allow(unused_imports)]
+        #vis use #module::*;
+        #name_check
+        #outside
 
         const _: () = {
             #body
         };
+    }
+}
+
+/// `vis` as written one module further in, so an item of the tool's module is visible as far
+/// as the function: `pub(super)` for a private function, `pub(in super::super)` for
+/// `pub(super)`.
+fn one_level_in(vis: &syn::Visibility) -> TokenStream {
+    let syn::Visibility::Restricted(restricted) = vis else {
+        return match vis {
+            syn::Visibility::Inherited => quote!(pub(super)),
+            _ => quote!(#vis),
+        };
+    };
+    let path = &restricted.path;
+    match path.segments.first() {
+        Some(first) if first.ident == "self" => {
+            let rest = path.segments.iter().skip(1);
+            quote!(pub(in super #(:: #rest)*))
+        }
+        Some(first) if first.ident == "super" => quote!(pub(in super::#path)),
+        _ => quote!(#vis),
     }
 }
 
@@ -301,7 +347,8 @@ fn tool_impl(
                 if let Some(field) = param.ident() {
                     let attrs = &param.field_attrs;
                     let ty = &param.ty;
-                    fields.push(quote!(#(#attrs)* #field: #ty));
+                    let with = param_schema_with(ty, attrs);
+                    fields.push(quote!(#(#attrs)* #with #field: #ty));
                     bindings.push(quote!(#field: #binding));
                 }
                 call_args.push(quote!(#binding));
@@ -481,6 +528,38 @@ fn tool_impl(
             #execute
         }
     }
+}
+
+/// The `#[schemars(with = ..)]` that takes a plain parameter's schema from
+/// `__private::Param<T>`, so a type that is not `JsonSchema` gets the same error, on the same
+/// tokens, as an `#[args]` type. Not for the scalars, which always are, nor when the parameter
+/// names its own schema.
+fn param_schema_with(ty: &syn::Type, attrs: &[syn::Attribute]) -> Option<TokenStream> {
+    let own_schema = attrs.iter().any(|attr| {
+        attr.path().is_ident("schemars")
+            && attr.to_token_stream().into_iter().any(|token| {
+                fn has_with(token: proc_macro2::TokenTree) -> bool {
+                    match token {
+                        proc_macro2::TokenTree::Ident(ident) => {
+                            ident == "with" || ident == "schema_with"
+                        }
+                        proc_macro2::TokenTree::Group(group) => {
+                            group.stream().into_iter().any(has_with)
+                        }
+                        _ => false,
+                    }
+                }
+                has_with(token)
+            })
+    });
+    if own_schema || never_an_object(ty) {
+        return None;
+    }
+    let with = syn::LitStr::new(
+        &format!("::tool_core::__private::Param<{}>", ty.to_token_stream()),
+        valid::span_of(ty),
+    );
+    Some(quote!(#[schemars(with = #with)]))
 }
 
 /// Macros that expand to no await point of their own: an `.await` in their input is seen by

@@ -132,7 +132,7 @@ fn a_syntax_error_in_the_body_adds_no_error_and_keeps_the_tool() {
     .to_string();
     assert!(!output.contains("compile_error"), "{output}");
     assert!(
-        output.contains("impl :: tool_core :: ExecutableTool for Add"),
+        output.contains("impl :: tool_core :: ExecutableTool for __tool_add :: Add"),
         "{output}"
     );
     // The body is emitted as written, for rustc to report the error in it.
