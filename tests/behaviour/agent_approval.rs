@@ -13,7 +13,7 @@ use tool_core::{
 };
 
 use crate::{
-    agent_support::{Log, assert_every_call_answered, tool_results},
+    agent_support::{Log, assert_every_call_answered, tool_results, waiting},
     loopback::{Reply, Server, fast_retries},
     provider_wires,
 };
@@ -63,14 +63,11 @@ async fn a_predicate_decides_on_the_arguments_a_lenient_tool_will_get() {
     );
     agent.add_tool(Purge::new(log.clone())).unwrap();
 
-    let reply = agent.chat("purge the users").await.unwrap();
+    let pending = waiting(agent.chat("purge the users").await);
     assert!(log.entries().is_empty(), "ran unasked: {:?}", log.entries());
-    assert_eq!(reply.pending_approvals.len(), 1);
+    assert_eq!(pending.len(), 1);
     let expected = object(json!({"table": "users", "force": true}));
-    assert_eq!(
-        reply.pending_approvals[0].arguments.as_ref(),
-        Some(&expected)
-    );
+    assert_eq!(pending[0].arguments.as_ref(), Some(&expected));
     assert_eq!(
         agent.pending_approvals()[0].arguments.as_ref(),
         Some(&expected)
@@ -83,8 +80,8 @@ async fn a_predicate_decides_on_the_arguments_a_lenient_tool_will_get() {
     assert!(log.entries().is_empty());
 
     // Approved, the tool gets the object that was approved.
-    let reply = agent.chat("purge the logs").await.unwrap();
-    assert_eq!(reply.pending_approvals[0].call.id, "c2");
+    let pending = waiting(agent.chat("purge the logs").await);
+    assert_eq!(pending[0].call.id, "c2");
     let reply = agent
         .continue_with([("c2", ApprovalDecision::approve())])
         .await
@@ -151,15 +148,14 @@ async fn calls_that_share_an_id_get_ids_of_their_own_and_a_decision_each() {
         AgentOptions::new().approval(ApprovalPolicy::new().destructive_tools(true)),
         &model,
     );
-    let reply = agent.chat("write both").await.unwrap();
-    let ids: Vec<&str> = reply
-        .pending_approvals
+    let pending = waiting(agent.chat("write both").await);
+    let ids: Vec<&str> = pending
         .iter()
         .map(|request| request.call.id.as_str())
         .collect();
     assert_eq!(ids, ["call_1", "call_1_2"]);
     assert_eq!(
-        reply.pending_approvals[1].arguments.as_ref().unwrap()["path"],
+        pending[1].arguments.as_ref().unwrap()["path"],
         "approved.txt"
     );
 

@@ -236,3 +236,14 @@ pub(crate) fn assert_every_call_answered(messages: &[Message]) {
         }
     }
 }
+
+/// The calls a turn stopped for: `chat` and `continue_with` answer
+/// `AgentError::AwaitingApproval` while calls wait, never an `Ok`.
+pub(crate) fn waiting(
+    result: Result<tool_core::AgentResponse, tool_core::AgentError>,
+) -> Vec<tool_core::agent::ApprovalRequest> {
+    match result {
+        Err(tool_core::AgentError::AwaitingApproval { requests }) => requests,
+        other => panic!("expected calls waiting for approval, got {other:?}"),
+    }
+}

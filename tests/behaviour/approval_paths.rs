@@ -7,6 +7,8 @@ use tool_core::{
     model::{ScriptedModel, ScriptedResponse},
 };
 
+use crate::agent_support::waiting;
+
 #[test]
 fn resolved_paths_apply_dots_and_refuse_escapes() {
     let resolved = |path: &str| resolved_path(path).map(|path| path.display().to_string());
@@ -65,9 +67,8 @@ async fn the_documented_drafts_predicate_asks_for_a_path_that_climbs_out_of_draf
         model,
         AgentOptions::new().root_dir(dir.path()).approval(policy),
     );
-    let reply = agent.chat("read the drafts").await.unwrap();
-    let asked: Vec<&str> = reply
-        .pending_approvals
+    let pending = waiting(agent.chat("read the drafts").await);
+    let asked: Vec<&str> = pending
         .iter()
         .map(|request| &*request.call.arguments)
         .collect();

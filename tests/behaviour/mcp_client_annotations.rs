@@ -17,7 +17,7 @@ use tool_core::{
     model::{ScriptedModel, ScriptedResponse},
 };
 
-use crate::mcp_python::python;
+use crate::{agent_support::waiting, mcp_python::python};
 
 /// How long connecting to the server may take before the test fails.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -57,9 +57,8 @@ async fn asked(
             .root_dir(dir.path())
             .approval(ApprovalPolicy::new().destructive_tools(true)),
     );
-    let reply = agent.chat("clean up").await.unwrap();
-    let mut names: Vec<String> = reply
-        .pending_approvals
+    let pending = waiting(agent.chat("clean up").await);
+    let mut names: Vec<String> = pending
         .iter()
         .map(|request| request.call.name.clone())
         .collect();
