@@ -45,5 +45,6 @@ mod store_preferences;
 mod store_support;
 mod text_arguments;
 mod tool_choice;
+mod tool_choice_allowed;
 mod web_chat;
 mod web_chat_browser;

@@ -152,6 +152,16 @@ fn wire_tool_choice(choice: &ToolChoice) -> Option<Value> {
             "type": "function",
             "function": { "name": name },
         })),
+        ToolChoice::Allowed { tools, required } => Some(serde_json::json!({
+            "type": "allowed_tools",
+            "allowed_tools": {
+                "mode": if *required { "required" } else { "auto" },
+                "tools": tools
+                    .iter()
+                    .map(|name| serde_json::json!({ "type": "function", "function": { "name": name } }))
+                    .collect::<Vec<_>>(),
+            },
+        })),
     }
 }
 
