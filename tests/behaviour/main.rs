@@ -33,6 +33,7 @@ mod provider_gemini;
 mod provider_http;
 mod provider_ollama;
 mod provider_openai;
+mod provider_responses;
 mod provider_scenarios;
 mod provider_tool_errors;
 mod provider_usage;

@@ -47,6 +47,14 @@ async fn allowed_tools_are_sent_in_each_providers_form() {
                 "tools": [{ "type": "function", "function": { "name": "read_file" } }] } }),
         ),
         (
+            provider_wires::responses(),
+            "/tool_choice",
+            json!({ "type": "allowed_tools", "mode": "auto",
+                "tools": [{ "type": "function", "name": "read_file" }] }),
+            json!({ "type": "allowed_tools", "mode": "required",
+                "tools": [{ "type": "function", "name": "read_file" }] }),
+        ),
+        (
             provider_wires::gemini(),
             "/toolConfig/functionCallingConfig",
             json!({ "mode": "VALIDATED", "allowedFunctionNames": ["read_file"] }),

@@ -32,6 +32,8 @@ pub mod gemini;
 pub mod ollama;
 #[cfg(feature = "openai")]
 pub mod openai;
+#[cfg(feature = "openai")]
+pub mod responses;
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicClient, AnthropicConfig};
@@ -46,6 +48,8 @@ pub use message::{Message, ToolCall};
 pub use ollama::{OllamaClient, OllamaConfig};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiClient, OpenAiConfig};
+#[cfg(feature = "openai")]
+pub use responses::{ResponsesClient, ResponsesConfig};
 pub use scripted::{ScriptExhausted, ScriptedModel, ScriptedResponse};
 pub use shared::SharedStr;
 pub use test_model::{TestModel, generate_arguments, generate_value};

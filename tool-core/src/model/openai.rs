@@ -43,8 +43,8 @@ pub struct OpenAiConfig {
     pub include_usage: bool,
 }
 
-/// The variables [`OpenAiConfig::from_env`] reads.
-const ENV: EnvNames = EnvNames {
+/// The variables [`OpenAiConfig::from_env`] reads (and the Responses client's settings too).
+pub(crate) const ENV: EnvNames = EnvNames {
     api_key: &["OPENAI_API_KEY"],
     base_url: "OPENAI_BASE_URL",
     read_base_url: str::to_owned,
