@@ -14,6 +14,8 @@ mod builtin_tools;
 mod config_tools;
 mod examples_cli;
 mod lenient_arguments;
+mod llama_server;
+mod llama_server_support;
 mod logs;
 mod loopback;
 mod macro_narrowing;
