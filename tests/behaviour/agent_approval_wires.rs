@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// `get_weather`, which must be approved before it runs (it never does here).
-struct GuardedWeather;
+pub(crate) struct GuardedWeather;
 
 #[tool_core::async_trait]
 impl ExecutableTool for GuardedWeather {

@@ -18,6 +18,7 @@ use tool_core::{
 };
 
 use crate::{
+    agent_approval_wires::GuardedWeather,
     agent_support::{Echo, Fail, assert_every_call_answered},
     loopback::{Collected, Reply, Server, api_error, fast_retries, question_about, tools},
     provider_wires,
@@ -400,32 +401,6 @@ async fn saved_conversations_move_between_the_wires() {
         input.as_array().map(|items| &items[1..4]),
         Some(&reasoning_items()[..])
     );
-}
-
-/// `get_weather`, which must be approved before it runs (it never does here).
-struct GuardedWeather;
-
-#[tool_core::async_trait]
-impl ExecutableTool for GuardedWeather {
-    fn name(&self) -> &str {
-        "get_weather"
-    }
-
-    fn get_schema(&self) -> ChatTool {
-        ChatTool::new(
-            "get_weather",
-            "Current weather in a city.",
-            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        )
-    }
-
-    fn metadata(&self) -> ToolMetadata {
-        ToolMetadata::new().needs_approval(true)
-    }
-
-    async fn execute(&self, _args: JsonObject) -> Result<String, ToolError> {
-        panic!("a denied call must not run")
-    }
 }
 
 async fn turn_end(

@@ -96,10 +96,7 @@ impl ToolChoice {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        Self::Allowed {
-            tools: tools.into_iter().map(Into::into).collect(),
-            required: false,
-        }
+        Self::allowed_with(tools, false)
     }
 
     /// The model must call one of the tools named here; the other offered tools stay in the
@@ -109,9 +106,17 @@ impl ToolChoice {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
+        Self::allowed_with(tools, true)
+    }
+
+    fn allowed_with<I, S>(tools: I, required: bool) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
         Self::Allowed {
             tools: tools.into_iter().map(Into::into).collect(),
-            required: true,
+            required,
         }
     }
 

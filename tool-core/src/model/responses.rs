@@ -48,7 +48,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, value::RawValue};
 use serde_with::skip_serializing_none;
 
-use super::{RequestTools, ToolCall, wire::prelude::*};
+use super::{RequestTools, ToolCall, wire::decode::decode_whole, wire::prelude::*};
 use crate::schema::{FormatOptions, format_tool};
 
 const PROVIDER: Provider = Provider::OpenAi;
@@ -252,40 +252,14 @@ impl Wire for Responses {
     }
 
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
-        let body = std::str::from_utf8(body).map_err(|error| ProviderError::Protocol {
-            provider: PROVIDER,
-            message: format!("cannot read the response: {error}"),
-        })?;
-        let response: ResponseObject<'_> =
-            serde_json::from_str(body).map_err(|error| ProviderError::Protocol {
-                provider: PROVIDER,
-                message: format!("cannot read the response: {error}"),
-            })?;
-        let mut decoder = ResponsesDecoder {
-            response_id: response.id.as_deref().map(str::to_owned),
-            ..ResponsesDecoder::default()
+        let body = String::from_utf8_lossy(body);
+        // The whole response, read as the stream's last event, which carries it too.
+        let frame = Frame::Event {
+            name: String::from("message"),
+            data: format!(r#"{{"type":"response.completed","response":{body}}}"#),
+            unterminated: false,
         };
-        let mut events = Vec::new();
-        for item in response.output.as_deref().unwrap_or_default() {
-            decoder.whole_item(item, &mut events)?;
-        }
-        decoder.complete(&response, false, &mut events)?;
-        let mut usage = None;
-        for event in events {
-            match event {
-                ModelEvent::Usage(counts) => usage = Some(counts),
-                ModelEvent::Done {
-                    message,
-                    finish_reason,
-                } => {
-                    let mut answer = ChatResponse::new(message, finish_reason);
-                    answer.usage = usage;
-                    return Ok(answer);
-                }
-                _ => {}
-            }
-        }
-        Err(truncated(PROVIDER))
+        decode_whole(ResponsesDecoder::default(), frame, PROVIDER)
     }
 }
 
@@ -877,6 +851,10 @@ impl ResponsesDecoder {
                     Some(response) => parse(response, "a response")?,
                     None => ResponseObject::default(),
                 };
+                if let Some(id) = response.id.as_deref().filter(|id| !id.is_empty()) {
+                    self.response_id.get_or_insert_with(|| id.to_owned());
+                }
+                // A server that sent no item events (or a whole, non-streamed response).
                 if self.items.is_empty() {
                     for item in response.output.as_deref().unwrap_or_default() {
                         self.whole_item(item, out)?;
