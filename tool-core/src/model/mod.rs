@@ -56,8 +56,8 @@ pub use test_model::{TestModel, generate_arguments, generate_value};
 #[cfg(feature = "http")]
 pub use wire::http::HttpOptions;
 
-/// A client for a language model: OpenAI-compatible, Ollama, Gemini, Anthropic, or the offline
-/// test and scripted models.
+/// A client for a language model: OpenAI-compatible Chat Completions, OpenAI Responses,
+/// Ollama, Gemini, Anthropic, or the offline test and scripted models.
 ///
 /// (The [`Provider`] enum names a wire *format*; a `ChatModel` is a client that speaks one.)
 #[async_trait::async_trait]

@@ -37,6 +37,10 @@
 //! (llama.cpp). The whole text or arguments that `.done` events and `response.completed`
 //! repeat are only read when no deltas came before them, so a long call is decoded once.
 //!
+//! **Format.** The client's [`provider`](super::ChatModel::provider) is [`Provider::OpenAi`]:
+//! its tools are OpenAI's function definitions under the same schema rules, only laid out
+//! flat, and its errors name `openai`.
+//!
 //! **Stored responses.** With [`ResponsesConfig::store`], responses are kept by OpenAI, and a
 //! request that continues from an answer with tool calls sends `previous_response_id` and only
 //! the messages after that answer.
