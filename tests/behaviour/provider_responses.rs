@@ -281,6 +281,31 @@ async fn events_without_an_output_index_are_matched_by_item_id() {
     assert_eq!((usage.input_tokens, usage.output_tokens), (312, 21));
 }
 
+/// A server that names neither the output index nor the item in its deltas: each delta
+/// belongs to the last item of its kind.
+#[tokio::test]
+async fn deltas_naming_no_item_belong_to_the_last_one() {
+    let event = |data: Value| format!("data: {data}\n\n");
+    let call = json!({ "type": "function_call", "id": "fc_1", "call_id": "call_1",
+                       "name": "get_weather", "arguments": "" });
+    let mut body = event(json!({ "type": "response.output_item.added", "item": call }));
+    for delta in [r#"{"city""#, r#":"Paris"}"#] {
+        body += &event(json!({ "type": "response.function_call_arguments.delta", "delta": delta }));
+    }
+    body += &event(json!({ "type": "response.output_item.done", "item": call }));
+    body += &event(json!({ "type": "response.completed", "response": { "status": "completed" } }));
+    let server = Server::start(vec![Reply::sse_owned(body)]).await;
+    let model = client(&server, "gpt-4o-mini", ResponsesConfig::default());
+    let out = streamed(
+        &model,
+        ChatRequest::new(question_about("Paris")).tools(tools()),
+    )
+    .await;
+    let calls = out.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].arguments, r#"{"city":"Paris"}"#);
+}
+
 /// An `error` event whose error is nested, and a whole response that failed, are the
 /// provider's error with its code and message.
 #[tokio::test]

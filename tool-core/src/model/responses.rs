@@ -691,13 +691,17 @@ pub(crate) struct ResponsesDecoder {
 }
 
 impl ResponsesDecoder {
-    /// The item an event belongs to: by `output_index`, by `item_id`, or a new one of `kind`
-    /// for an event whose item was never announced.
+    /// The item an event belongs to: by `output_index`, by `item_id`, the last item of `kind`
+    /// for an event that names neither, or a new one of `kind` for an event whose item was
+    /// never announced.
     fn item(&mut self, index: Option<u64>, id: Option<&str>, kind: Kind) -> usize {
-        let known = index
-            .and_then(|index| self.by_index.get(&index))
-            .or_else(|| id.and_then(|id| self.by_id.get(id)))
-            .copied();
+        let known = match (index, id) {
+            (None, None) => self.items.iter().rposition(|item| item.kind == kind),
+            _ => index
+                .and_then(|index| self.by_index.get(&index))
+                .or_else(|| id.and_then(|id| self.by_id.get(id)))
+                .copied(),
+        };
         known.unwrap_or_else(|| self.add_item(index, id, kind))
     }
 
