@@ -9,7 +9,7 @@ use std::sync::Arc;
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tool_core::{
-    Agent, AgentEvent, AgentOptions, ChatTool, ExecutableTool, JsonObject, ToolError, ToolMetadata,
+    Agent, AgentEvent, AgentOptions, ChatTool,
     agent::ApprovalDecision,
     model::{
         ChatModel, ChatRequest, FinishReason, Message, OpenAiClient, OpenAiConfig, RequestTools,
