@@ -45,7 +45,7 @@ impl ExecutableTool for GuardedWeather {
 }
 
 /// The reply a streamed turn ends with (the transcripts are streams).
-async fn done(
+pub(crate) async fn done(
     mut events: futures::stream::BoxStream<'static, Result<AgentEvent, tool_core::AgentError>>,
 ) -> tool_core::AgentResponse {
     while let Some(event) = events.next().await {

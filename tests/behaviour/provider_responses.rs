@@ -6,10 +6,9 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tool_core::{
-    Agent, AgentEvent, AgentOptions, ChatTool,
+    Agent, AgentOptions, ChatTool,
     agent::ApprovalDecision,
     model::{
         ChatModel, ChatRequest, FinishReason, Message, OpenAiClient, OpenAiConfig, RequestTools,
@@ -18,7 +17,7 @@ use tool_core::{
 };
 
 use crate::{
-    agent_approval_wires::GuardedWeather,
+    agent_approval_wires::{GuardedWeather, done},
     agent_support::{Echo, Fail, assert_every_call_answered},
     loopback::{Collected, Reply, Server, api_error, fast_retries, question_about, tools},
     provider_wires,
@@ -428,17 +427,6 @@ async fn saved_conversations_move_between_the_wires() {
     );
 }
 
-async fn turn_end(
-    mut events: futures::stream::BoxStream<'static, Result<AgentEvent, tool_core::AgentError>>,
-) -> tool_core::AgentResponse {
-    while let Some(event) = events.next().await {
-        if let AgentEvent::Done(reply) = event.unwrap() {
-            return reply;
-        }
-    }
-    panic!("the turn ended without Done")
-}
-
 fn agent(server: &Server, dir: &std::path::Path) -> Agent {
     let model: Arc<dyn ChatModel> =
         Arc::new(client(server, "gpt-4o-mini", ResponsesConfig::default()));
@@ -463,14 +451,13 @@ async fn a_denied_call_goes_back_as_its_output() {
     let agent = agent(&server, dir.path());
     agent.add_tool(GuardedWeather).unwrap();
 
-    let reply = turn_end(agent.stream_chat("What is the weather in Paris?")).await;
+    let reply = done(agent.stream_chat("What is the weather in Paris?")).await;
     assert_eq!(reply.pending_approvals.len(), 1);
     assert_eq!(server.requests().len(), 1, "the turn stopped");
     let id = reply.pending_approvals[0].call.id.clone();
-    let reply = turn_end(
-        agent.stream_continue_with([(id.clone(), ApprovalDecision::deny_because("not now"))]),
-    )
-    .await;
+    let reply =
+        done(agent.stream_continue_with([(id.clone(), ApprovalDecision::deny_because("not now"))]))
+            .await;
     assert_eq!(reply.text, "It is 18°C in Paris.");
     assert_every_call_answered(&agent.messages());
     let input = server.requests()[1].json()["input"].clone();
@@ -521,7 +508,7 @@ async fn bad_arguments_and_tool_errors_go_back_as_outputs() {
     let agent = agent(&server, dir.path());
     agent.add_tool(Echo).unwrap();
     agent.add_tool(Fail).unwrap();
-    let reply = turn_end(agent.stream_chat("go")).await;
+    let reply = done(agent.stream_chat("go")).await;
     assert_eq!(reply.text, "It is 18°C in Paris.");
 
     let input = server.requests()[1].json()["input"].clone();
