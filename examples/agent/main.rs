@@ -214,8 +214,10 @@ async fn main() -> ExitCode {
         // The test model calls `read_file` and `write_file` on the same path; one at a time
         // keeps its output the same from run to run.
         .sequential_tools(offline)
-        // Writing a file is asked about first (unless --yes).
-        .approval(ApprovalPolicy::new().when(|call, _| call.name == "write_file"));
+        // A tool that changes things (`write_file`, a configured alias of it, an MCP tool that
+        // says it is destructive) is asked about first, unless --yes: approval follows what a
+        // tool does, not its name.
+        .approval(ApprovalPolicy::new().destructive_tools(true));
     let agent = Agent::with_model(model, options);
 
     let mut answers = if args.yes {

@@ -14,7 +14,9 @@
 //! with `structuredContent`.
 //!
 //! In HTTP mode the first line on stdout is `listening on <url>`. Logs go to stderr (stdout
-//! carries the protocol in stdio mode); set `RUST_LOG` for more.
+//! carries the protocol in stdio mode); set `RUST_LOG` for more. With `MCP_SERVER_TOKEN` set,
+//! HTTP clients must send `Authorization: Bearer <that token>` (an environment variable rather
+//! than a flag, so the token does not show in the process list).
 
 use std::{
     path::PathBuf,
@@ -54,6 +56,10 @@ async fn main() -> ExitCode {
         .title("tool-core example tools")
         .instructions("Arithmetic, the clock, and files in the server's working folder.")
         .stateless(arguments.stateless);
+    let options = match std::env::var(TOKEN_VARIABLE) {
+        Ok(token) if !token.is_empty() => options.bearer_token(token),
+        _ => options,
+    };
     let server = McpServer::with_options(registry, options);
 
     let outcome = match arguments.http {
@@ -75,19 +81,25 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The environment variable holding the bearer token HTTP clients must send.
+const TOKEN_VARIABLE: &str = "MCP_SERVER_TOKEN";
+
 /// Serves the built-in tools (read_file, write_file, save_session_context) plus add, divide
 /// and now to any MCP client, over stdio (the default) or streamable HTTP.
 #[derive(Debug, clap::Parser)]
 #[command(
     name = "mcp_server",
     version,
-    after_help = "Environment:\n  RUST_LOG  log filter (default: warn,rmcp::service=error)"
+    after_help = "Environment:\n  \
+        RUST_LOG          log filter (default: warn,rmcp::service=error)\n  \
+        MCP_SERVER_TOKEN  with --http: the bearer token clients must send (default: none)"
 )]
 struct Arguments {
     /// Serve streamable HTTP at ADDR (at /mcp) instead of stdio.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8080")]
     http: Option<String>,
-    /// The folder read_file and write_file work in [default: the current folder].
+    /// The folder read_file and write_file work in [default: an empty scratch folder, removed on
+    /// exit].
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Serve HTTP without sessions, so several processes can answer behind a load balancer.

@@ -1,14 +1,21 @@
 //! Users and their chats, and how they are kept under the data folder.
 //!
 //! ```text
+//! DATA/cookie.key                      the key that signs user cookies (see `identity`)
 //! DATA/preferences.db                  every user's tool switches (SQLite, by default; or the
 //!                                      database `--store` names, or with `--store files`
 //!                                      DATA/users/USER/preferences.json per user)
+//! DATA/users/USER/                     one user; USER is a hash of their cookie's token
 //! DATA/users/USER/chats/CHAT.json      one chat: title, its own switches, its conversation
 //!                                      (tool calls waiting for approval included)
 //! DATA/users/USER/sessions/CHAT.json   where the chat's model saves it with `save_session_context`
-//! DATA/scratch/                        the only folder the file tools see
+//! DATA/users/USER/scratch/             the only folder this user's file tools see
 //! ```
+//!
+//! Every folder is `0700` and every file `0600` (see `storage`). Each user has a registry of
+//! their own, whose file tools (and the configured tools that run them) are confined to the
+//! user's scratch folder. The server keeps at most `--max-users` users and `--max-chats` chats
+//! a user.
 //!
 //! The rule for the switches: a new chat starts from the user's preferences; flipping a switch
 //! in a chat changes that chat at once and is saved as the user's preference, so the next new
@@ -24,9 +31,11 @@ use std::{
 use serde::{Deserialize, Serialize};
 use tool_core::{
     Agent, AgentOptions, ChatModel, ChatSession, FilePreferenceStore, PreferenceStore, ToolContext,
-    ToolContextOptions, ToolRegistry, agent::ApprovalPolicy, context::SavedConversation,
-    store::SqlStore,
+    ToolContextOptions, ToolRegistry, agent::ApprovalPolicy, config::ToolConfig,
+    context::SavedConversation, store::SqlStore,
 };
+
+use crate::{identity::Identity, storage, tools};
 
 /// The `format` field of a chat file.
 const CHAT_FILE_FORMAT: &str = "tool-core/web-chat";
@@ -36,16 +45,36 @@ pub(crate) const SYSTEM_PROMPT: &str = "You are a helpful assistant in a web cha
      and write files in a scratch folder, look up sample weather, roll dice, tell the time and \
      count words. Use a tool when it helps.";
 
-/// What every chat shares: the model, the registry and where things are kept.
+/// Something for `read_file` to find in a new user's scratch folder.
+const NOTES: &str = "Buy milk. Call Ada about the tool registry.\n";
+
+/// What every chat shares: the model, the tools' configuration and where things are kept.
 pub(crate) struct Shared {
     pub(crate) model: Arc<dyn ChatModel>,
-    pub(crate) registry: Arc<ToolRegistry>,
+    /// The tools of `--tools-config`, registered for each user.
+    pub(crate) config: Option<ToolConfig>,
     /// Whether the model is the offline test model.
     pub(crate) offline: bool,
     pub(crate) data: PathBuf,
-    pub(crate) scratch: PathBuf,
     /// Where users' tool switches are kept.
     pub(crate) preferences: Preferences,
+    /// Signs and checks the users' cookies.
+    pub(crate) identity: Identity,
+    pub(crate) limits: Limits,
+}
+
+/// How many users the server keeps, and chats each.
+pub(crate) struct Limits {
+    pub(crate) users: usize,
+    pub(crate) chats: usize,
+}
+
+/// Why a user or a chat was not made.
+pub(crate) enum Refusal {
+    /// A limit is reached; the message says which.
+    Limit(String),
+    /// The folders or the file could not be written.
+    Failed(String),
 }
 
 /// Where users' tool switches are kept: one database for all (each user a scope of its own),
@@ -73,14 +102,19 @@ pub(crate) struct Users {
     users: Mutex<HashMap<String, Arc<User>>>,
 }
 
-/// One user: their preference store and their chats, oldest first.
+/// One user: their tools, their preference store and their chats, oldest first.
 pub(crate) struct User {
     store: Arc<dyn PreferenceStore>,
+    /// The user's tools, the file tools confined to `scratch`.
+    registry: Arc<ToolRegistry>,
+    scratch: PathBuf,
     chats: Mutex<Vec<Arc<Chat>>>,
     dir: PathBuf,
+    // New chats are made one at a time, so two at once cannot pass the limit together.
+    creating: tokio::sync::Mutex<()>,
 }
 
-/// One chat: its own switches (a [`ChatSession`] over the shared registry) and its own
+/// One chat: its own switches (a [`ChatSession`] over the user's registry) and its own
 /// conversation (an [`Agent`] whose context nobody else shares).
 pub(crate) struct Chat {
     pub(crate) id: String,
@@ -90,8 +124,20 @@ pub(crate) struct Chat {
     pub(crate) session: ChatSession,
     pub(crate) agent: Agent,
     file: PathBuf,
+    /// How each tool call went, in the order the results came (see [`ResultKind`]).
+    kinds: Mutex<Vec<ResultKind>>,
     // Saves of one chat run one after another, so the file ends with the last state.
     saving: tokio::sync::Mutex<()>,
+}
+
+/// How a tool call went (`success`, `error`, `denied`, ...), which the saved conversation does
+/// not say: its tool messages only carry `is_error`, so a denied call would look like any
+/// failed one after a reload.
+#[derive(Clone, Serialize, Deserialize)]
+pub(crate) struct ResultKind {
+    /// The call's id.
+    pub(crate) id: String,
+    pub(crate) kind: String,
 }
 
 /// A chat as its file holds it.
@@ -107,6 +153,9 @@ struct ChatFile {
     toggles: HashMap<String, bool>,
     /// The conversation, in the format `save_session_context` writes.
     session: SavedConversation,
+    /// How each tool call went, in the order the results came; missing in older files.
+    #[serde(default)]
+    result_kinds: Vec<ResultKind>,
 }
 
 /// A chat as the sidebar lists it.
@@ -118,8 +167,9 @@ pub(crate) struct ChatSummary {
 }
 
 impl Users {
-    /// Loads every user and chat saved under the data folder; chats that cannot be read are
-    /// reported and left out. Returns the users and the number of chats restored.
+    /// Loads every user and chat saved under the data folder; chats that cannot be read, and
+    /// user folders that are not this server's, are reported and left out. Returns the users and
+    /// the number of chats restored.
     pub(crate) async fn restore(shared: Arc<Shared>) -> (Self, usize) {
         let users = Self {
             shared,
@@ -137,8 +187,17 @@ impl Users {
             if !is_id(&id) {
                 continue;
             }
-            let user = users.user(&id);
-            restored += user.restore_chats(&users.shared).await;
+            match User::open(&users.shared, &id) {
+                Ok(user) => {
+                    restored += user.restore_chats(&users.shared).await;
+                    users
+                        .users
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(id, Arc::new(user));
+                }
+                Err(error) => eprintln!("user {id} not restored: {error}"),
+            }
         }
         (users, restored)
     }
@@ -148,24 +207,59 @@ impl Users {
         &self.shared
     }
 
-    /// The user with this id, created when new.
-    pub(crate) fn user(&self, id: &str) -> Arc<User> {
+    /// The user with this id, if they have made anything yet.
+    pub(crate) fn find(&self, id: &str) -> Option<Arc<User>> {
+        let users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
+        users.get(id).cloned()
+    }
+
+    /// The user with this id, made (with their folders) when new, unless the server has as
+    /// many users as it allows.
+    pub(crate) fn find_or_create(&self, id: &str) -> Result<Arc<User>, Refusal> {
         let mut users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
-        users
-            .entry(id.to_owned())
-            .or_insert_with(|| {
-                let dir = self.shared.data.join("users").join(id);
-                Arc::new(User {
-                    store: self.shared.preferences.for_user(id, &dir),
-                    chats: Mutex::new(Vec::new()),
-                    dir,
-                })
-            })
-            .clone()
+        if let Some(user) = users.get(id) {
+            return Ok(user.clone());
+        }
+        if users.len() >= self.shared.limits.users {
+            return Err(Refusal::Limit(format!(
+                "this server has {} users, the most it allows (--max-users)",
+                users.len()
+            )));
+        }
+        let user = Arc::new(User::open(&self.shared, id).map_err(Refusal::Failed)?);
+        // Something for `read_file` to find; a failure only means there is nothing to read.
+        let _ = storage::create_private_file(&user.scratch.join("notes.txt"), NOTES.as_bytes());
+        users.insert(id.to_owned(), user.clone());
+        Ok(user)
     }
 }
 
 impl User {
+    /// The user with this id and their folders under the data folder, made private (and made,
+    /// when missing); their chats are not loaded yet.
+    fn open(shared: &Shared, id: &str) -> Result<Self, String> {
+        let dir = shared.data.join("users").join(id);
+        let scratch = dir.join("scratch");
+        for folder in [&dir, &dir.join("chats"), &dir.join("sessions"), &scratch] {
+            storage::private_folder(folder)
+                .map_err(|error| format!("cannot use {}: {error}", folder.display()))?;
+        }
+        // The configuration's bad entries were reported once, at startup; each user's registry
+        // skips them quietly.
+        let (registry, _, _) =
+            tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
+                tools::registry(&scratch, shared.config.as_ref())
+            });
+        Ok(Self {
+            store: shared.preferences.for_user(id, &dir),
+            registry: Arc::new(registry),
+            scratch,
+            chats: Mutex::new(Vec::new()),
+            dir,
+            creating: tokio::sync::Mutex::new(()),
+        })
+    }
+
     /// The user's chats, newest first.
     pub(crate) fn summaries(&self) -> Vec<ChatSummary> {
         let chats = self.chats.lock().unwrap_or_else(PoisonError::into_inner);
@@ -178,19 +272,31 @@ impl User {
         chats.iter().find(|chat| chat.id == id).cloned()
     }
 
-    /// A new chat whose switches start from the user's preferences. When they cannot be read
-    /// the chat starts from the tools' defaults, and the reason is returned beside it.
+    /// A new chat whose switches start from the user's preferences, unless the user has as
+    /// many chats as the server allows. When the preferences cannot be read the chat starts
+    /// from the tools' defaults, and the reason is returned beside it.
     pub(crate) async fn new_chat(
         &self,
         shared: &Shared,
-    ) -> Result<(Arc<Chat>, Option<String>), String> {
+    ) -> Result<(Arc<Chat>, Option<String>), Refusal> {
+        let _creating = self.creating.lock().await;
+        let count = self
+            .chats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        if count >= shared.limits.chats {
+            return Err(Refusal::Limit(format!(
+                "you have {count} chats, the most this server allows (--max-chats)"
+            )));
+        }
         let (session, warning) =
-            match ChatSession::open(shared.registry.clone(), self.store.clone()).await {
+            match ChatSession::open(self.registry.clone(), self.store.clone()).await {
                 Ok(session) => (session, None),
                 // A session can only carry a store that loaded, so this chat's switches are
                 // its own and are not saved as preferences; the page says so.
                 Err(error) => (
-                    ChatSession::new(shared.registry.clone()),
+                    ChatSession::new(self.registry.clone()),
                     Some(format!(
                         "your tool preferences could not be read ({error}); this chat starts \
                          from the defaults and its switches are not remembered for new chats"
@@ -207,13 +313,16 @@ impl User {
         };
         let chat = Arc::new(Chat::new(
             shared,
+            self,
             id.clone(),
             "New chat".to_owned(),
             created_at,
             session,
             self.dir.join("chats").join(format!("{id}.json")),
         ));
-        chat.save().await.map_err(|error| error.to_string())?;
+        chat.save()
+            .await
+            .map_err(|error| Refusal::Failed(format!("the chat could not be saved: {error}")))?;
         self.chats
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -254,12 +363,13 @@ impl User {
         }
         // The store stays attached so a switch flipped in a restored chat is still saved as the
         // user's preference; the chat's own switches replace what the store loaded.
-        let session = ChatSession::open(shared.registry.clone(), self.store.clone())
+        let session = ChatSession::open(self.registry.clone(), self.store.clone())
             .await
-            .unwrap_or_else(|_| ChatSession::new(shared.registry.clone()));
+            .unwrap_or_else(|_| ChatSession::new(self.registry.clone()));
         session.toggles().replace_all(file.toggles);
         let chat = Chat::new(
             shared,
+            self,
             file.id,
             file.title,
             file.created_at,
@@ -267,6 +377,7 @@ impl User {
             path.to_owned(),
         );
         chat.agent.context().replace(file.session.context);
+        *chat.kinds.lock().unwrap_or_else(PoisonError::into_inner) = file.result_kinds;
         Ok(chat)
     }
 }
@@ -274,29 +385,31 @@ impl User {
 impl Chat {
     fn new(
         shared: &Shared,
+        user: &User,
         id: String,
         title: String,
         created_at: u64,
         session: ChatSession,
         file: PathBuf,
     ) -> Self {
-        // Each chat's conversation lives in its own context; the file tools of the shared
-        // registry only take their root folder from theirs, and the shared
-        // `save_session_context` writes the conversation of the chat that calls it to that
-        // chat's own session file.
+        // Each chat's conversation lives in its own context, whose root folder is the user's
+        // scratch folder like the user's file tools; `save_session_context` writes the
+        // conversation of the chat that calls it to that chat's own session file.
         let context = ToolContext::with_options(
             ToolContextOptions::new()
                 .system_prompt(SYSTEM_PROMPT)
-                .root_dir(&shared.scratch)
+                .root_dir(&user.scratch)
                 .session_context_file_path(session_file(&file, &id)),
         );
         let options = AgentOptions::new()
             .context(context)
-            .registry(shared.registry.clone())
+            .registry(user.registry.clone())
             .toggles(session.toggles().clone())
-            // Writing a file changes the user's disk, so the user says yes first; tools whose
-            // metadata asks for approval (from `--tools-config`, say) wait too.
-            .approval(ApprovalPolicy::new().when(|call, _| call.name == "write_file"))
+            // A tool that changes or destroys something (`write_file`, and any tool whose hints
+            // say `destructive`, such as a configured alias of it) waits for the user's yes, as
+            // does any tool whose metadata asks for approval; what a tool does decides, not its
+            // name.
+            .approval(ApprovalPolicy::new().destructive_tools(true))
             // The test model calls `read_file` and `write_file` on the same path; one at a time
             // keeps what the page shows the same from run to run.
             .sequential_tools(shared.offline);
@@ -307,8 +420,28 @@ impl Chat {
             created_at,
             session,
             file,
+            kinds: Mutex::new(Vec::new()),
             saving: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Notes how the call `id` went, for the page to show after a reload.
+    pub(crate) fn record_kind(&self, id: &str, kind: &str) {
+        self.kinds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(ResultKind {
+                id: id.to_owned(),
+                kind: kind.to_owned(),
+            });
+    }
+
+    /// How each tool call went, in the order the results came.
+    pub(crate) fn kinds(&self) -> Vec<ResultKind> {
+        self.kinds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The chat as the sidebar lists it.
@@ -354,26 +487,25 @@ impl Chat {
             created_at: self.created_at,
             toggles: self.session.toggles().overrides(),
             session: SavedConversation::new("web chat", self.agent.conversation()),
+            result_kinds: self.kinds(),
         };
         let json = serde_json::to_vec_pretty(&file).map_err(std::io::Error::other)?;
-        write_file_atomically(&self.file, &json).await
+        storage::write_private_atomically(&self.file, &json).await
     }
 }
 
-/// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`, so a
-/// crash leaves either the old chat file or the new one, never half of one.
-async fn write_file_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use tokio::io::AsyncWriteExt as _;
-    if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent).await?;
+/// How the call `id` went, for a tool message that says `is_error`: the first of `kinds`
+/// recorded for that id, which is taken out, or, for a result saved before kinds were, what
+/// `is_error` says. Ids are unique within a turn but may come again in a later one (the test
+/// model numbers its calls afresh after a restart); an earlier turn's kinds are recorded
+/// before a later one's, so taking the first for messages read in order matches each to its
+/// own.
+pub(crate) fn kind_for(kinds: &mut Vec<ResultKind>, id: &str, is_error: bool) -> String {
+    match kinds.iter().position(|kind| kind.id == id) {
+        Some(at) => kinds.remove(at).kind,
+        None if is_error => "error".to_owned(),
+        None => "success".to_owned(),
     }
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp");
-    let mut file = tokio::fs::File::create(&temporary).await?;
-    file.write_all(bytes).await?;
-    file.sync_all().await?;
-    drop(file);
-    tokio::fs::rename(&temporary, path).await
 }
 
 /// Where the chat whose file is `chat_file` (`DATA/users/USER/chats/CHAT.json`) has its session
@@ -392,7 +524,8 @@ pub(crate) fn is_id(id: &str) -> bool {
     (8..=64).contains(&id.len()) && id.bytes().all(|byte| byte.is_ascii_alphanumeric())
 }
 
-/// A new random id of 32 hex digits.
+/// A new random id of 32 hex digits (a chat's; it is no secret, chats are found through their
+/// user).
 pub(crate) fn new_id() -> String {
     format!(
         "{:016x}{:016x}",

@@ -11,41 +11,51 @@
 //! it; with none it runs on the offline test model, which calls every tool the chat offers once
 //! and then reports the results, and the page says so.
 //!
-//! The tools: `read_file` and `write_file`, confined to `DATA/scratch`, the example's own
-//! `city_weather`, `roll_dice`, `current_time` and `word_count`, and any tools defined in
-//! `--tools-config FILE` (see `examples/tools.toml`), and the built-in `save_session_context`,
-//! which saves the conversation of the chat whose model calls it to that chat's own session file
-//! (`DATA/users/USER/sessions/CHAT.json`). Chats are also saved by the server after every turn.
+//! The tools: `read_file` and `write_file`, confined to the user's own scratch folder
+//! (`DATA/users/USER/scratch`), the example's own `city_weather`, `roll_dice`, `current_time`
+//! and `word_count`, and any tools defined in `--tools-config FILE` (see `examples/tools.toml`),
+//! and the built-in `save_session_context`, which saves the conversation of the chat whose model
+//! calls it to that chat's own session file (`DATA/users/USER/sessions/CHAT.json`). Chats are
+//! also saved by the server after every turn.
 //!
-//! `write_file`, and any tool whose metadata says it needs approval, waits for the user: the
-//! turn stops, the page shows the call with Approve and Deny buttons in its card, and the
-//! answer continues the turn. Calls waiting for approval are saved with the chat, so a reload or
-//! a restart shows the question again.
+//! A tool that changes or destroys something (`write_file`, and any tool whose hints say
+//! `destructive`, such as a configured alias of `write_file`), and any tool whose metadata says
+//! it needs approval, waits for the user: the turn stops, the page shows the call with Approve
+//! and Deny buttons in its card, and the answer continues the turn. Calls waiting for approval
+//! are saved with the chat, so a reload or a restart shows the question again.
 //!
 //! Everything is kept under `--data DIR` (by default `tool-core-web-chat` in the system's
-//! temporary directory): per user (a cookie) the tool preferences, and every chat with its own
-//! switches and conversation, so a reload or a restart of the server keeps them. A new chat
-//! starts from the user's preferences; a switch flipped in a chat applies to that chat at once
-//! and becomes the user's preference for new chats; other chats keep their own switches.
+//! temporary directory), private to the user running the server: per user (a signed cookie) the
+//! tool preferences, and every chat with its own switches and conversation, so a reload or a
+//! restart of the server keeps them. A new chat starts from the user's preferences; a switch
+//! flipped in a chat applies to that chat at once and becomes the user's preference for new
+//! chats; other chats keep their own switches. `--help` says what the server lets in.
 
+mod access;
 mod chats;
+mod identity;
 mod server;
+mod storage;
 mod tools;
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc};
 
 use tool_core::{
-    HandlerTable, ToolContext, ToolContextOptions, ToolRegistry,
-    builtin::{ReadFile, SaveSessionContext, WriteFile},
-    config,
+    config::ToolConfig,
+    http_server::ServerLimits,
     model::{ChatModel, TestModel},
     store::SqlStore,
 };
 
-use crate::chats::{Preferences, Shared, Users};
+use crate::{
+    access::AllowedHosts,
+    chats::{Limits, Preferences, Shared, Users},
+    identity::Identity,
+    storage::FolderError,
+};
 
-/// Environment variables, shown under `--help`.
-const ENVIRONMENT: &str = "\
+/// Environment variables and the security defaults, shown under `--help`.
+const AFTER_HELP: &str = "\
 Environment:
   OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL      OpenAI (Responses API), or an
                                                      OpenAI-compatible server (Chat Completions)
@@ -55,18 +65,48 @@ Environment:
   TOOL_CORE_PROVIDER   openai, anthropic, gemini or ollama, when several are configured
   TOOL_CORE_OPENAI_API responses or chat-completions, to choose the OpenAI API
   RUST_LOG             log filter (default: warn)
-With no provider configured, the offline test model answers.";
+With no provider configured, the offline test model answers.
+
+Security:
+  There is no authentication: whoever can send the server requests can chat, run turns on the
+  configured provider's key, and use the file tools (in a scratch folder of their own). So by
+  default it listens on 127.0.0.1 only, and:
+  - answers only requests whose Host is localhost, 127.0.0.1, [::1], the --addr address or a
+    name given with --allow-host, so a web page that rebinds its own name to 127.0.0.1 (DNS
+    rebinding) is refused;
+  - takes a change (any method but GET, HEAD, OPTIONS) only when its Origin is the page's own,
+    or when there is none (curl, scripts), so other sites cannot post to it;
+  - tells users apart by a cookie it signs (made-up cookies are not taken), and keeps at most
+    --max-users users and --max-chats chats each (over that: HTTP 429);
+  - makes DATA and its folders 0700 and its files 0600, and refuses a DATA folder that belongs
+    to another user (someone may have made it first in a shared temporary folder).
+  An --addr other than loopback (0.0.0.0:3000, a LAN address) opens all of this to the network:
+  put the server behind a reverse proxy that authenticates users and serves HTTPS, and name the
+  host clients use with --allow-host.";
 
 /// A chat page with per-chat tool switches, served on the loopback interface.
 #[derive(Debug, clap::Parser)]
-#[command(name = "web_chat", version, after_help = ENVIRONMENT)]
+#[command(name = "web_chat", version, after_help = AFTER_HELP)]
 struct Args {
-    /// The address to listen on (port 0 picks a free port).
+    /// The address to listen on (port 0 picks a free port). Anything but loopback lets anyone
+    /// on the network use the chat: see Security below.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:3000")]
     addr: SocketAddr,
-    /// Where users' preferences, chats and the file tools' scratch folder are kept.
+    /// Also answer requests for this host name (may be given more than once): the name clients
+    /// use behind a reverse proxy, say. Loopback names and the --addr address are always
+    /// answered.
+    #[arg(long = "allow-host", value_name = "HOST", value_parser = access::parse_host)]
+    allow_host: Vec<String>,
+    /// Where users' preferences, chats and scratch folders are kept; made 0700, and refused
+    /// when it belongs to another user.
     #[arg(long, value_name = "DIR", default_value_os_t = default_data())]
     data: PathBuf,
+    /// The most users the server keeps; a new one beyond that is refused.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    max_users: usize,
+    /// The most chats each user may have; a new one beyond that is refused.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    max_chats: usize,
     /// Add the tools defined in a JSON or TOML file (see examples/tools.toml).
     #[arg(long, value_name = "FILE")]
     tools_config: Option<PathBuf>,
@@ -92,18 +132,34 @@ async fn main() -> ExitCode {
 
     // Usage errors (an unknown or misspelt flag, a bad address) exit with code 2.
     let args = <Args as clap::Parser>::parse();
-    let scratch = args.data.join("scratch");
-    if let Err(error) = std::fs::create_dir_all(&scratch) {
-        eprintln!("cannot create {}: {error}", scratch.display());
-        return ExitCode::FAILURE;
+    // Nothing is written in a data folder before it is known to be this user's.
+    match storage::private_folder(&args.data) {
+        Ok(()) => {}
+        Err(FolderError::Foreign { uid }) => {
+            eprintln!(
+                "the data folder {} belongs to another user (uid {uid}); choose one of your own \
+                 with --data",
+                args.data.display()
+            );
+            return ExitCode::FAILURE;
+        }
+        Err(error) => {
+            eprintln!(
+                "cannot use the data folder {}: {error}",
+                args.data.display()
+            );
+            return ExitCode::FAILURE;
+        }
     }
-    let notes = scratch.join("notes.txt");
-    if !notes.exists() {
-        // Something for `read_file` to find; a failure only means there is nothing to read.
-        let _ = std::fs::write(&notes, "Buy milk. Call Ada about the tool registry.\n");
-    }
+    let identity = match Identity::load_or_create(&args.data.join("cookie.key")) {
+        Ok(identity) => identity,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::FAILURE;
+        }
+    };
 
-    // The HTTP provider clients read their settings from the environment (see ENVIRONMENT).
+    // The HTTP provider clients read their settings from the environment (see AFTER_HELP).
     let (model, offline) = match tool_core::model::from_env() {
         Ok(Some(model)) => (model, false),
         Ok(None) => (Arc::new(TestModel::new()) as Arc<dyn ChatModel>, true),
@@ -113,35 +169,52 @@ async fn main() -> ExitCode {
         }
     };
 
-    // One registry shared by every chat of every user; each chat sees it through its own
-    // switches.
-    let registry = Arc::new(ToolRegistry::new());
-    let files = ToolContext::with_options(ToolContextOptions::new().root_dir(&scratch));
-    let mut rejected = Vec::new();
-    rejected.extend(registry.register(ReadFile::new(files.clone())).err());
-    rejected.extend(registry.register(WriteFile::new(files.clone())).err());
-    // Every chat's agent hands the tool its own conversation (and session file), so the context
-    // given here is only used by callers that bring none, which this server has not.
-    rejected.extend(registry.register(SaveSessionContext::new(files)).err());
-    rejected.extend(registry.register_all(tools::all()));
-    for error in rejected {
-        eprintln!("tool not registered: {error}");
-    }
-    let config_report = match &args.tools_config {
-        Some(path) => match load_config(&registry, path) {
-            Ok(report) => Some(report),
-            Err(code) => return code,
+    let config = match &args.tools_config {
+        Some(path) => match ToolConfig::from_file(path) {
+            Ok(config) => Some(config),
+            Err(error) => {
+                eprintln!("{error}");
+                return ExitCode::FAILURE;
+            }
         },
         None => None,
     };
+    // Each user gets a registry of their own; this one, made the same way, reports what would
+    // not register, once.
+    let (_, rejected, report) = tools::registry(&args.data.join("users"), config.as_ref());
+    for error in rejected {
+        eprintln!("tool not registered: {error}");
+    }
+    let config_report = args
+        .tools_config
+        .as_ref()
+        .zip(report)
+        .map(|(path, report)| {
+            let mut line = format!(
+                "{} tool(s) loaded from {}",
+                report.registered.len(),
+                path.display()
+            );
+            for rejected in &report.rejected {
+                line.push_str(&format!("\n  skipped: {rejected}"));
+            }
+            line
+        });
 
     let preferences = match args.store.as_deref() {
         Some("files") => Preferences::Files,
         location => {
-            let url = location.map_or_else(
-                || format!("sqlite://{}", args.data.join("preferences.db").display()),
-                str::to_owned,
-            );
+            let url = match location {
+                Some(url) => url.to_owned(),
+                None => {
+                    let path = args.data.join("preferences.db");
+                    if let Err(error) = storage::private_file(&path) {
+                        eprintln!("cannot create {}: {error}", path.display());
+                        return ExitCode::FAILURE;
+                    }
+                    format!("sqlite://{}", path.display())
+                }
+            };
             match SqlStore::open(&url).await {
                 Ok(store) => Preferences::Database(store),
                 Err(error) => {
@@ -154,10 +227,14 @@ async fn main() -> ExitCode {
     let shared = Arc::new(Shared {
         preferences,
         model: model.clone(),
-        registry,
+        config,
         offline,
         data: args.data.clone(),
-        scratch: scratch.clone(),
+        identity,
+        limits: Limits {
+            users: args.max_users,
+            chats: args.max_chats,
+        },
     });
     let (users, restored) = Users::restore(shared).await;
 
@@ -193,47 +270,28 @@ async fn main() -> ExitCode {
         println!("{report}");
     }
     println!(
-        "Data in {} ({restored} chat(s) restored); file tools work in {}",
+        "Data in {} ({restored} chat(s) restored); each user's file tools work in their own \
+         users/USER/scratch folder there",
         args.data.display(),
-        scratch.display()
     );
+    if !address.ip().is_loopback() {
+        eprintln!(
+            "warning: {address} is not a loopback address, and the chat has no authentication: \
+             anyone who can reach it can use it (see --help, Security)"
+        );
+    }
 
-    let app = server::router(Arc::new(users));
+    let hosts = AllowedHosts::new(address, &args.allow_host);
+    let app = server::router(Arc::new(users), Arc::new(hosts));
     let shutdown = async {
         // Without a Ctrl-C handler the server runs until it is killed, which is fine too.
         let _ = tokio::signal::ctrl_c().await;
     };
-    match axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-    {
+    match tool_core::http_server::serve(listener, app, ServerLimits::default(), shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("the server stopped: {error}");
             ExitCode::FAILURE
-        }
-    }
-}
-
-/// Adds the tools of a configuration file; invalid entries are reported and skipped. Returns a
-/// line saying what was loaded.
-fn load_config(registry: &ToolRegistry, path: &std::path::Path) -> Result<String, ExitCode> {
-    let handlers = HandlerTable::builtins_from(registry);
-    match config::load_tools(registry, path, &handlers) {
-        Ok(report) => {
-            let mut line = format!(
-                "{} tool(s) loaded from {}",
-                report.registered.len(),
-                path.display()
-            );
-            for rejected in &report.rejected {
-                line.push_str(&format!("\n  skipped: {rejected}"));
-            }
-            Ok(line)
-        }
-        Err(error) => {
-            eprintln!("{error}");
-            Err(ExitCode::FAILURE)
         }
     }
 }

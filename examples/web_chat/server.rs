@@ -2,7 +2,7 @@
 //!
 //! | method and path | what it does |
 //! |---|---|
-//! | `GET /` | the page (`app.js` and `app.css` beside it) |
+//! | `GET /` | the page (`app.js`, `app.css` and `favicon.ico` beside it) |
 //! | `GET /api/state` | the model, and whether it is the offline test model |
 //! | `GET /api/chats`, `POST /api/chats` | the user's chats (newest first); a new chat |
 //! | `GET /api/chats/{chat}` | one chat's title, messages, the calls waiting for approval and the results of the other calls of their step |
@@ -11,7 +11,10 @@
 //! | `POST /api/chats/{chat}/messages` | `{"text": "..."}`: runs a turn, answered with its events |
 //! | `POST /api/chats/{chat}/approvals` | `{"decisions": [{"id": "CALL", "decision": "approve"}, {"id": "CALL", "decision": "deny", "reason": "..."}]}`: answers every call waiting for approval and continues the turn, answered with its events |
 //!
-//! The user is the `webchat_user` cookie, set on the first request that comes without one.
+//! Every request first passes [`access::check`] (its host, and for a change its origin). The
+//! user is the `webchat_user` cookie, signed by the server (see [`identity`](crate::identity)) and
+//! set on the first request that comes without a valid one; the user's folder is made with their
+//! first chat, within the limits of `--max-users` and `--max-chats` (over them: `429`).
 
 use std::{convert::Infallible, sync::Arc};
 
@@ -35,21 +38,26 @@ use tool_core::{
     session::SessionError,
 };
 
-use crate::chats::{Chat, User, Users, is_id, new_id};
+use crate::{
+    access::{self, AllowedHosts},
+    chats::{Chat, Refusal, ResultKind, Users, kind_for},
+};
 
-/// The cookie that holds the user's id.
+/// The cookie that proves who the user is.
 const USER_COOKIE: &str = "webchat_user";
 
 const PAGE: &str = include_str!("page/index.html");
 const SCRIPT: &str = include_str!("page/app.js");
 const STYLE: &str = include_str!("page/app.css");
+const ICON: &str = include_str!("page/favicon.svg");
 
-/// The server's routes over the users' chats.
-pub(crate) fn router(users: Arc<Users>) -> Router {
+/// The server's routes over the users' chats, behind the access check.
+pub(crate) fn router(users: Arc<Users>, hosts: Arc<AllowedHosts>) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/app.js", get(script))
         .route("/app.css", get(style))
+        .route("/favicon.ico", get(icon))
         .route("/api/state", get(state))
         .route("/api/chats", get(list_chats).post(create_chat))
         .route("/api/chats/{chat}", get(get_chat))
@@ -57,7 +65,9 @@ pub(crate) fn router(users: Arc<Users>) -> Router {
         .route("/api/chats/{chat}/tools/{tool}", put(set_tool))
         .route("/api/chats/{chat}/messages", post(send_message))
         .route("/api/chats/{chat}/approvals", post(answer_approvals))
-        .layer(middleware::from_fn(identify))
+        .layer(middleware::from_fn_with_state(users.clone(), identify))
+        // The last layer added runs first: nothing is looked up for a refused request.
+        .layer(middleware::from_fn_with_state(hosts, access::check))
         .with_state(users)
 }
 
@@ -65,18 +75,28 @@ pub(crate) fn router(users: Arc<Users>) -> Router {
 #[derive(Clone)]
 struct UserId(String);
 
-/// Finds the user from the cookie, or gives a new user one.
-async fn identify(mut request: Request, next: Next) -> Response {
-    let known = cookie(request.headers(), USER_COOKIE).filter(|id| is_id(id));
-    let (id, new) = match known {
-        Some(id) => (id, false),
-        None => (new_id(), true),
+/// Finds the user from a cookie the server signed, or gives a new user one. A cookie the server
+/// did not sign (made up, or from before a new key) counts as none.
+async fn identify(State(users): State<Arc<Users>>, mut request: Request, next: Next) -> Response {
+    let identity = &users.shared().identity;
+    let known = cookie(request.headers(), USER_COOKIE).and_then(|value| identity.verify(&value));
+    let (id, new_cookie) = match known {
+        Some(id) => (id, None),
+        None => match identity.issue() {
+            Ok(issued) => (issued.id, Some(issued.cookie)),
+            Err(error) => {
+                return failure(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("no random bytes for a new user: {error}"),
+                );
+            }
+        },
     };
-    request.extensions_mut().insert(UserId(id.clone()));
+    request.extensions_mut().insert(UserId(id));
     let mut response = next.run(request).await;
-    if new {
+    if let Some(value) = new_cookie {
         let cookie =
-            format!("{USER_COOKIE}={id}; Path=/; Max-Age=31536000; HttpOnly; SameSite=Strict");
+            format!("{USER_COOKIE}={value}; Path=/; Max-Age=31536000; HttpOnly; SameSite=Strict");
         if let Ok(value) = HeaderValue::from_str(&cookie) {
             response.headers_mut().append(header::SET_COOKIE, value);
         }
@@ -110,6 +130,10 @@ async fn style() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE)
 }
 
+async fn icon() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "image/svg+xml")], ICON)
+}
+
 async fn state(State(users): State<Arc<Users>>) -> Json<Value> {
     let shared = users.shared();
     Json(json!({
@@ -123,15 +147,19 @@ async fn list_chats(
     State(users): State<Arc<Users>>,
     Extension(UserId(id)): Extension<UserId>,
 ) -> Json<Value> {
-    Json(json!({ "chats": users.user(&id).summaries() }))
+    let chats = users.find(&id).map(|user| user.summaries());
+    Json(json!({ "chats": chats.unwrap_or_default() }))
 }
 
 async fn create_chat(
     State(users): State<Arc<Users>>,
     Extension(UserId(id)): Extension<UserId>,
 ) -> Response {
-    let user = users.user(&id);
-    match user.new_chat(users.shared()).await {
+    let made = match users.find_or_create(&id) {
+        Ok(user) => user.new_chat(users.shared()).await,
+        Err(refusal) => Err(refusal),
+    };
+    match made {
         Ok((chat, warning)) => (
             StatusCode::CREATED,
             Json(json!({
@@ -141,10 +169,8 @@ async fn create_chat(
             })),
         )
             .into_response(),
-        Err(error) => failure(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the chat could not be saved: {error}"),
-        ),
+        Err(Refusal::Limit(message)) => failure(StatusCode::TOO_MANY_REQUESTS, message),
+        Err(Refusal::Failed(message)) => failure(StatusCode::INTERNAL_SERVER_ERROR, message),
     }
 }
 
@@ -153,10 +179,16 @@ async fn get_chat(
     Extension(UserId(id)): Extension<UserId>,
     Path(chat_id): Path<String>,
 ) -> Response {
-    let Some(chat) = find_chat(&users.user(&id), &chat_id) else {
+    let Some(chat) = find_chat(&users, &id, &chat_id) else {
         return no_such_chat(&chat_id);
     };
-    let messages: Vec<Value> = chat.agent.messages().iter().map(message_view).collect();
+    let mut kinds = chat.kinds();
+    let messages: Vec<Value> = chat
+        .agent
+        .messages()
+        .iter()
+        .map(|message| message_view(message, &mut kinds))
+        .collect();
     let pending: Vec<Value> = chat
         .agent
         .pending_approvals()
@@ -171,7 +203,7 @@ async fn get_chat(
         .pending_calls()
         .iter()
         .filter_map(|pending| pending.result.as_ref())
-        .map(message_view)
+        .map(|message| message_view(message, &mut kinds))
         .collect();
     Json(json!({
         "id": chat.id,
@@ -188,7 +220,7 @@ async fn list_tools(
     Extension(UserId(id)): Extension<UserId>,
     Path(chat_id): Path<String>,
 ) -> Response {
-    let Some(chat) = find_chat(&users.user(&id), &chat_id) else {
+    let Some(chat) = find_chat(&users, &id, &chat_id) else {
         return no_such_chat(&chat_id);
     };
     Json(json!({ "tools": chat.session.list_tools() })).into_response()
@@ -206,7 +238,7 @@ async fn set_tool(
     Path((chat_id, tool)): Path<(String, String)>,
     Json(switch): Json<Switch>,
 ) -> Response {
-    let Some(chat) = find_chat(&users.user(&id), &chat_id) else {
+    let Some(chat) = find_chat(&users, &id, &chat_id) else {
         return no_such_chat(&chat_id);
     };
     // The chat changes at once; the user's preference is saved by the session's store.
@@ -242,7 +274,7 @@ async fn send_message(
     Path(chat_id): Path<String>,
     Json(prompt): Json<Prompt>,
 ) -> Response {
-    let Some(chat) = find_chat(&users.user(&id), &chat_id) else {
+    let Some(chat) = find_chat(&users, &id, &chat_id) else {
         return no_such_chat(&chat_id);
     };
     let text = prompt.text.trim().to_owned();
@@ -283,7 +315,7 @@ async fn answer_approvals(
     Path(chat_id): Path<String>,
     Json(answers): Json<Answers>,
 ) -> Response {
-    let Some(chat) = find_chat(&users.user(&id), &chat_id) else {
+    let Some(chat) = find_chat(&users, &id, &chat_id) else {
         return no_such_chat(&chat_id);
     };
     let pending = chat.agent.pending_approvals();
@@ -344,6 +376,9 @@ async fn run_turn(
     sender: futures::channel::mpsc::UnboundedSender<Event>,
 ) {
     while let Some(event) = events.next().await {
+        if let Ok(AgentEvent::ToolResult { id, kind, .. }) = &event {
+            chat.record_kind(id, kind_name(*kind));
+        }
         let sse = match event {
             Ok(event) => event_view(event),
             Err(error) => Some(sse("error", &json!({ "message": error.to_string() }))),
@@ -457,17 +492,31 @@ fn sse(name: &str, data: &Value) -> Event {
     Event::default().event(name).data(data.to_string())
 }
 
-/// A saved message as the page redraws it, with `is_error` on every tool result.
-fn message_view(message: &Message) -> Value {
+/// A saved message as the page redraws it, with `is_error` and `kind` (how the call went) on
+/// every tool result. `kinds` are the chat's recorded kinds not yet matched to a message, in
+/// the order of the messages; the one matched here is taken out.
+fn message_view(message: &Message, kinds: &mut Vec<ResultKind>) -> Value {
     let mut view = json!(message);
-    if let (Message::Tool { is_error, .. }, Value::Object(fields)) = (message, &mut view) {
+    if let (
+        Message::Tool {
+            tool_call_id,
+            is_error,
+            ..
+        },
+        Value::Object(fields),
+    ) = (message, &mut view)
+    {
         fields.insert("is_error".to_owned(), (*is_error).into());
+        fields.insert(
+            "kind".to_owned(),
+            kind_for(kinds, tool_call_id, *is_error).into(),
+        );
     }
     view
 }
 
-fn find_chat(user: &User, chat_id: &str) -> Option<Arc<Chat>> {
-    user.chat(chat_id)
+fn find_chat(users: &Users, user: &str, chat_id: &str) -> Option<Arc<Chat>> {
+    users.find(user).and_then(|user| user.chat(chat_id))
 }
 
 fn no_such_chat(chat_id: &str) -> Response {

@@ -4,10 +4,40 @@
 
 use std::{
     hash::{BuildHasher as _, Hasher as _},
+    path::Path,
     time::{SystemTime, UNIX_EPOCH},
 };
 
-use tool_core::{ExecutableTool, tool};
+use tool_core::{
+    ExecutableTool, HandlerTable, ToolContext, ToolContextOptions, ToolRegistry,
+    builtin::{ReadFile, SaveSessionContext, WriteFile},
+    config::{LoadReport, ToolConfig},
+    tool,
+};
+
+/// The tools of one user, in the order the popover lists them: `read_file` and `write_file`
+/// confined to the user's `scratch` folder, the built-in `save_session_context`, the example's
+/// own tools, and the tools of `config`, whose builtin entries run this registry's file tools
+/// (so they see the same folder). Returns the registry, why any built-in tool was not
+/// registered, and what the configuration registered.
+pub(crate) fn registry(
+    scratch: &Path,
+    config: Option<&ToolConfig>,
+) -> (ToolRegistry, Vec<String>, Option<LoadReport>) {
+    let registry = ToolRegistry::new();
+    let files = ToolContext::with_options(ToolContextOptions::new().root_dir(scratch));
+    let mut rejected = Vec::new();
+    rejected.extend(registry.register(ReadFile::new(files.clone())).err());
+    rejected.extend(registry.register(WriteFile::new(files.clone())).err());
+    // Every chat's agent hands the tool its own conversation (and session file), so the context
+    // given here is only used by callers that bring none, which this server has not.
+    rejected.extend(registry.register(SaveSessionContext::new(files)).err());
+    rejected.extend(registry.register_all(all()));
+    let report =
+        config.map(|config| config.register(&registry, &HandlerTable::builtins_from(&registry)));
+    let rejected = rejected.iter().map(ToString::to_string).collect();
+    (registry, rejected, report)
+}
 
 /// The cities `city_weather` knows, with their sample weather.
 const WEATHER: &[(&str, &str)] = &[
@@ -19,7 +49,7 @@ const WEATHER: &[(&str, &str)] = &[
 ];
 
 /// The example's tools, in the order the popover lists them (after the built-ins).
-pub(crate) fn all() -> Vec<std::sync::Arc<dyn ExecutableTool>> {
+fn all() -> Vec<std::sync::Arc<dyn ExecutableTool>> {
     vec![
         std::sync::Arc::new(CityWeather),
         std::sync::Arc::new(RollDice),
@@ -38,6 +68,7 @@ pub(crate) fn all() -> Vec<std::sync::Arc<dyn ExecutableTool>> {
 )]
 pub(crate) async fn city_weather(
     /// The city's name, such as `Paris`.
+    #[schemars(example = &"Paris")]
     city: String,
 ) -> Result<String, String> {
     WEATHER
@@ -61,10 +92,10 @@ pub(crate) async fn city_weather(
 )]
 pub(crate) async fn roll_dice(
     /// How many faces each die has, from 2 to 100.
-    #[schemars(range(min = 2, max = 100))]
+    #[schemars(range(min = 2, max = 100), example = 6)]
     sides: u32,
     /// How many dice to roll, from 1 to 10.
-    #[schemars(range(min = 1, max = 10))]
+    #[schemars(range(min = 1, max = 10), example = 2)]
     count: u32,
 ) -> Result<String, String> {
     // The schema says so too, but a tool does not trust its caller to have checked.
@@ -104,6 +135,7 @@ pub(crate) async fn current_time() -> String {
 )]
 pub(crate) async fn word_count(
     /// The text to count.
+    #[schemars(example = &"The quick brown fox jumps over the lazy dog.")]
     text: String,
 ) -> String {
     format!(

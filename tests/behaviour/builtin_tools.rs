@@ -221,20 +221,243 @@ async fn symlinks_cannot_lead_out_of_the_root() {
     std::os::unix::fs::symlink(outer.path().join("secret.txt"), root.join("link.txt")).unwrap();
     let registry = create_default_tool_registry(context_in(&root));
 
-    for path in ["escape/secret.txt", "link.txt"] {
-        let text = registry
-            .execute("read_file", args(json!({"path": path})))
-            .await;
-        assert!(text.contains("outside"), "{path}: {text}");
-    }
+    let read = |path: &'static str| registry.execute("read_file", args(json!({"path": path})));
+    assert_eq!(
+        read("escape/secret.txt").await,
+        "Error executing read_file: 'escape/secret.txt' goes through the symbolic link 'escape'; \
+         the file tools do not follow symbolic links"
+    );
+    assert_eq!(
+        read("link.txt").await,
+        "Error executing read_file: 'link.txt' is a symbolic link; the file tools do not follow \
+         symbolic links"
+    );
     let text = registry
         .execute(
             "write_file",
             args(json!({"path": "escape/new.txt", "content": "x"})),
         )
         .await;
-    assert!(text.contains("outside"), "{text}");
+    assert_eq!(
+        text,
+        "Error executing write_file: 'escape/new.txt' goes through the symbolic link 'escape'; \
+         the file tools do not follow symbolic links"
+    );
+    let text = registry
+        .execute(
+            "write_file",
+            args(json!({"path": "link.txt", "content": "x"})),
+        )
+        .await;
+    assert_eq!(
+        text,
+        "Error executing write_file: 'link.txt' is a symbolic link; the file tools do not follow \
+         symbolic links"
+    );
     assert!(!outer.path().join("new.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(outer.path().join("secret.txt")).unwrap(),
+        "secret"
+    );
+}
+
+/// Links that stay inside the root are refused as well: the file tools follow no link at all,
+/// so no check of where a link leads can be raced. The root itself may be reached through a
+/// link, since the application chose it.
+#[cfg(unix)]
+#[tokio::test]
+async fn symlinks_that_stay_inside_the_root_are_refused_too() {
+    let outer = tempfile::tempdir().unwrap();
+    let root = outer.path().join("root");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("real.txt"), "real").unwrap();
+    std::fs::write(root.join("sub/inner.txt"), "inner").unwrap();
+    std::os::unix::fs::symlink(root.join("real.txt"), root.join("alias.txt")).unwrap();
+    std::os::unix::fs::symlink("sub", root.join("alias")).unwrap();
+    std::os::unix::fs::symlink(&root, outer.path().join("root-link")).unwrap();
+    let registry = create_default_tool_registry(context_in(&outer.path().join("root-link")));
+
+    let read = |path: &'static str| registry.execute("read_file", args(json!({"path": path})));
+    assert_eq!(
+        read("alias.txt").await,
+        "Error executing read_file: 'alias.txt' is a symbolic link; the file tools do not follow \
+         symbolic links"
+    );
+    assert_eq!(
+        read("alias/inner.txt").await,
+        "Error executing read_file: 'alias/inner.txt' goes through the symbolic link 'alias'; \
+         the file tools do not follow symbolic links"
+    );
+    assert_eq!(read("real.txt").await, "real");
+    assert_eq!(read("sub/inner.txt").await, "inner");
+    assert_eq!(read("sub/../real.txt").await, "real");
+}
+
+/// Swaps `root/dir`, a real directory, with a symbolic link to a directory outside the root,
+/// atomically (`renameat2(RENAME_EXCHANGE)`), as fast as it can while the tools run: a check
+/// made on the path and an open made later would see two different things.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_swapped_for_a_symlink_during_calls_never_leads_out() {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    };
+
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+
+    let outer = tempfile::tempdir().unwrap();
+    let root = outer.path().join("root");
+    let secret = outer.path().join("secret");
+    std::fs::create_dir_all(root.join("dir")).unwrap();
+    std::fs::create_dir(&secret).unwrap();
+    std::fs::write(root.join("dir/f.txt"), "inside").unwrap();
+    std::fs::write(secret.join("f.txt"), "secret").unwrap();
+    std::os::unix::fs::symlink(&secret, root.join("swap")).unwrap();
+    let registry = create_default_tool_registry(context_in(&root));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, dir, swap) = (stop.clone(), root.join("dir"), root.join("swap"));
+        std::thread::spawn(move || {
+            let mut swaps = 0_u64;
+            while !stop.load(Ordering::Relaxed) && swaps < 100_000_000 {
+                renameat_with(CWD, &dir, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
+                swaps += 1;
+            }
+            if swaps % 2 == 1 {
+                renameat_with(CWD, &dir, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
+            }
+        })
+    };
+    let mut escaped_reads = 0;
+    for _ in 0..400 {
+        let text = registry
+            .execute("read_file", args(json!({"path": "dir/f.txt"})))
+            .await;
+        if text == "secret" {
+            escaped_reads += 1;
+        }
+    }
+    for i in 0..400 {
+        registry
+            .execute(
+                "write_file",
+                args(json!({"path": format!("dir/w{i}.txt"), "content": "written"})),
+            )
+            .await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+
+    let mut landed_outside: Vec<_> = std::fs::read_dir(&secret)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "f.txt")
+        .collect();
+    landed_outside.sort();
+    assert_eq!(
+        (escaped_reads, landed_outside),
+        (0, Vec::<String>::new()),
+        "reads that returned the outside file, and files written outside"
+    );
+    assert_eq!(
+        std::fs::read_to_string(secret.join("f.txt")).unwrap(),
+        "secret"
+    );
+    // With the directory back in place, the same call reads it.
+    let text = registry
+        .execute("read_file", args(json!({"path": "dir/f.txt"})))
+        .await;
+    assert_eq!(text, "inside");
+}
+
+/// Opens the write end of a named pipe, again and again, until no reader waits on it: frees
+/// any reader a failing test left blocked, so the test's runtime can shut down.
+#[cfg(unix)]
+struct ReleasePipe(std::path::PathBuf);
+
+#[cfg(unix)]
+impl Drop for ReleasePipe {
+    fn drop(&mut self) {
+        use rustix::fs::{CWD, Mode, OFlags, openat};
+
+        let mut idle = 0;
+        for _ in 0..2_000 {
+            let opened = openat(
+                CWD,
+                &self.0,
+                OFlags::WRONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                Mode::empty(),
+            );
+            idle = if opened.is_ok() { 0 } else { idle + 1 };
+            if idle > 50 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
+/// A named pipe with no writer: opening it for reading blocks, and a writer could send without
+/// end. `read_file` refuses it at once, every time, and leaves no thread behind: more calls
+/// than the runtime has blocking threads (512) all return, and a plain read works after them.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_file_refuses_a_named_pipe_at_once_however_often_it_is_asked() {
+    use rustix::fs::{CWD, Mode, mkfifoat};
+
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("pipe");
+    mkfifoat(CWD, &pipe, Mode::from_raw_mode(0o600)).unwrap();
+    let _release = ReleasePipe(pipe);
+    std::fs::write(dir.path().join("plain.txt"), "plain").unwrap();
+    let registry = create_default_tool_registry(context_in(dir.path()));
+
+    let calls = (0..520).map(|_| registry.execute("read_file", args(json!({"path": "pipe"}))));
+    let results = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        futures::future::join_all(calls),
+    )
+    .await
+    .expect("every read of the pipe answered");
+    let refused = "Error executing read_file: 'pipe' is a named pipe, not a regular file";
+    assert_eq!(
+        results.iter().filter(|text| *text == refused).count(),
+        520,
+        "{:?}",
+        results.first()
+    );
+    let text = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        registry.execute("read_file", args(json!({"path": "plain.txt"}))),
+    )
+    .await
+    .expect("a plain read answered after the pipe reads");
+    assert_eq!(text, "plain");
+    let text = registry
+        .execute("write_file", args(json!({"path": "pipe", "content": "x"})))
+        .await;
+    assert_eq!(
+        text,
+        "Error executing write_file: 'pipe' is a named pipe, not a regular file"
+    );
+}
+
+/// Device files report a size of 0 and never end (`/dev/zero`) or are always empty
+/// (`/dev/null`): they are refused before a byte is read.
+#[cfg(unix)]
+#[tokio::test]
+async fn read_file_refuses_device_files() {
+    let context = ToolContext::with_options(ToolContextOptions::new().root_dir("/dev"));
+    let tool = ReadFile::new(context);
+    for name in ["null", "zero", "urandom"] {
+        let error = tool.execute(args(json!({"path": name}))).await.unwrap_err();
+        assert_eq!(
+            error.message(),
+            format!("'{name}' is a character device, not a regular file")
+        );
+    }
 }
 
 #[tokio::test]

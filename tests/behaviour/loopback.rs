@@ -220,6 +220,13 @@ async fn answer(State(script): State<Arc<Mutex<Script>>>, request: Request) -> R
     response.body(body).unwrap()
 }
 
+/// A loopback address nothing listens on (a port that was free a moment ago): connecting to
+/// it is refused.
+pub(crate) fn closed_address() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
 /// Retries that happen at once (the tests count requests, they do not time them).
 pub(crate) fn fast_retries() -> HttpOptions {
     HttpOptions::default()

@@ -13,10 +13,12 @@ use std::{
     time::{Duration, Instant},
 };
 
+use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tool_core::{
-    CallContext, JsonObject, ToolRegistry,
+    Agent, AgentEvent, AgentOptions, CallContext, JsonObject, ToolRegistry,
     mcp::{McpClient, McpClientError, McpServerConfig, McpStatus, ReconnectPolicy},
+    model::{ScriptedModel, ScriptedResponse},
 };
 
 use crate::mcp_python::python;
@@ -253,38 +255,22 @@ async fn progress_notifications_reach_subscribers() {
             .await,
         "done"
     );
-    // The SDK handles each notification in a task of its own, so they can arrive out of
-    // order; the client drops the stale ones, so what reaches a subscriber only grows and ends
-    // with the last step.
-    let expected = [
-        (1.0, Some(3.0), Some("step 1".to_owned())),
-        (2.0, Some(3.0), Some("step 2".to_owned())),
-        (3.0, Some(3.0), Some("step 3".to_owned())),
-    ];
+    // They come in the order the server sent them, and all before the answer.
     let mut seen = Vec::new();
-    while seen.len() < 3 {
-        let update = tokio::time::timeout(LIMIT, progress.recv())
-            .await
-            .unwrap()
-            .unwrap();
+    while let Ok(update) = progress.try_recv() {
         assert_eq!(
             (update.server.as_str(), update.tool.as_str()),
             ("py", "py_progress")
         );
-        let last = update.progress == 3.0;
         seen.push((update.progress, update.total, update.message));
-        if last {
-            break;
-        }
     }
-    assert_eq!(seen.last(), expected.last(), "{seen:?}");
-    assert!(
-        seen.iter().all(|update| expected.contains(update)),
-        "{seen:?}"
-    );
-    assert!(
-        seen.windows(2).all(|pair| pair[0].0 < pair[1].0),
-        "{seen:?}"
+    assert_eq!(
+        seen,
+        [
+            (1.0, Some(3.0), Some("step 1".to_owned())),
+            (2.0, Some(3.0), Some("step 2".to_owned())),
+            (3.0, Some(3.0), Some("step 3".to_owned())),
+        ]
     );
 }
 
@@ -305,37 +291,75 @@ async fn progress_reaches_the_call_context_of_the_call() {
             .await,
         "done"
     );
-    // The notifications may still be on their way when the answer is in.
-    assert!(
-        eventually(|| reports
-            .lock()
-            .unwrap()
-            .last()
-            .is_some_and(|last| last.message.as_deref() == Some("step 3")))
-        .await,
-        "{:?}",
-        reports.lock().unwrap()
-    );
+    // Every notification the server sent before its answer has reached the context by the
+    // time the answer is in, in order.
     let reports = reports.lock().unwrap();
-    let last = reports.last().unwrap();
+    let seen: Vec<(&str, &str, f64, Option<&str>)> = reports
+        .iter()
+        .map(|report| {
+            (
+                report.call_id.as_str(),
+                report.tool_name.as_str(),
+                report.fraction,
+                report.message.as_deref(),
+            )
+        })
+        .collect();
     assert_eq!(
-        (
-            last.call_id.as_str(),
-            last.tool_name.as_str(),
-            last.fraction
-        ),
-        ("call-7", "py_progress", 1.0)
+        seen,
+        [
+            ("call-7", "py_progress", 1.0 / 3.0, Some("step 1")),
+            ("call-7", "py_progress", 2.0 / 3.0, Some("step 2")),
+            ("call-7", "py_progress", 1.0, Some("step 3")),
+        ]
     );
-    let fractions: Vec<f64> = reports.iter().map(|report| report.fraction).collect();
-    assert!(
-        fractions.windows(2).all(|pair| pair[0] < pair[1]),
-        "{fractions:?}"
+}
+
+/// The README's `while let Some(event) = events.next().await` loop ends after a turn that
+/// called an MCP tool, as it does with local tools: nothing keeps the turn's event sender once
+/// the call is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_stream_that_called_an_mcp_tool_ends_after_done() {
+    let Some(python) = python() else { return };
+    let (client, registry) = connect_python(python).await;
+    let _registration = client.register_into(&registry).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "py_progress", r#"{"steps": 3}"#),
+        ScriptedResponse::tool_call("c2", "py_echo", r#"{"text": "from mcp"}"#),
+        ScriptedResponse::text("All done."),
+    ]);
+    let agent = Agent::new(
+        model,
+        AgentOptions::new()
+            .registry(registry.clone())
+            .root_dir(dir.path()),
     );
+    let mut events = agent.stream_chat("call the tools");
+    let mut results = Vec::new();
+    loop {
+        let event = tokio::time::timeout(LIMIT, events.next())
+            .await
+            .expect("the turn goes on")
+            .expect("the stream ends only after Done")
+            .unwrap();
+        match event {
+            AgentEvent::ToolResult { id, content, .. } => results.push((id, content)),
+            AgentEvent::Done(_) => break,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        results,
+        [
+            ("c1".to_owned(), "done".to_owned()),
+            ("c2".to_owned(), "from mcp".to_owned())
+        ]
+    );
+    let end = tokio::time::timeout(LIMIT, events.next()).await;
     assert!(
-        fractions
-            .iter()
-            .all(|fraction| [1.0 / 3.0, 2.0 / 3.0, 1.0].contains(fraction)),
-        "{fractions:?}"
+        matches!(end, Ok(None)),
+        "the stream did not end after Done: {end:?}"
     );
 }
 
@@ -462,10 +486,11 @@ impl tool_core::ExecutableTool for LocalEcho {
     }
 }
 
-/// A running HTTP test server, killed on drop.
-struct HttpServer {
+/// A Python MCP server over streamable HTTP, killed on drop.
+pub(crate) struct HttpServer {
     child: Child,
-    url: String,
+    /// Its MCP endpoint.
+    pub(crate) url: String,
 }
 
 impl Drop for HttpServer {
@@ -475,10 +500,11 @@ impl Drop for HttpServer {
     }
 }
 
-fn start_http_server(python: &Path, token: &str) -> HttpServer {
+/// Starts `script` with `args`; it says "listening on URL" on its first stdout line.
+pub(crate) fn start_python_http(python: &Path, script: &Path, args: &[&str]) -> HttpServer {
     let mut child = Command::new(python)
-        .arg(server_script())
-        .args(["http", "--token", token])
+        .arg(script)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -496,6 +522,10 @@ fn start_http_server(python: &Path, token: &str) -> HttpServer {
         .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
         .to_owned();
     server
+}
+
+fn start_http_server(python: &Path, token: &str) -> HttpServer {
+    start_python_http(python, &server_script(), &["http", "--token", token])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

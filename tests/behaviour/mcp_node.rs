@@ -12,7 +12,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Command,
     sync::OnceLock,
     time::Duration,
 };
@@ -20,7 +20,7 @@ use std::{
 use serde_json::Value;
 
 use crate::mcp_python::{
-    ExampleServer, RoundRobin, SERVER, VERSIONS, check_report, check_toggle, wait_bounded,
+    ExampleServer, RoundRobin, SERVER, VERSIONS, check_report, check_toggle, json_report,
 };
 use crate::npm_support::NpmPackage;
 
@@ -102,24 +102,9 @@ fn typescript_sdk_is_served_by_two_stateless_processes_in_turn() {
 /// Runs `client.mjs` with `args` and parses its JSON report.
 fn run_client(sdk: &Path, args: &[&str]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_node/client.mjs");
-    let child = Command::new("node")
-        .arg(&script)
-        .arg(sdk)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = wait_bounded(child, Duration::from_secs(120));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the TypeScript client failed ({}):\n{stderr}\n{stdout}",
-        output.status
-    );
-    serde_json::from_str(stdout.trim())
-        .unwrap_or_else(|error| panic!("bad report ({error}):\n{stdout}\n{stderr}"))
+    let mut command = Command::new("node");
+    command.arg(&script).arg(sdk).args(args);
+    json_report(command, Duration::from_secs(120))
 }
 
 /// The SDK's package folder, or `None` after saying the test is skipped. server-everything,

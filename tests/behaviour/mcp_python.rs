@@ -225,8 +225,14 @@ pub(crate) struct ExampleServer {
 
 impl ExampleServer {
     pub(crate) fn start(root: &Path, stateless: bool) -> Self {
+        Self::start_with_env(root, stateless, &[])
+    }
+
+    /// Starts the example with these environment variables set.
+    pub(crate) fn start_with_env(root: &Path, stateless: bool, env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(SERVER);
         command.args(["--http", "127.0.0.1:0", "--root"]).arg(root);
+        command.envs(env.iter().copied());
         if stateless {
             command.arg("--stateless");
         }
@@ -269,11 +275,7 @@ struct Backends {
 
 impl RoundRobin {
     pub(crate) fn start(urls: [String; 2]) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = background_runtime();
         let state = Arc::new(Backends {
             urls,
             next: AtomicUsize::new(0),
@@ -348,23 +350,38 @@ async fn forward(
 /// Runs `client.py` with `args` and parses its JSON report.
 fn run_client(python: &Path, args: &[&str]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/client.py");
-    let child = Command::new(python)
-        .arg(&script)
-        .args(args)
+    let mut command = Command::new(python);
+    command.arg(&script).args(args);
+    json_report(command, Duration::from_secs(180))
+}
+
+/// Runs a client script's `command` for at most `limit`, checks that it succeeded and parses
+/// the JSON report it printed.
+pub(crate) fn json_report(mut command: Command, limit: Duration) -> Value {
+    let child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let output = wait_bounded(child, Duration::from_secs(180));
+    let output = wait_bounded(child, limit);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "the Python client failed ({}):\n{stderr}\n{stdout}",
+        "the client failed ({}):\n{stderr}\n{stdout}",
         output.status
     );
     serde_json::from_str(stdout.trim())
         .unwrap_or_else(|error| panic!("bad report ({error}):\n{stdout}\n{stderr}"))
+}
+
+/// A runtime on a thread of its own, for an in-process server a blocking test talks to.
+pub(crate) fn background_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// The Python with the MCP SDK, or `None` (after saying the test is skipped) when there is no

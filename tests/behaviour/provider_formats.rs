@@ -783,6 +783,94 @@ fn gemini_rejects_recursive_types() {
 }
 
 #[test]
+fn check_names_every_tool_a_provider_cannot_take_and_why() {
+    let registry = registry();
+    registry.register(tree()).unwrap();
+    let failing = |provider, options: &FormatOptions| -> Vec<(String, Provider)> {
+        match registry.check(provider, options) {
+            Ok(()) => Vec::new(),
+            Err(error) => error
+                .errors
+                .iter()
+                .map(|error| (error.tool.clone(), error.provider))
+                .collect(),
+        }
+    };
+    for provider in [Provider::OpenAi, Provider::Ollama, Provider::Anthropic] {
+        assert_eq!(registry.check(provider, &FormatOptions::new()), Ok(()));
+    }
+    assert_eq!(
+        failing(Provider::Gemini, &FormatOptions::new()),
+        [("sum_tree".to_owned(), Provider::Gemini)]
+    );
+    assert_eq!(
+        failing(Provider::OpenAi, &FormatOptions::new().strict(true)),
+        [("record_scores".to_owned(), Provider::OpenAi)]
+    );
+    // The reason is the one the request path would have logged, tool by tool.
+    let error = registry
+        .check(Provider::Gemini, &FormatOptions::new())
+        .unwrap_err();
+    let expected = registry
+        .snapshot()
+        .try_tools_for_provider(Provider::Gemini, None, &FormatOptions::new())
+        .unwrap_err();
+    assert_eq!(error.errors, std::slice::from_ref(&expected));
+    assert_eq!(error.to_string(), expected.to_string());
+
+    // A disabled tool can be turned on at any time, so the registry still checks it; a
+    // snapshot checks what it would send.
+    assert!(registry.disable("sum_tree"));
+    assert!(
+        registry
+            .check(Provider::Gemini, &FormatOptions::new())
+            .is_err()
+    );
+    assert_eq!(
+        registry
+            .snapshot()
+            .check(Provider::Gemini, &FormatOptions::new()),
+        Ok(())
+    );
+    assert!(registry.enable("sum_tree"));
+    assert_eq!(
+        registry
+            .snapshot()
+            .check(Provider::Gemini, &FormatOptions::new())
+            .unwrap_err()
+            .errors,
+        [expected]
+    );
+}
+
+#[test]
+fn check_reports_every_failing_tool_at_once() {
+    let registry = registry();
+    registry.register(tree()).unwrap();
+    registry
+        .register(TypedTool::new::<TreeArgs>(
+            "sum_other_tree",
+            "Sum another tree.",
+        ))
+        .unwrap();
+    let error = registry
+        .check(Provider::Gemini, &FormatOptions::new())
+        .unwrap_err();
+    let tools: Vec<&str> = error
+        .errors
+        .iter()
+        .map(|error| error.tool.as_str())
+        .collect();
+    assert_eq!(tools, ["sum_tree", "sum_other_tree"]);
+    let message = error.to_string();
+    assert!(
+        message.starts_with("tool `sum_tree` cannot be sent to gemini: ")
+            && message.contains("; tool `sum_other_tree` cannot be sent to gemini: "),
+        "{message}"
+    );
+}
+
+#[test]
 fn strict_openai_output_follows_structured_output_rules() {
     let registry = registry();
     registry.register(tree()).unwrap();

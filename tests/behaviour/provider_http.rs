@@ -1,17 +1,18 @@
-//! What every provider client shares: retries and their limits, transport errors, and picking
-//! a client from the environment.
+//! What every provider client shares: retries and their limits, transport errors, redirects
+//! and secrets, and picking a client from the environment.
 
 use std::{collections::HashMap, time::Duration};
 
 use tool_core::{
     Provider,
     model::{
-        self, ChatModel, ChatRequest, HttpOptions, Message, OpenAiClient, OpenAiConfig,
+        self, AnthropicClient, AnthropicConfig, ChatModel, ChatRequest, GeminiClient, GeminiConfig,
+        HttpOptions, Message, OllamaClient, OllamaConfig, OpenAiClient, OpenAiConfig,
         ProviderError,
     },
 };
 
-use crate::loopback::{Collected, Reply, Server, fast_retries};
+use crate::loopback::{Collected, Reply, Server, closed_address, fast_retries};
 
 const TEXT: &[u8] = include_bytes!("../transcripts/openai/text.sse");
 const DOWN: &[u8] =
@@ -125,6 +126,178 @@ async fn a_refused_connection_is_a_transport_error_after_retries() {
         ),
         "{error:?}"
     );
+}
+
+/// Every provider's client, at `base`, with a key and an extra header, and no retries.
+fn every_client(base: &str) -> Vec<Box<dyn ChatModel>> {
+    let http = || fast_retries().max_retries(0);
+    vec![
+        Box::new(
+            OpenAiClient::new(
+                OpenAiConfig::default()
+                    .api_key("sk-SECRET")
+                    .base_url(format!("{base}/v1"))
+                    .header("x-extra", "XSECRET")
+                    .http(http()),
+            )
+            .unwrap(),
+        ),
+        Box::new(
+            AnthropicClient::new(
+                AnthropicConfig::default()
+                    .api_key("ak-SECRET")
+                    .base_url(base)
+                    .header("x-extra", "XSECRET")
+                    .http(http()),
+            )
+            .unwrap(),
+        ),
+        Box::new(
+            GeminiClient::new(
+                GeminiConfig::default()
+                    .api_key("gk-SECRET")
+                    .base_url(format!("{base}/v1beta"))
+                    .header("x-extra", "XSECRET")
+                    .http(http()),
+            )
+            .unwrap(),
+        ),
+        Box::new(
+            OllamaClient::new(
+                OllamaConfig::default()
+                    .api_key("ok-SECRET")
+                    .base_url(base)
+                    .header("x-extra", "XSECRET")
+                    .http(http()),
+            )
+            .unwrap(),
+        ),
+    ]
+}
+
+/// A provider URL that redirects to another origin (another port on loopback) gets an error,
+/// and the other origin gets nothing: not the key (`authorization`, `x-api-key`,
+/// `x-goog-api-key`), not the extra headers, not the body.
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_refused_by_every_provider() {
+    let other = Server::start(vec![]).await;
+    let location = format!("{}/elsewhere", other.url());
+    let redirect = Reply::error(307, b"").header("location", &location);
+    let redirecting = Server::start(vec![redirect; 8]).await;
+    for model in every_client(redirecting.url()) {
+        for streamed in [false, true] {
+            let error = if streamed {
+                model.stream(hello()).await.err()
+            } else {
+                model.chat(hello()).await.err()
+            };
+            let message = error.expect("the redirect is refused").to_string();
+            let expected = format!("refused to follow a redirect from {}/", redirecting.url());
+            assert!(message.contains(&expected), "{message}");
+            assert!(
+                message.contains(&format!(" to {location}: another origin")),
+                "{message}"
+            );
+        }
+    }
+    assert_eq!(redirecting.requests().len(), 8);
+    assert!(other.requests().is_empty(), "{:?}", other.requests());
+}
+
+/// Within the origin, a redirect is followed, with the key and the body.
+#[tokio::test]
+async fn a_redirect_within_the_origin_is_followed() {
+    let server = Server::start(vec![
+        Reply::error(307, b"").header("location", "/v2/chat/completions"),
+        Reply::sse(TEXT),
+    ])
+    .await;
+    let model = client(server.url(), fast_retries());
+    let out = Collected::from(model.stream(hello()).await.unwrap()).await;
+    assert_eq!(out.text(), "The capital of France is Paris.");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].uri, "/v2/chat/completions");
+    assert_eq!(requests[1].header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(requests[1].body, requests[0].body);
+}
+
+/// `Debug` of every configuration and client shows where it goes, not its secrets: the key,
+/// the extra headers' values, and the base URL's password (whatever characters it holds) and
+/// query values.
+#[test]
+fn debug_output_hides_keys_headers_and_url_credentials() {
+    let base = "http://alice:pa#ss/w?rd@127.0.0.1:1/api?key=QSECRET";
+    let openai = OpenAiConfig::default().api_key("sk-SECRET").base_url(base);
+    let anthropic = AnthropicConfig::default()
+        .api_key("ak-SECRET")
+        .base_url(base);
+    let gemini = GeminiConfig::default().api_key("gk-SECRET").base_url(base);
+    let ollama = OllamaConfig::default().api_key("ok-SECRET").base_url(base);
+    let configs = [
+        format!("{openai:?}"),
+        format!("{anthropic:?}"),
+        format!("{gemini:?}"),
+        format!("{ollama:?}"),
+    ];
+    let clients = [
+        format!(
+            "{:?}",
+            OpenAiClient::new(openai.header("x-extra", "XSECRET")).unwrap()
+        ),
+        format!(
+            "{:?}",
+            AnthropicClient::new(anthropic.header("x-extra", "XSECRET")).unwrap()
+        ),
+        format!(
+            "{:?}",
+            GeminiClient::new(gemini.header("x-extra", "XSECRET")).unwrap()
+        ),
+        format!(
+            "{:?}",
+            OllamaClient::new(ollama.header("x-extra", "XSECRET")).unwrap()
+        ),
+    ];
+    for debug in configs.iter().chain(&clients) {
+        for secret in ["SECRET", "pa#ss", "w?rd"] {
+            assert!(!debug.contains(secret), "{secret} in {debug}");
+        }
+        assert!(debug.contains("***@127.0.0.1:1/api?key=***"), "{debug}");
+    }
+    for debug in &clients {
+        assert!(debug.contains(r#"("x-extra", "***")"#), "{debug}");
+    }
+}
+
+/// A transport error quotes the URL it failed on without its query values.
+#[tokio::test]
+async fn transport_errors_quote_the_url_without_its_secrets() {
+    let address = closed_address();
+    for model in every_client(&format!("http://{address}/x?key=QSECRET&")) {
+        let message = model.chat(hello()).await.unwrap_err().to_string();
+        assert!(message.contains(&address.to_string()), "{message}");
+        assert!(!message.contains("QSECRET"), "{message}");
+        assert!(!message.contains("SECRET"), "{message}");
+    }
+}
+
+/// The warning logged before a retry quotes the URL without its query values too.
+#[test]
+fn retry_logs_quote_the_url_without_its_secrets() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let address = closed_address();
+    let model = client(
+        &format!("http://{address}/x?key=QSECRET&"),
+        fast_retries().max_retries(1),
+    );
+    let (error, logs) = crate::logs::capture(|| runtime.block_on(model.chat(hello())));
+    assert!(error.is_err());
+    assert!(logs.contains("connection failed; retrying"), "{logs}");
+    assert!(logs.contains(&address.to_string()), "{logs}");
+    assert!(!logs.contains("QSECRET"), "{logs}");
 }
 
 /// Any `Retry-After` a busy provider sends, however large, negative, fractional or malformed,

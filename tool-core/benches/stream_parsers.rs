@@ -70,7 +70,7 @@ fn arguments(call: usize) -> String {
     json!({
         "path": format!("notes/\"draft\" {call}.txt"),
         "content": format!("line one\nline two of call {call}, café ünïcödé"),
-        "overwrite": call % 2 == 0
+        "overwrite": call.is_multiple_of(2)
     })
     .to_string()
 }

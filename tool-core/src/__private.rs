@@ -29,6 +29,7 @@ use object_only::ObjectOnly;
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
+pub use crate::schema::schema_for;
 use crate::{
     call::CallContext,
     execute::describe_serde_error,
@@ -226,7 +227,7 @@ fn mismatch(tool: &str, schema: &ChatTool, value: &Value, error: &serde_json::Er
         .map(|validator| crate::execute::describe_schema_errors(&validator, value))
         .unwrap_or_default();
     let detail = if problems.is_empty() {
-        crate::execute::describe_serde_message("", error)
+        crate::execute::describe_unplaced_serde_error(schema.parameters(), value, error)
     } else {
         problems
     };
@@ -242,23 +243,6 @@ fn narrow_error(
         "invalid arguments for {tool}: {}",
         describe_serde_error(path, error)
     ))
-}
-
-/// The canonical JSON Schema of `T` (draft 2020-12, `$defs`), with an object root.
-pub fn schema_for<T: schemars::JsonSchema>() -> Value {
-    let schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>();
-    object_root(schema.to_value())
-}
-
-fn object_root(mut value: Value) -> Value {
-    if let Value::Object(root) = &mut value {
-        if !root.contains_key("type") {
-            root.insert("type".to_owned(), Value::String("object".to_owned()));
-        }
-    }
-    value
 }
 
 /// The schema of the hidden arguments struct `#[tool]` generates for plain parameters: as

@@ -46,7 +46,7 @@ use std::{
 
 use tokio_util::sync::CancellationToken;
 
-use crate::{context::ToolContext, model::Message};
+use crate::{context::ToolContext, message::Message};
 
 /// The facts of one tool call, handed to [`ExecutableTool::execute_with`](crate::ExecutableTool::execute_with).
 ///

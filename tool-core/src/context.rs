@@ -2,18 +2,23 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::{Arc, PoisonError, RwLock},
+    sync::{Arc, OnceLock, PoisonError, RwLock},
 };
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Message;
+use crate::message::{Message, ToolCall};
 
 /// The default limit of `read_file`: 1 MiB.
 pub const DEFAULT_MAX_READ_BYTES: u64 = 1024 * 1024;
 
 /// Live agent state shared with tools: the system prompt, the conversation so far, and where
 /// the file tools may read and write.
+///
+/// The file tools work in [`root_dir`](Self::root_dir): the directory chosen with
+/// [`ToolContextOptions::root_dir`], or else a fresh, empty scratch directory that the context
+/// makes when a file tool first needs it and removes when its last clone is dropped. A context
+/// never gives the file tools the process's working directory unless it was chosen.
 ///
 /// Cloning is cheap and every clone sees the same state, so a tool holding a `ToolContext`
 /// reads the agent's current values (after `clear_context()` or `set_system_prompt()` it returns
@@ -35,12 +40,49 @@ pub struct ToolContext {
 struct Inner {
     session: RwLock<Conversation>,
     file_path: RwLock<PathBuf>,
-    root_dir: PathBuf,
+    root: Root,
     max_read_bytes: u64,
 }
 
-/// Settings of a [`ToolContext`]; `Default` uses the current directory as the file tools' root,
-/// `session_context.json` as the session file and a 1 MiB read limit.
+/// Where the file tools of a context work.
+enum Root {
+    /// The directory the application chose.
+    Chosen(PathBuf),
+    /// A scratch directory, made on first use and removed with the context; `None` when it
+    /// could not be made.
+    Scratch(OnceLock<(PathBuf, Option<tempfile::TempDir>)>),
+}
+
+impl Root {
+    fn path(&self) -> &Path {
+        match self {
+            Self::Chosen(path) => path,
+            Self::Scratch(scratch) => &scratch.get_or_init(make_scratch_dir).0,
+        }
+    }
+}
+
+/// A new, empty directory for a context's file tools; when none can be made (logged), a path
+/// that does not exist, so the file tools answer that their directory is not accessible.
+fn make_scratch_dir() -> (PathBuf, Option<tempfile::TempDir>) {
+    match tempfile::Builder::new()
+        .prefix("tool-core-files-")
+        .tempdir()
+    {
+        Ok(dir) => (dir.path().to_path_buf(), Some(dir)),
+        Err(error) => {
+            tracing::error!(%error, "cannot create a scratch directory for the file tools");
+            (
+                std::env::temp_dir().join("tool-core-files-unavailable"),
+                None,
+            )
+        }
+    }
+}
+
+/// Settings of a [`ToolContext`]; `Default` gives the file tools a scratch directory of their
+/// own (see [`root_dir`](Self::root_dir)), `session_context.json` as the session file and a
+/// 1 MiB read limit.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct ToolContextOptions {
@@ -49,7 +91,9 @@ pub struct ToolContextOptions {
     /// Where `save_session_context` writes (relative paths are taken from the current
     /// directory).
     pub session_context_file_path: PathBuf,
-    /// The directory the file tools are confined to (`None`: the current directory).
+    /// The directory the file tools are confined to. `None` (the default): a fresh, empty
+    /// scratch directory, made when a file tool first needs it and removed with the context,
+    /// never the working directory.
     pub root_dir: Option<PathBuf>,
     /// The largest file `read_file` reads.
     pub max_read_bytes: u64,
@@ -86,7 +130,9 @@ impl ToolContextOptions {
         self
     }
 
-    /// Confines the file tools to this directory.
+    /// Confines the file tools to this directory (relative paths are taken from the current
+    /// directory). The directory itself may be reached through symbolic links; below it, the
+    /// file tools follow none.
     #[must_use]
     pub fn root_dir(mut self, root: impl Into<PathBuf>) -> Self {
         self.root_dir = Some(root.into());
@@ -107,6 +153,18 @@ impl Default for ToolContext {
     }
 }
 
+impl std::fmt::Debug for Root {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Chosen(path) => path.fmt(f),
+            Self::Scratch(scratch) => match scratch.get() {
+                Some((path, _)) => path.fmt(f),
+                None => f.write_str("<scratch directory, made on first use>"),
+            },
+        }
+    }
+}
+
 impl std::fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolContext")
@@ -114,15 +172,15 @@ impl std::fmt::Debug for ToolContext {
                 "session_context_file_path",
                 &self.session_context_file_path(),
             )
-            .field("root_dir", &self.inner.root_dir)
+            .field("root_dir", &self.inner.root)
             .field("max_read_bytes", &self.inner.max_read_bytes)
             .finish_non_exhaustive()
     }
 }
 
 impl ToolContext {
-    /// A context with this system prompt and session file; file tools are confined to the
-    /// current directory.
+    /// A context with this system prompt and session file; the file tools work in a scratch
+    /// directory of the context's own (see [`ToolContextOptions::root_dir`]).
     pub fn new(
         system_prompt: impl Into<String>,
         session_context_file_path: impl Into<PathBuf>,
@@ -136,10 +194,10 @@ impl ToolContext {
 
     /// A context with the given options.
     pub fn with_options(options: ToolContextOptions) -> Self {
-        let root_dir = options
-            .root_dir
-            .or_else(|| std::env::current_dir().ok())
-            .unwrap_or_else(|| PathBuf::from("."));
+        let root = match options.root_dir {
+            Some(path) => Root::Chosen(path),
+            None => Root::Scratch(OnceLock::new()),
+        };
         Self {
             inner: Arc::new(Inner {
                 session: RwLock::new(Conversation {
@@ -149,7 +207,7 @@ impl ToolContext {
                     pending_calls: Vec::new(),
                 }),
                 file_path: RwLock::new(options.session_context_file_path),
-                root_dir,
+                root,
                 max_read_bytes: options.max_read_bytes,
             }),
         }
@@ -175,9 +233,11 @@ impl ToolContext {
             .clone()
     }
 
-    /// The directory the file tools are confined to.
+    /// The directory the file tools are confined to: the one chosen with
+    /// [`ToolContextOptions::root_dir`], or else the context's scratch directory (made by the
+    /// first call of this method).
     pub fn root_dir(&self) -> &Path {
-        &self.inner.root_dir
+        self.inner.root.path()
     }
 
     /// The largest file `read_file` reads.
@@ -289,7 +349,7 @@ pub struct Conversation {
 #[non_exhaustive]
 pub struct PendingCall {
     /// The call.
-    pub call: crate::model::ToolCall,
+    pub call: ToolCall,
     /// Whether it waits for the application's decision.
     #[serde(default)]
     pub needs_approval: bool,

@@ -1,54 +1,77 @@
 //! Typed tools for large language models.
 //!
-//! Put `#[tool]` on an `async fn` and get a tool a model can call: a name, a description from the
-//! doc comment, a JSON Schema derived from the arguments, and the conversion of the model's
-//! untyped JSON into those arguments. Register tools in a [`ToolRegistry`] (enable, disable,
-//! list, convert to each provider's format, execute without ever crashing the caller) and hand
-//! the registry to an agent that runs the tool-call loop against real model providers.
+//! Put [`#[tool]`](macro@tool) on an `async fn` and get a tool a model can call: a name, a
+//! description from the doc comment, a JSON Schema derived from the arguments, and the
+//! conversion of the model's untyped JSON into those arguments. Register tools in a
+//! [`ToolRegistry`] (enable, disable, list, convert to each provider's format, execute without
+//! ever crashing the caller) and hand the registry to an [`Agent`] that runs the tool-call loop
+//! against real model providers.
 //!
 //! ```
-//! use tool_core::{ChatTool, ExecutableTool, JsonObject, ToolError, ToolRegistry, async_trait};
+//! use tool_core::{ToolRegistry, tool};
 //!
-//! struct Add;
-//!
-//! #[async_trait]
-//! impl ExecutableTool for Add {
-//!     fn name(&self) -> &str {
-//!         "add"
-//!     }
-//!
-//!     fn get_schema(&self) -> ChatTool {
-//!         ChatTool::new(
-//!             "add",
-//!             "Add two integers.",
-//!             serde_json::json!({
-//!                 "type": "object",
-//!                 "properties": { "a": { "type": "integer" }, "b": { "type": "integer" } },
-//!                 "required": ["a", "b"]
-//!             }),
-//!         )
-//!     }
-//!
-//!     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-//!         let a = args["a"].as_i64().unwrap_or_default();
-//!         let b = args["b"].as_i64().unwrap_or_default();
-//!         Ok((a + b).to_string())
-//!     }
+//! /// Add two integers.
+//! #[tool]
+//! async fn add(
+//!     /// The first addend
+//!     a: i64,
+//!     /// The second addend
+//!     b: i64,
+//! ) -> i64 {
+//!     a + b
 //! }
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let registry = ToolRegistry::new();
-//! registry.register(Add).unwrap();
-//! let args = serde_json::from_str(r#"{"a": 2, "b": 3}"#).unwrap();
-//! assert_eq!(registry.execute("add", args).await, "5");
+//! registry.register(Add).unwrap(); // `Add`: the type `#[tool]` generated beside `add`
 //!
-//! let args = serde_json::from_str(r#"{"a": "two", "b": 3}"#).unwrap();
+//! // A model's call: the tool's name and its arguments as JSON text.
+//! assert_eq!(registry.execute_text("add", r#"{"a": 2, "b": 3}"#).await, "5");
 //! assert_eq!(
-//!     registry.execute("add", args).await,
-//!     "Error: invalid arguments for add: at /a: expected an integer, got \"two\""
+//!     registry.execute_text("add", r#"{"a": "two", "b": 3}"#).await,
+//!     r#"Error: invalid arguments for add: at /a: expected an integer, got "two""#
 //! );
 //! # });
 //! ```
+//!
+//! Where to go next:
+//!
+//! - [`tool`](macro@tool) is the reference of the attribute: argument forms, the values a tool
+//!   can receive from its call ([`CallContext`], [`Deps`]), return types, every attribute
+//!   argument. [`toolbox`] makes the methods of one state into tools.
+//! - [`ExecutableTool`] is what a tool is; implement it by hand for a tool whose definition is
+//!   only known at run time.
+//! - [`ToolRegistry`] holds the tools; [`Provider`] and [`format_tool`] give their definitions
+//!   in the OpenAI, Ollama, Gemini and Anthropic shapes.
+//! - [`Agent`] runs the tool-call loop over a [`ChatModel`]: the provider clients and the
+//!   offline [`TestModel`](model::TestModel) and [`ScriptedModel`](model::ScriptedModel) are
+//!   in [`model`]; approval, retries and events are in [`agent`].
+//! - [`config`] loads tools from JSON or TOML files; [`session`] and [`store`] keep per-chat
+//!   tool switches, preferences and saved conversations.
+//! - `mcp` serves a registry over the Model Context Protocol and brings an MCP server's tools
+//!   into one (the `mcp` and `mcp-client` features, on by default).
+//!
+//! # Modules, bottom floor first
+//!
+//! Each module uses only those listed before it; a test keeps it so, and `ARCHITECTURE.md`
+//! says what each must not depend on. A tool call travels the other way: from a model's
+//! answer, through the agent, the registry and execution, down to the tool.
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`message`] | the conversation's parts in no provider's shape: [`Message`], [`ToolCall`], [`Usage`](message::Usage), [`FinishReason`](message::FinishReason); it uses nothing else of the crate |
+//! | [`context`] | the agent's live state a tool may read: [`ToolContext`] and the [`Conversation`] |
+//! | [`call`] | what one call gives a tool: [`CallContext`], the application's [`Deps`], cancellation, progress |
+//! | [`tool`](mod@tool) | what a tool is: [`ExecutableTool`], [`ChatTool`], [`ToolMetadata`], [`ToolError`] |
+//! | [`schema`] | JSON Schema: the canonical form, the provider formats ([`Provider`], [`format_tool`]), lenient arguments, and [`ToolList`](schema::ToolList), tools as a model request carries them |
+//! | [`execute`] | one call: its arguments read and validated, the tool run under a panic guard and a timeout, the exact error texts |
+//! | [`registry`] | the tools: [`ToolRegistry`], its checks, a [`RegistrySnapshot`] per agent step, per-session [`ToolToggles`] |
+//! | [`builtin`] | `read_file`, `write_file`, `save_session_context` and [`create_default_tool_registry`] |
+//! | [`config`] | tools defined in JSON or TOML files |
+//! | [`session`], [`store`] | per-chat tool switches, preferences and saved conversations (files, SQLite, PostgreSQL) |
+//! | [`model`] | [`ChatModel`] and its clients: four providers over shared HTTP plumbing, the offline test and scripted models; the tools come as data, never as the registry |
+//! | [`agent`] | the tool-call loop: [`Agent`], its events, approvals and retries |
+//! | `mcp` | the MCP server, and the client that brings an MCP server's tools into a registry |
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(clippy::pedantic)]
@@ -74,12 +97,17 @@ pub mod call;
 pub mod config;
 pub mod context;
 pub mod execute;
+#[cfg(feature = "http-server")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http-server")))]
+pub mod http_server;
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp;
+pub mod message;
 pub mod model;
 pub mod registry;
 pub mod schema;
+mod secrets;
 pub mod session;
 pub mod store;
 pub mod tool;
@@ -108,7 +136,7 @@ pub mod __bench {
                 B: Into<bytes::Bytes>,
                 E: std::fmt::Display,
             {
-                crate::model::client::decode_stream::<$wire, _, _, _>(body)
+                crate::model::wire::client::decode_stream::<$wire, _, _, _>(body)
             }
         )*};
     }
@@ -134,12 +162,15 @@ pub use call::{CallContext, Deps, MissingDependency, Progress};
 pub use config::{HandlerTable, LoadReport, ToolConfig};
 pub use context::{Conversation, ToolContext, ToolContextOptions};
 pub use execute::ExecuteError;
-pub use model::{ChatModel, Message, ProviderError, ToolCall};
+pub use message::{Message, ToolCall};
+pub use model::{ChatModel, ProviderError};
 pub use registry::{
     RegistryError, RegistryEvent, RegistryOptions, RegistrySnapshot, ToolInfo, ToolRegistry,
     ToolToggles,
 };
-pub use schema::{FormatOptions, Provider, SchemaError, UnknownProvider, format_tool};
+pub use schema::{
+    FormatOptions, Provider, SchemaError, ToolCheckError, UnknownProvider, format_tool,
+};
 #[cfg(feature = "file-store")]
 pub use session::FilePreferenceStore;
 pub use session::{ChatSession, MemoryPreferenceStore, PreferenceStore, Preferences};
@@ -158,8 +189,9 @@ pub use tool::{
 /// ```toml
 /// [dependencies]
 /// tool-core = "0.1"  # the `macros` feature is on by default
-/// serde = { version = "1", features = ["derive"] }  # only for the typed-struct form
-/// schemars = "1"                                     # only for the typed-struct form
+/// # only for an `#[args]` struct or a result with an output schema:
+/// serde = { version = "1", features = ["derive"] }
+/// schemars = "1"
 /// ```
 ///
 /// # Example
@@ -196,10 +228,15 @@ pub use tool::{
 /// registry.register(GetWeather).unwrap();
 /// registry.register(Add).unwrap();
 ///
-/// let args = serde_json::from_str(r#"{"a": 2, "b": 3}"#).unwrap();
-/// assert_eq!(registry.execute("add", args).await, "5");
-/// let args = serde_json::from_str(r#"{"city": "Paris"}"#).unwrap();
-/// assert_eq!(registry.execute("get_weather", args).await, "sunny in Paris");
+/// assert_eq!(registry.execute_text("add", r#"{"a": 2, "b": 3}"#).await, "5");
+/// assert_eq!(
+///     registry.execute_text("get_weather", r#"{"city": "Paris"}"#).await,
+///     "sunny in Paris"
+/// );
+/// assert_eq!(
+///     registry.execute_text("get_weather", r#"{"city": 42}"#).await,
+///     "Error: invalid arguments for get_weather: at /city: expected a string, got 42"
+/// );
 ///
 /// // The functions stay callable, so they can be unit tested as they are.
 /// assert_eq!(add(2, 3).await, 5);
@@ -208,73 +245,220 @@ pub use tool::{
 ///
 /// # Behaviour
 ///
-/// - **Arguments**, in one of three forms:
-///   - *one typed struct*: the parameter marked `#[args]`, whose type implements
-///     `Deserialize` and `JsonSchema`; the model's argument object is that struct, and its
-///     field docs describe the parameters. Only the marker selects this form, never a name:
-///     an unmarked `args: String` is a plain parameter named `args`;
-///   - *plain parameters*: `#[tool]` gathers them into a hidden struct deriving `Deserialize`
-///     and `JsonSchema` (through tool-core's own serde and schemars, so the plain form needs no
-///     other dependency); a parameter's doc comment is its description, `Option<T>` parameters
-///     are optional, and `#[serde(...)]` / `#[schemars(...)]` on a parameter pass through
-///     (`default`, `rename`, `range`, ...);
-///   - *no parameters*: the schema is an empty object schema and the arguments are ignored.
+/// - **The generated type** has the function's visibility and docs; without a `#[context]` it
+///   is a unit struct (`Clone`, `Copy`, `Debug`, `Default`). It names only `::tool_core` paths,
+///   so a `struct Result;` in scope does not break it. The function itself is unchanged.
+/// - **Name**: the function's name (without `r#`), or `name = "..."`; checked at compile time
+///   against `^[a-zA-Z0-9_-]{1,64}$`.
+/// - **Description**: the doc comment, lines joined with newlines and trimmed;
+///   `#[doc = include_str!("..")]` works; or `description = "..."`. A tool without one does not
+///   compile.
+/// - **Arguments** come from the parameters (see [Parameters](#parameters)): plain parameters
+///   are gathered into a hidden struct deriving `Deserialize` and `JsonSchema` through
+///   tool-core's own serde and schemars (so that form needs no other dependency); an `#[args]`
+///   parameter's type is the arguments struct itself; with neither, the schema is an empty
+///   object schema and the arguments are ignored.
 /// - **Schema**: derived by schemars, built once per tool type and cached; its root is an
 ///   object. `Option<T>` and `#[serde(default)]` fields are not required, by the same rule for
 ///   the schema and for deserialization. Unknown extra arguments are ignored unless the type
 ///   denies them (`#[serde(deny_unknown_fields)]`).
-/// - **Narrowing**: the model's [`JsonObject`] is moved into the deserializer, not cloned. A bad
-///   argument is an error the model can act on: `invalid arguments for get_weather: at /city:
-///   expected a string, got 42`, or `missing required argument 'city'`.
-/// - **Name**: the function's name, or `name = "..."`; checked at compile time against
-///   `^[a-zA-Z0-9_-]{1,64}$`.
-/// - **Description**: the doc comment, lines joined with newlines and trimmed;
-///   `#[doc = include_str!("..")]` works; or `description = "..."`. A tool without one does not
-///   compile.
-/// - **Return type**: `T` or `Result<T, E>` (also through aliases such as `io::Result<T>`),
-///   where `T` is `String`, `&'static str`, a number, `bool`, `serde_json::Value` or any
-///   `Serialize` type, and `E: Display`. A string (or anything serializing to one) is returned as
-///   is; any other value as JSON text; the error's text becomes the tool's error, which the model
-///   reads as `Error executing {name}: {text}`.
-/// - **Context**: one parameter may be marked `#[context]` (`ctx: &ToolContext`,
-///   `db: &Database`, `client: Arc<Client>`). The generated type then holds that value (`T` for
-///   a `&T` parameter) and is built with `GetWeather::new(value)`; a by-value context is cloned
-///   for each call. The context never appears in the schema. For state shared by several tools,
-///   see [`toolbox`].
-/// - **The generated type** has the function's visibility and docs; without a context it is a
-///   unit struct (`Clone`, `Copy`, `Debug`, `Default`). It names only `::tool_core` paths, so a
-///   `struct Result;` in scope does not break it.
+/// - **Narrowing**: the model's argument text is read straight into the typed arguments
+///   ([`ToolRegistry::execute_text`], and every call an agent makes), and a [`JsonObject`] is
+///   moved into the deserializer, not cloned. A bad argument is an error the model can act on:
+///   `invalid arguments for get_weather: at /city: expected a string, got 42`, or `missing
+///   required argument 'city'`.
+/// - **Result**: see [Return types](#return-types). A body with no `.await` runs at once, with
+///   no boxed future.
+/// - **Metadata**: the attribute's arguments (see [Attribute arguments](#attribute-arguments))
+///   become the tool's [`ToolMetadata`], with the output schema of the return type.
 /// - **Errors** are spanned on the offending tokens and all shown at once; the function itself
 ///   is still emitted, and so is a stub of the generated type implementing [`ExecutableTool`],
 ///   so neither the function's callers nor the type's users fail in a cascade. A syntax error
 ///   in the function is left to rustc, which reports it once.
+///
+/// # Parameters
+///
+/// Each parameter is one of these kinds, told apart by a marker or by its type, never by its
+/// name:
+///
+/// | parameter | kind | what it receives |
+/// |---|---|---|
+/// | `city: String` | plain | one argument of the model; the parameter's doc comment is its description, an `Option<T>` is optional, and `#[serde(...)]` / `#[schemars(...)]` on it pass through (`default`, `rename`, `range`, ...) |
+/// | `#[args] request: WeatherArgs` | `#[args]` | the model's whole argument object, as one type implementing `Deserialize` and `JsonSchema` whose field docs describe the arguments; the tool takes no other argument of the model. Only the marker selects this: an unmarked `args: String` is a plain argument named `args` |
+/// | `#[context] notes: &Notes`, `#[context] db: Arc<Db>` | `#[context]` | a value the generated type holds, given to its constructor (`SaveNote::new(value)`, `T` for a `&T` parameter) and never in the schema; a `&T` is lent to each call, an owned value is cloned for each call; it must be `Send + Sync + 'static` |
+/// | `call: &CallContext` | from the call | the call being served: [`call_id`](CallContext::call_id), tool name, step and turn, the conversation so far, [`cancellation`](CallContext::cancellation) and [`report_progress`](CallContext::report_progress) |
+/// | `deps: &Deps` | from the call | the application's typed values for this call ([`AgentOptions::deps`], `TurnOptions::deps`, or [`CallContext::with_deps`]); never in a schema |
+///
+/// `&CallContext` and `&Deps` are recognised by their type (through a trait, so an alias or a
+/// full path works): any other `&T` that is neither `#[context]` nor `#[args]` is a compile
+/// error naming `T`. A tool that reads its call is given it by
+/// [`ExecutableTool::execute_with`] (the agent, an MCP server and
+/// [`ToolRegistry::execute_with`] call that); called through plain
+/// [`execute`](ExecutableTool::execute) it gets an empty context, with no dependencies.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+///
+/// use tool_core::{CallContext, Deps, ToolError, ToolRegistry, tool};
+///
+/// /// The application's notes, shared with the tool.
+/// #[derive(Default)]
+/// struct Notes(Mutex<Vec<String>>);
+///
+/// /// Who the chat belongs to: a per-call value of the application.
+/// struct User(String);
+///
+/// /// Save a note for the user of this chat.
+/// #[tool(needs_approval)]
+/// async fn save_note(
+///     #[context] notes: Arc<Notes>,
+///     call: &CallContext,
+///     deps: &Deps,
+///     /// The note's text
+///     text: String,
+/// ) -> Result<String, ToolError> {
+///     let user: &User = deps.get().ok_or("no user for this call")?;
+///     notes.0.lock().unwrap().push(format!("{}: {text}", user.0));
+///     Ok(format!("saved (call {})", call.call_id()))
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let notes = Arc::new(Notes::default());
+/// let registry = ToolRegistry::new();
+/// registry.register(SaveNote::new(notes.clone())).unwrap();
+///
+/// let call = CallContext::new("call_1", "save_note")
+///     .with_deps(Deps::new().with(User("ada".into())));
+/// let args = serde_json::from_str(r#"{"text": "buy milk"}"#).unwrap();
+/// assert_eq!(
+///     registry.execute_with("save_note", args, call).await,
+///     "saved (call call_1)"
+/// );
+/// assert_eq!(*notes.0.lock().unwrap(), ["ada: buy milk"]);
+///
+/// // Without the application's `User`, the tool's error reaches the model.
+/// assert_eq!(
+///     registry.execute_text("save_note", r#"{"text": "x"}"#).await,
+///     "Error executing save_note: no user for this call"
+/// );
+/// # });
+/// ```
+///
+/// # Return types
+///
+/// - `T` or `Result<T, E>` (also through aliases such as `io::Result<T>`), where `T` is
+///   `String`, `&'static str`, a number, `bool`, `()`, `serde_json::Value` or any `Serialize`
+///   type, and `E: Display`.
+/// - A string (or anything serializing to one) is returned as is; any other value as JSON text.
+/// - The error's `Display` text becomes the tool's error, which the model reads as
+///   `Error executing {name}: {text}`. A [`ToolError`] is kept as it is, so
+///   [`ToolError::retry`] asks the model to try again instead of failing.
+/// - **Output schema**: when `T` (or the `Result`'s success type) also implements
+///   `JsonSchema` and its schema is an object, the tool's metadata carries it
+///   ([`ToolMetadata::output_schema`]); an MCP server lists it as the tool's `outputSchema`
+///   and sends each result as `structuredContent` beside the text. Strings, numbers, `bool`
+///   and `()` never have one.
+///
+/// ```
+/// use tool_core::{ExecutableTool, ToolRegistry, tool};
+///
+/// /// A forecast.
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Forecast {
+///     /// Degrees Celsius.
+///     temperature: f64,
+///     summary: String,
+/// }
+///
+/// /// Get the forecast for a city.
+/// #[tool]
+/// async fn get_forecast(city: String) -> Result<Forecast, std::io::Error> {
+///     Ok(Forecast { temperature: 21.5, summary: format!("sunny in {city}") })
+/// }
+///
+/// let schema = GetForecast.metadata().output_schema.unwrap();
+/// assert_eq!(schema["type"], "object");
+/// assert_eq!(schema["properties"]["temperature"]["type"], "number");
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let registry = ToolRegistry::new();
+/// registry.register(GetForecast).unwrap();
+/// assert_eq!(
+///     registry.execute_text("get_forecast", r#"{"city": "Paris"}"#).await,
+///     r#"{"temperature":21.5,"summary":"sunny in Paris"}"#
+/// );
+/// # });
+/// ```
 ///
 /// # Attribute arguments
 ///
 /// | argument | value | effect |
 /// |---|---|---|
 /// | `name` | `"get_weather"` | the tool's name (default: the function's name) |
-/// | `description` | `"..."` or `include_str!("..")` | the description (default: the doc comment) |
+/// | `description` | `"..."`, `include_str!("..")` or `concat!(..)` | the description (default: the doc comment) |
 /// | `rename_struct` | `"WeatherTool"` | the generated type's name (default: PascalCase name) |
 /// | `title` | `"Get the weather"` | [`ToolMetadata::title`] |
 /// | `category` | `"weather"` | [`ToolMetadata::category`] |
 /// | `icon` | `"https://..."` | [`ToolMetadata::icon`] |
-/// | `enabled` | `false` | registered disabled ([`ToolMetadata::default_enabled`]) |
-/// | `read_only`, `destructive`, `idempotent`, `open_world` | bare, or `= true`/`= false` | [`ToolHints`] |
-/// | `sequential` | bare, or `= true`/`= false` | [`ToolMetadata::sequential`] |
-/// | `timeout` | `"500ms"`, `"30s"`, `"5m"`, `"1h"` | [`ToolMetadata::timeout`] |
+/// | `enabled` | `= false` | registered disabled ([`ToolMetadata::default_enabled`]) |
+/// | `read_only`, `destructive`, `idempotent`, `open_world` | bare, or `= true`/`= false` | [`ToolHints`], MCP's tool annotations; an [`ApprovalPolicy`](agent::ApprovalPolicy) can ask before every `destructive` tool |
+/// | `sequential` | bare, or `= true`/`= false` | [`ToolMetadata::sequential`]: an agent runs its calls alone |
+/// | `needs_approval` | bare, or `= true`/`= false` | [`ToolMetadata::needs_approval`]: an agent asks the application before each call |
+/// | `max_retries` | `= 3` (a whole number) | [`ToolMetadata::max_retries`]: failed attempts in a row (invalid arguments, [`ToolError::retry`]) the model gets in one turn (default: [`AgentOptions::max_tool_retries`]) |
+/// | `timeout` | `"500ms"`, `"30s"`, `"5m"`, `"1h"` | [`ToolMetadata::timeout`] (default: the registry's) |
 /// | `lenient` | bare, or `= true`/`= false` | [`ToolMetadata::lenient_arguments`]: `"30"` read as `30`, a stringified object as the object, … (`false` keeps the tool strict in a lenient registry) |
 ///
-/// Parameter attributes: `#[context]` (the injected value), `#[args]` (the whole argument
-/// object), docs, `#[serde(...)]` and `#[schemars(...)]`.
+/// An unknown or repeated argument is a compile error (a misspelt one names the closest
+/// argument). Parameter attributes: `#[context]`, `#[args]` (neither takes arguments), docs,
+/// `#[serde(...)]` and `#[schemars(...)]`; any other attribute stays on the function's
+/// parameter.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use tool_core::{ExecutableTool, tool};
+///
+/// /// Delete a note.
+/// #[tool(
+///     name = "delete_note",
+///     title = "Delete a note",
+///     category = "notes",
+///     icon = "https://example.com/trash.svg",
+///     destructive,
+///     needs_approval,
+///     max_retries = 1,
+///     timeout = "5s",
+///     sequential,
+///     lenient = false,
+///     enabled = false,
+/// )]
+/// async fn remove(title: String) -> String {
+///     format!("deleted {title}")
+/// }
+///
+/// let metadata = Remove.metadata();
+/// assert_eq!(Remove.name(), "delete_note");
+/// assert_eq!(metadata.title.as_deref(), Some("Delete a note"));
+/// assert_eq!(metadata.hints.destructive, Some(true));
+/// assert!(metadata.needs_approval && metadata.sequential && !metadata.default_enabled);
+/// assert_eq!(metadata.max_retries, Some(1));
+/// assert_eq!(metadata.timeout, Some(Duration::from_secs(5)));
+/// assert_eq!(metadata.lenient_arguments, Some(false));
+/// ```
 ///
 /// # Limitations
 ///
-/// - The function must be `async`, not generic, and its parameters plain names with owned,
-///   concrete types (no `impl Trait`, no `&str`: use `String`).
-/// - A typed-struct tool takes no other parameter than the struct (and the context).
+/// - The function must be `async`, and not generic, `const`, `unsafe` or `extern`; it cannot
+///   return `impl Trait`.
+/// - Arguments of the model are plain names with owned, concrete types (no patterns, no
+///   `impl Trait`, no `&str`: use `String`); the only borrowed parameters are `&CallContext`,
+///   `&Deps` and a `&T` `#[context]`, never `&mut`.
+/// - At most one `#[context]` and one `#[args]` parameter, never both on one parameter; an
+///   `#[args]` tool takes no other argument of the model. Several values of state go in one
+///   struct, or in a [`toolbox`], where `&self` is the state and `#[context]` is not used.
 /// - Which return types are `Result`s is decided by type, so a `Result` whose error is not
-///   `Display` is rejected rather than serialized.
+///   `Display` is rejected rather than serialized; a return type written with `Self` or
+///   `impl Trait` gets no output schema.
 ///
 /// # Misuses caught at compile time
 ///
@@ -307,6 +491,41 @@ pub use tool::{
 /// }
 /// ```
 ///
+/// A misspelt attribute argument (the error suggests `category`):
+///
+/// ```compile_fail
+/// /// Add two integers.
+/// #[tool_core::tool(categroy = "math")]
+/// async fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+/// ```
+///
+/// A borrowed argument (the error underlines `str` and says to take a `String`):
+///
+/// ```compile_fail,E0277
+/// /// Shout a text.
+/// #[tool_core::tool]
+/// async fn shout(text: &str) -> String {
+///     text.to_uppercase()
+/// }
+/// ```
+///
+/// An `#[args]` struct beside another argument of the model:
+///
+/// ```compile_fail
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct WeatherArgs {
+///     city: String,
+/// }
+///
+/// /// Get the weather.
+/// #[tool_core::tool]
+/// async fn get_weather(#[args] args: WeatherArgs, units: String) -> String {
+///     format!("{} in {units}", args.city)
+/// }
+/// ```
+///
 /// An arguments type without a schema (the error underlines `WeatherArgs`):
 ///
 /// ```compile_fail,E0277
@@ -333,9 +552,22 @@ pub use tool::{
 ///     Forecast
 /// }
 /// ```
+///
+/// An error type that is not `Display`:
+///
+/// ```compile_fail,E0277
+/// #[derive(Debug)]
+/// struct NoForecast;
+///
+/// /// Get the weather.
+/// #[tool_core::tool]
+/// async fn get_weather(city: String) -> Result<String, NoForecast> {
+///     Err(NoForecast)
+/// }
+/// ```
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
-pub use tool_macros::tool;
+pub use tool_core_macros::tool;
 
 /// Turns the `#[tool]` methods of an impl block into tools that share `&self` as their state.
 ///
@@ -392,12 +624,13 @@ pub use tool_macros::tool;
 ///   `#[tool]` method.
 /// - The methods are marked with the `tool` attribute itself, so import it beside `toolbox`.
 /// - Tool methods take `&self` (use interior mutability for state that changes); `#[context]`
-///   is not used there, since `self` is the state.
+///   is not used there, since `self` is the state. `&CallContext` and `&Deps` parameters work
+///   as in a free function.
 /// - Two tools of one toolbox cannot share a name (a compile error).
 /// - The generated tool types are hidden; the block's type must not define `tools` itself.
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
-pub use tool_macros::toolbox;
+pub use tool_core_macros::toolbox;
 
 /// The README's Rust snippets, compiled and run as doc tests.
 #[cfg(doctest)]

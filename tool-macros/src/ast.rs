@@ -7,7 +7,7 @@ use syn::{
     parse::{ParseStream, Parser},
 };
 
-use crate::{attr::ParamAttr, valid::Errors};
+use crate::{attr::ParamAttr, errors::Errors};
 
 /// A function marked `#[tool]`.
 pub(crate) struct ToolFn {

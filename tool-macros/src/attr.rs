@@ -9,7 +9,7 @@ use syn::{
     parse::{ParseStream, Parser},
 };
 
-use crate::valid::Errors;
+use crate::errors::Errors;
 
 mod kw {
     syn::custom_keyword!(name);

@@ -8,8 +8,9 @@ use syn::{ImplItem, ItemImpl, spanned::Spanned};
 use crate::{
     ast::{self, ToolFn},
     attr::{self, ToolArgs},
+    errors::Errors,
     fallback,
-    valid::{self, Errors, Form, Place, Tool},
+    valid::{self, Form, Place, Tool},
 };
 
 /// `#[tool]` on a free function.

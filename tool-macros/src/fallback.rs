@@ -9,7 +9,7 @@ use syn::{
     parse::{ParseStream, Parser},
 };
 
-use crate::{ast::ToolFn, attr::ToolArgs, valid::Errors};
+use crate::{ast::ToolFn, attr::ToolArgs, errors::Errors};
 
 /// The function as written (minus the parameter attributes `#[tool]` reads, which would be
 /// errors of their own), a stub of its tool type, and the errors.

@@ -3,13 +3,16 @@
 //! Depend on `tool-core` and use its re-exports, `tool_core::tool` and `tool_core::toolbox`: the
 //! generated code names `::tool_core` and its reference documentation lives there.
 //!
-//! The crate is split by stage: `attr` parses the attribute arguments, `ast` splits the
-//! function, `valid` checks every rule and collects all errors, `expand` writes the code and
-//! `fallback` re-emits a broken input beside its errors. This file only forwards, so every
-//! stage works on `proc_macro2` tokens and can be tested as a library.
+//! The crate is split by stage, and the stages form a line, each file using only those before
+//! it: `errors` collects every error of an invocation (each stage reports to it); `attr` parses
+//! the attribute arguments and `ast` splits the function (parse); `valid` checks every rule
+//! (validate); `fallback` re-emits a broken input beside its errors and `expand` writes the code
+//! (expand). This file only forwards, so every stage works on `proc_macro2` tokens and can be
+//! tested as a library.
 
 mod ast;
 mod attr;
+mod errors;
 mod expand;
 mod fallback;
 mod valid;

@@ -39,10 +39,37 @@ function showWarning(message) {
   $('warning').hidden = !message;
 }
 
+// Why the last message was not sent, shown just above the message box, where the user looks.
+function showSendError(message) {
+  $('send-error').textContent = message || '';
+  $('send-error').hidden = !message;
+}
+
+// Opens or closes the chat list (on narrow screens it slides in over the conversation).
+function showChats(open) {
+  document.body.classList.toggle('chats-open', open);
+  $('chats-button').setAttribute('aria-expanded', String(open));
+  if (open) ($('chat-list').querySelector('[aria-current=page]') || $('new-chat')).focus();
+}
+
 // --- chats ---
 
 async function start() {
-  $('new-chat').addEventListener('click', () => newChat().catch((error) => showWarning(error.message)));
+  $('new-chat').addEventListener('click', () => {
+    showChats(false);
+    newChat().catch((error) => showWarning(error.message));
+  });
+  $('chats-button').addEventListener('click', () => showChats(!document.body.classList.contains('chats-open')));
+  // A click beside the open list, or Escape, closes it.
+  document.querySelector('main').addEventListener('click', (event) => {
+    if (!event.target.closest('#chats-button')) showChats(false);
+  });
+  document.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape' && document.body.classList.contains('chats-open')) {
+      showChats(false);
+      $('chats-button').focus();
+    }
+  });
   $('composer').addEventListener('submit', (event) => {
     event.preventDefault();
     send();
@@ -77,6 +104,7 @@ async function openChat(id, chats) {
   current = id;
   history.replaceState(null, '', `#${id}`);
   showWarning('');
+  showSendError('');
   renderChatList(chats || (await api('GET', '/api/chats')).chats);
   const chat = await api('GET', `/api/chats/${id}`);
   $('chat-title').textContent = chat.title;
@@ -91,7 +119,10 @@ function renderChatList(chats) {
   $('chat-list').replaceChildren(...chats.map((chat) => {
     const button = el('button', { type: 'button', text: chat.title });
     if (chat.id === current) button.setAttribute('aria-current', 'page');
-    button.addEventListener('click', () => openChat(chat.id).catch((error) => showWarning(error.message)));
+    button.addEventListener('click', () => {
+      showChats(false);
+      openChat(chat.id).catch((error) => showWarning(error.message));
+    });
     return el('li', {}, button);
   }));
 }
@@ -212,6 +243,7 @@ async function answerApprovals(turn) {
 
 function showError(turn, message) {
   turn.li.append(el('p', { class: 'error', role: 'alert', text: message }));
+  scrollDown();
 }
 
 // Redraws a saved conversation: user messages, assistant text, tool calls and their results,
@@ -233,7 +265,7 @@ function redraw(messages, pending = []) {
       }
     } else if (message.role === 'tool') {
       const card = turn.cards.get(message.tool_call_id) || addCard(turn, message.tool_call_id, message.name);
-      finishCard(card, message.content, message.is_error);
+      finishCard(card, message.content, message.is_error, message.kind);
     }
   }
   // Saved turns are finished ones, or wait for the answers asked again here.
@@ -330,40 +362,60 @@ async function readEvents(response, onEvent) {
   }
 }
 
+// Sends the message in the box. Until the server takes it, the text stays in the box: a
+// refusal (calls wait for approval) or an unreachable server is said just above it, and the
+// user can send it again.
 async function send() {
-  const text = $('message').value.trim();
+  const typed = $('message').value;
+  const text = typed.trim();
   if (!text || busy || !current) return;
   busy = true;
   $('send').disabled = true;
-  $('message').value = '';
+  showSendError('');
   const chatId = current;
-  $('conversation').append(el('li', { class: 'user', text }));
-  const turn = newTurn();
-  scrollDown();
+  let turn = null;
   try {
-    const response = await fetch(`/api/chats/${chatId}/messages`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ text }),
-    });
+    let response;
+    try {
+      response = await fetch(`/api/chats/${chatId}/messages`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ text }),
+      });
+    } catch {
+      showSendError('the server could not be reached, so the message was not sent; it is still in the box');
+      return;
+    }
     if (!response.ok) {
       const data = await response.json().catch(() => ({}));
-      throw new Error(data.error || `the server answered ${response.status}`);
+      showSendError(`the message was not sent: ${data.error || `the server answered ${response.status}`}`);
+      return;
     }
+    // Taken: the message joins the conversation and leaves the box (unless the user has typed
+    // something else meanwhile).
+    if ($('message').value === typed) $('message').value = '';
+    $('conversation').append(el('li', { class: 'user', text }));
+    turn = newTurn();
+    scrollDown();
     const ended = await readEvents(response, (name, data) => handle(turn, name, data));
     if (!ended) showError(turn, 'the connection dropped before the reply was finished');
   } catch (error) {
-    showError(turn, `the message could not be sent: ${error.message}`);
+    if (turn) showError(turn, `the reply could not be read: ${error.message}`);
+    else showSendError(`the message was not sent: ${error.message}`);
   } finally {
     busy = false;
     $('send').disabled = false;
   }
   // The first message names the chat.
-  if (chatId === current) {
-    const { chats } = await api('GET', '/api/chats');
-    renderChatList(chats);
-    const chat = chats.find((item) => item.id === chatId);
-    if (chat) $('chat-title').textContent = chat.title;
+  if (turn && chatId === current) {
+    try {
+      const { chats } = await api('GET', '/api/chats');
+      renderChatList(chats);
+      const chat = chats.find((item) => item.id === chatId);
+      if (chat) $('chat-title').textContent = chat.title;
+    } catch (error) {
+      showWarning(`the chat list could not be refreshed: ${error.message}`);
+    }
   }
 }
 

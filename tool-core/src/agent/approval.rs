@@ -15,7 +15,7 @@ use std::{fmt, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{model::ToolCall, tool::JsonObject, tool::ToolMetadata};
+use crate::{message::ToolCall, tool::JsonObject, tool::ToolMetadata};
 
 /// Which calls need the application's approval before they run. The default asks for none
 /// beyond the tools whose metadata says `needs_approval`.

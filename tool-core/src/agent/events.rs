@@ -2,7 +2,8 @@
 
 use crate::{
     call::Progress,
-    model::{FinishReason, ToolCall, ToolCallStart, Usage},
+    message::{FinishReason, SharedStr, ToolCall, Usage},
+    model::ToolCallStart,
     tool::JsonObject,
 };
 
@@ -23,7 +24,7 @@ pub enum AgentEvent {
         /// The call's position in the model's answer.
         index: usize,
         /// The fragment (shared with the model's event, not copied).
-        arguments: crate::model::SharedStr,
+        arguments: SharedStr,
     },
     /// The model finished a tool call. It reaches the consumer before the call starts running.
     ToolCallFinished {

@@ -50,7 +50,8 @@ use crate::{
     builtin::register_builtins,
     call::Deps,
     context::{Conversation, LoadContextError, SavedConversation, ToolContext, ToolContextOptions},
-    model::{ChatModel, FinishReason, Message, ModelSettings, ProviderError, ToolChoice, Usage},
+    message::{FinishReason, Message, Usage},
+    model::{ChatModel, ModelSettings, ProviderError, ToolChoice},
     registry::{RegistryError, RegistryOptions, RegistrySnapshot, ToolRegistry, ToolToggles},
     tool::{ChatTool, ExecutableTool, JsonObject},
 };
@@ -66,8 +67,8 @@ pub const DEFAULT_MAX_TOOL_RETRIES: u32 = 2;
 
 /// Settings of an [`Agent`]. `Default` gives no system prompt, `session_context.json` as the
 /// session file, a fresh scratch directory as the file tools' root (see
-/// [`context_options`](Self::context_options)), 10 steps, up to 8 tool calls at once and the
-/// default registry.
+/// [`ToolContextOptions::root_dir`]), 10 steps, up to 8 tool calls at once and the default
+/// registry.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct AgentOptions {
@@ -75,11 +76,11 @@ pub struct AgentOptions {
     /// [`Agent::save_context`]) writes, the file tools' root and read limit. Not used when
     /// [`context`](Self::context) is set.
     ///
-    /// Unlike a bare [`ToolContext`], an agent given no `root_dir` confines the default
-    /// registry's file tools (`read_file`, `write_file`) to a fresh, empty scratch directory
-    /// that it creates and removes when it is dropped, so a model never reads or writes the
-    /// application's own files unless the application chose a directory.
-    /// [`Agent::context`]`().root_dir()` says where it is.
+    /// The built-in file tools (`read_file`, `write_file`) work in the root directory of the
+    /// agent that calls them, in a registry brought in with [`registry`](Self::registry) too.
+    /// Given no `root_dir`, that is a fresh, empty scratch directory removed with the agent, so
+    /// a model never reads or writes the application's own files unless the application chose
+    /// a directory. [`Agent::context`]`().root_dir()` says where it is.
     pub context_options: ToolContextOptions,
     /// The most model calls one turn may make (default 10). A turn whose model still calls
     /// tools at the last step ends with [`AgentError::MaxSteps`].
@@ -96,7 +97,9 @@ pub struct AgentOptions {
     /// Sampling settings sent with every request.
     pub model_settings: ModelSettings,
     /// Use this registry instead of building the default one (shared with other agents, chat
-    /// sessions or a server).
+    /// sessions or a server). Its built-in tools work with this agent's context when this agent
+    /// calls them: its root directory and session file, not those of the context the registry
+    /// was built with.
     pub registry: Option<Arc<ToolRegistry>>,
     /// Per-session tool toggles over the registry: [`Agent::enable_tool`] and
     /// [`Agent::disable_tool`] then change these instead of the (possibly shared) registry.
@@ -428,9 +431,6 @@ pub(crate) struct Shared {
     max_tool_retries: u32,
     tool_choice: ToolChoice,
     tool_choice_every_step: bool,
-    /// The scratch directory the file tools are confined to when the application chose none;
-    /// removed with the agent.
-    _scratch: Option<tempfile::TempDir>,
     /// Turns started so far.
     turns: std::sync::atomic::AtomicU64,
     turn: Arc<tokio::sync::Mutex<()>>,
@@ -447,45 +447,21 @@ impl std::fmt::Debug for Agent {
     }
 }
 
-/// A new, empty directory for an agent's file tools, or `None` (logged) when none can be made.
-fn scratch_dir() -> Option<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix("tool-core-agent-")
-        .tempdir()
-        .inspect_err(|error| {
-            tracing::error!(%error, "cannot create a scratch directory for the agent's file tools");
-        })
-        .ok()
-}
-
 impl Agent {
     /// An agent talking to `model` (any [`ChatModel`], an `Arc<dyn ChatModel>` included) with
     /// the default registry (`read_file`, `write_file`, `save_session_context`) over a context
     /// it owns, unless `options` brings a registry or a context. The file tools are confined to
-    /// [`AgentOptions::root_dir`], or to a fresh scratch directory when it is not set.
+    /// [`AgentOptions::root_dir`], or to a fresh scratch directory when it is not set, whichever
+    /// registry they sit in.
     pub fn new(model: impl ChatModel + 'static, options: AgentOptions) -> Self {
         Self::with_model(Arc::new(model), options)
     }
 
     /// Like [`new`](Self::new), with a shared model.
     pub fn with_model(model: Arc<dyn ChatModel>, options: AgentOptions) -> Self {
-        let mut scratch = None;
-        // Only the default registry's file tools use the root; a registry the application
-        // brings needs no scratch directory.
-        let builds_registry = options.registry.is_none();
-        let context = options.context.unwrap_or_else(|| {
-            let mut context_options = options.context_options;
-            if builds_registry && context_options.root_dir.is_none() {
-                let dir = scratch_dir();
-                context_options.root_dir = Some(dir.as_ref().map_or_else(
-                    // The file tools then answer that the directory does not exist.
-                    || std::env::temp_dir().join("tool-core-agent-scratch-unavailable"),
-                    |dir| dir.path().to_path_buf(),
-                ));
-                scratch = dir;
-            }
-            ToolContext::with_options(context_options)
-        });
+        let context = options
+            .context
+            .unwrap_or_else(|| ToolContext::with_options(options.context_options));
         let registry = options.registry.unwrap_or_else(|| {
             let mut registry_options = RegistryOptions::new();
             // The agent's calls apply `tool_timeout` themselves; the registry gets it too, for
@@ -513,7 +489,6 @@ impl Agent {
                 max_tool_retries: options.max_tool_retries,
                 tool_choice: options.tool_choice,
                 tool_choice_every_step: options.tool_choice_every_step,
-                _scratch: scratch,
                 turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),
             }),

@@ -17,10 +17,8 @@ use crate::{
     call::{CallContext, Deps},
     context::{PendingCall, ToolContext},
     execute::{ExecuteError, parse_arguments},
-    model::{
-        ChatRequest, FinishReason, Message, ModelEvent, ProviderError, RequestTools, ToolCall,
-        ToolChoice, Usage,
-    },
+    message::{FinishReason, Message, ToolCall, Usage},
+    model::{ChatRequest, ModelEvent, ProviderError, RequestTools, ToolChoice},
     registry::RegistrySnapshot,
     schema::Coercion,
     tool::JsonObject,

@@ -1,18 +1,20 @@
-//! `read_file` and `write_file`: confined to the context's root directory, size-limited,
-//! encoding-aware, and atomic on write.
+//! `read_file` and `write_file`: confined to the calling chat's root directory (see
+//! [`confined`](super::confined) for what that guarantees), size-limited, encoding-aware, and
+//! atomic on write.
 
-use std::{
-    io::Write as _,
-    path::{Component, Path, PathBuf},
-    sync::OnceLock,
+use std::sync::{
+    Arc, OnceLock,
+    atomic::{AtomicBool, Ordering},
 };
 
 use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::confined::{self, RootedPath};
 use crate::{
     __private,
+    call::CallContext,
     context::ToolContext,
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError, ToolMetadata},
 };
@@ -22,6 +24,7 @@ use crate::{
 #[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
     /// The file to read, relative to the working directory.
+    #[schemars(example = "notes.txt")]
     pub path: String,
     /// The text encoding: `utf-8` (default), `ascii`, `latin1`, `utf-16le`, `utf-16be`,
     /// `base64`, `hex`, or any WHATWG encoding label (`windows-1252`, `shift_jis`, …).
@@ -39,27 +42,50 @@ pub struct WriteFileArgs {
     pub content: String,
 }
 
-/// The built-in `read_file` tool: reads a text file under the context's root directory.
+/// The built-in `read_file` tool: reads a regular file under the root directory of the chat
+/// that calls it.
+///
+/// * The root is that of the calling chat's context ([`CallContext::conversation`]), so a
+///   registry shared by agents with different roots reads in each one's; the context the tool
+///   was made with applies to calls that come without one (a registry's plain `execute`, an
+///   MCP client).
+/// * The path is relative to the root (an absolute path must lie under it), and `..` cannot
+///   climb out.
+/// * **No symbolic link is followed** below the root, not even one that stays inside it: each
+///   directory is opened relative to the one before it, so a link swapped in while the call
+///   runs is refused too.
+/// * Only regular files are read: a pipe, socket or device is refused without being opened.
+/// * At most [`ToolContext::max_read_bytes`] are read (1 MiB by default); a larger file is an
+///   error.
 #[derive(Clone, Debug)]
 pub struct ReadFile {
     context: ToolContext,
 }
 
 impl ReadFile {
-    /// A `read_file` tool confined to `context.root_dir()`.
+    /// A `read_file` tool confined to `context.root_dir()` when a call brings no context of
+    /// its own.
     pub fn new(context: ToolContext) -> Self {
         Self { context }
     }
 }
 
-/// The built-in `write_file` tool: writes a file under the context's root directory, atomically.
+/// The built-in `write_file` tool: writes a file under the root directory of the chat that calls
+/// it, atomically.
+///
+/// The root and path rules are those of [`ReadFile`]: no symbolic link is followed below the
+/// root, and an existing entry must be a regular file. Missing parent directories are
+/// created. The text goes to a temporary file in the target's directory, which is then renamed
+/// over the target, so a reader sees the old file or the new one; a replaced file keeps its
+/// permissions, a new one is readable and writable by its owner only.
 #[derive(Clone, Debug)]
 pub struct WriteFile {
     context: ToolContext,
 }
 
 impl WriteFile {
-    /// A `write_file` tool confined to `context.root_dir()`.
+    /// A `write_file` tool confined to `context.root_dir()` when a call brings no context of
+    /// its own.
     pub fn new(context: ToolContext) -> Self {
         Self { context }
     }
@@ -93,36 +119,13 @@ impl ExecutableTool for ReadFile {
     }
 
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-        let args: ReadFileArgs = __private::narrow("read_file", args)?;
-        let encoding = Encoding::parse(args.encoding.as_deref())?;
-        let path = resolve(self.context.root_dir(), &args.path, Access::Read)?;
-        let limit = self.context.max_read_bytes();
-        let metadata = tokio::fs::metadata(&path)
-            .await
-            .map_err(|error| io_error("read", &args.path, &error))?;
-        if metadata.is_dir() {
-            return Err(ToolError::new(format!(
-                "'{}' is a directory, not a file",
-                args.path
-            )));
-        }
-        if metadata.len() > limit {
-            return Err(ToolError::new(format!(
-                "'{}' is {} bytes, more than the read limit of {limit} bytes",
-                args.path,
-                metadata.len()
-            )));
-        }
-        let bytes = tokio::fs::read(&path)
-            .await
-            .map_err(|error| io_error("read", &args.path, &error))?;
-        if bytes.len() as u64 > limit {
-            return Err(ToolError::new(format!(
-                "'{}' grew past the read limit of {limit} bytes while being read",
-                args.path
-            )));
-        }
-        encoding.decode(&bytes, &args.path)
+        read(self.context.clone(), args).await
+    }
+
+    /// Reads under the root directory of the chat that made the call, whichever registry this
+    /// tool sits in; under its own context's when the call comes with none.
+    async fn execute_with(&self, args: JsonObject, call: CallContext) -> Result<String, ToolError> {
+        read(call.conversation().unwrap_or(&self.context).clone(), args).await
     }
 }
 
@@ -156,128 +159,68 @@ impl ExecutableTool for WriteFile {
     }
 
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-        let args: WriteFileArgs = __private::narrow("write_file", args)?;
-        let path = resolve(self.context.root_dir(), &args.path, Access::Write)?;
-        let bytes = args.content.len();
-        write_atomic(path, args.content.into_bytes())
-            .await
-            .map_err(|error| io_error("write", &args.path, &error))?;
-        Ok(format!("Successfully wrote {bytes} bytes to {}", args.path))
+        write(self.context.clone(), args).await
+    }
+
+    /// Writes under the root directory of the chat that made the call, whichever registry this
+    /// tool sits in; under its own context's when the call comes with none.
+    async fn execute_with(&self, args: JsonObject, call: CallContext) -> Result<String, ToolError> {
+        write(call.conversation().unwrap_or(&self.context).clone(), args).await
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to disk,
-/// then renamed over the target. Parent directories are created. A failure leaves any previous
-/// file untouched and no temporary file behind.
-pub(crate) async fn write_atomic(path: PathBuf, bytes: Vec<u8>) -> std::io::Result<()> {
-    tokio::task::spawn_blocking(move || write_atomic_blocking(&path, &bytes))
+/// `read_file` under `context`'s root directory.
+async fn read(context: ToolContext, args: JsonObject) -> Result<String, ToolError> {
+    let args: ReadFileArgs = __private::narrow("read_file", args)?;
+    let encoding = Encoding::parse(args.encoding.as_deref())?;
+    let requested = args.path.clone();
+    let bytes = off_the_runtime(move |abandoned| {
+        let root = context.root_dir();
+        let path = RootedPath::parse(root, &requested)?;
+        confined::read(root, &path, context.max_read_bytes(), abandoned)
+    })
+    .await?;
+    encoding.decode(&bytes, &args.path)
+}
+
+/// `write_file` under `context`'s root directory.
+async fn write(context: ToolContext, args: JsonObject) -> Result<String, ToolError> {
+    let args: WriteFileArgs = __private::narrow("write_file", args)?;
+    let bytes = args.content.len();
+    let requested = args.path.clone();
+    off_the_runtime(move |_| {
+        let root = context.root_dir();
+        let path = RootedPath::parse(root, &requested)?;
+        confined::write(root, &path, args.content.as_bytes())
+    })
+    .await?;
+    Ok(format!("Successfully wrote {bytes} bytes to {}", args.path))
+}
+
+/// Runs blocking file work on tokio's blocking threads. When the call is dropped (its timeout
+/// passed, or its turn was cancelled), `work`'s flag is set, and long reads stop at their next
+/// chunk, so a call that timed out never keeps a thread.
+async fn off_the_runtime<T: Send + 'static>(
+    work: impl FnOnce(&AtomicBool) -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    /// Sets the flag when the call's future is dropped, finished or not.
+    struct Abandon(Arc<AtomicBool>);
+
+    impl Drop for Abandon {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+
+    let abandon = Abandon(Arc::new(AtomicBool::new(false)));
+    let flag = abandon.0.clone();
+    tokio::task::spawn_blocking(move || work(&flag))
         .await
-        .map_err(std::io::Error::other)?
-}
-
-/// The blocking form of [`write_atomic`].
-pub(crate) fn write_atomic_blocking(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let parent = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(parent)?;
-    let mut file = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(parent)?;
-    file.write_all(bytes)?;
-    file.as_file().sync_all()?;
-    file.persist(path).map_err(|error| error.error)?;
-    // Make the rename itself durable where the platform allows opening a directory.
-    if let Ok(dir) = std::fs::File::open(parent) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Access {
-    Read,
-    Write,
-}
-
-/// Resolves a path the model gave to a path under `root`, refusing `..` that climbs out,
-/// absolute paths elsewhere, and symlinks that lead outside.
-fn resolve(root: &Path, requested: &str, access: Access) -> Result<PathBuf, ToolError> {
-    if requested.trim().is_empty() {
-        return Err(ToolError::new("the path is empty"));
-    }
-    let outside = || {
-        ToolError::new(format!(
-            "'{requested}' is outside the directory this tool may access; use a path relative to \
-             the working directory"
-        ))
-    };
-    let root = root.canonicalize().map_err(|error| {
-        ToolError::new(format!(
-            "the tool's root directory {} is not accessible: {error}",
-            root.display()
-        ))
-    })?;
-    let requested_path = Path::new(requested);
-    let relative = if requested_path.is_absolute() {
-        requested_path.strip_prefix(&root).map_err(|_| outside())?
-    } else {
-        requested_path
-    };
-    let mut normalized = PathBuf::new();
-    for component in relative.components() {
-        match component {
-            Component::Normal(part) => normalized.push(part),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !normalized.pop() {
-                    return Err(outside());
-                }
-            }
-            Component::RootDir | Component::Prefix(_) => return Err(outside()),
-        }
-    }
-    if normalized.as_os_str().is_empty() {
-        return Err(ToolError::new(format!(
-            "'{requested}' names a directory, not a file"
-        )));
-    }
-    let full = root.join(&normalized);
-    // Symlinks: the deepest existing ancestor (or the file itself) must resolve inside the root.
-    let mut existing = full.as_path();
-    loop {
-        match existing.canonicalize() {
-            Ok(real) => {
-                if !real.starts_with(&root) {
-                    return Err(outside());
-                }
-                break;
-            }
-            Err(_) => match existing.parent() {
-                Some(parent) => existing = parent,
-                None => return Err(outside()),
-            },
-        }
-    }
-    if access == Access::Write {
-        if let Ok(metadata) = std::fs::symlink_metadata(&full) {
-            if metadata.file_type().is_symlink() && full.canonicalize().is_err() {
-                // A dangling symlink could point anywhere once its target is created.
-                return Err(outside());
-            }
-        }
-    }
-    Ok(full)
-}
-
-fn io_error(verb: &str, path: &str, error: &std::io::Error) -> ToolError {
-    let reason = match error.kind() {
-        std::io::ErrorKind::NotFound => "no such file or directory".to_owned(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
-        _ => error.to_string(),
-    };
-    ToolError::new(format!("cannot {verb} '{path}': {reason}"))
+        .unwrap_or_else(|error| {
+            Err(ToolError::new(format!(
+                "the file operation failed: {error}"
+            )))
+        })
 }
 
 /// The encodings `read_file` accepts.
@@ -349,33 +292,6 @@ impl Encoding {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dot_dot_cannot_climb_out_of_the_root() {
-        let dir = tempfile::tempdir().unwrap();
-        let refused = |requested: &str, access| {
-            resolve(dir.path(), requested, access)
-                .unwrap_err()
-                .message()
-                .to_owned()
-        };
-        let outside = |requested: &str| {
-            format!(
-                "'{requested}' is outside the directory this tool may access; use a path \
-                 relative to the working directory"
-            )
-        };
-        assert_eq!(refused("../x.txt", Access::Read), outside("../x.txt"));
-        assert_eq!(
-            refused("a/../../x.txt", Access::Write),
-            outside("a/../../x.txt")
-        );
-        assert_eq!(refused("/etc/passwd", Access::Read), outside("/etc/passwd"));
-        assert_eq!(
-            resolve(dir.path(), "a/../x.txt", Access::Write).unwrap(),
-            dir.path().canonicalize().unwrap().join("x.txt")
-        );
-    }
 
     #[test]
     fn unknown_encodings_are_named_in_the_error() {

@@ -1,12 +1,14 @@
 //! The built-in tools: `read_file`, `write_file` and `save_session_context`, and
 //! [`create_default_tool_registry`].
 
+mod atomic;
+mod confined;
 mod files;
 mod session;
 
-pub(crate) use files::write_atomic;
+pub(crate) use atomic::write_atomic;
 #[cfg(feature = "file-store")]
-pub(crate) use files::write_atomic_blocking;
+pub(crate) use atomic::write_atomic_blocking;
 pub use files::{ReadFile, ReadFileArgs, WriteFile, WriteFileArgs};
 pub use session::{SaveSessionContext, SaveSessionContextArgs};
 

@@ -61,9 +61,14 @@ fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> String {
                 excerpt(instance)
             )
         }
-        Kind::Enum { options } => format!("expected one of {options}, got {}", excerpt(instance)),
-        Kind::Constant { expected_value } => {
-            format!("expected {expected_value}, got {}", excerpt(instance))
+        Kind::Enum { .. }
+        | Kind::Constant { .. }
+        | Kind::AnyOf { .. }
+        | Kind::OneOfNotValid { .. }
+            if allowed_values(error).is_some() =>
+        {
+            let allowed = allowed_values(error).unwrap_or_default();
+            format!("expected {allowed}, got {}", excerpt(instance))
         }
         Kind::Minimum { limit } => {
             format!("expected a number >= {limit}, got {}", excerpt(instance))
@@ -84,6 +89,84 @@ fn describe_schema_error(error: &jsonschema::ValidationError<'_>) -> String {
     } else {
         format!("at {path}: {what}")
     }
+}
+
+/// The values an enum-shaped error allows, in the schema's order: `one of "fast", "slow"`, or
+/// `"fast"` alone, with ` (or null)` when `null` is allowed too. Besides `enum` and `const`, this
+/// reads the unions schemars writes for enums: `Option<Enum>` (`anyOf` of the enum and `null`)
+/// and variants with doc comments (`oneOf` of one `const` each). `None` when the error is not
+/// about a list of values (a union of other shapes).
+fn allowed_values(error: &jsonschema::ValidationError<'_>) -> Option<String> {
+    let mut values = Vec::new();
+    let mut null = false;
+    collect_allowed(error, &mut values, &mut null, 0)?;
+    if values.is_empty() {
+        return None;
+    }
+    let mut phrase = match values.as_slice() {
+        [one] => excerpt(one),
+        many => format!(
+            "one of {}",
+            many.iter().map(excerpt).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    if null && !values.contains(&Value::Null) {
+        phrase.push_str(" (or null)");
+    }
+    Some(phrase)
+}
+
+/// Adds to `values` what `error` allows (and sets `null` when a branch is `null` alone); `None`
+/// when the error is not about values.
+fn collect_allowed(
+    error: &jsonschema::ValidationError<'_>,
+    values: &mut Vec<Value>,
+    null: &mut bool,
+    depth: usize,
+) -> Option<()> {
+    use jsonschema::error::ValidationErrorKind as Kind;
+
+    const MAX_DEPTH: usize = 8;
+    let mut add = |value: &Value| {
+        if !values.contains(value) {
+            values.push(value.clone());
+        }
+    };
+    match error.kind() {
+        Kind::Enum { options } => options.as_array()?.iter().for_each(add),
+        Kind::Constant { expected_value } => add(expected_value),
+        Kind::AnyOf { context } | Kind::OneOfNotValid { context } if depth < MAX_DEPTH => {
+            let here = error.instance_path();
+            for branch in context {
+                // A branch is a list of values when one of its errors here is (a type error
+                // beside it says nothing more); else it must be `null` alone.
+                let about_values: Vec<_> = branch
+                    .iter()
+                    .filter(|error| {
+                        error.instance_path() == here && !matches!(error.kind(), Kind::Type { .. })
+                    })
+                    .collect();
+                match (about_values.as_slice(), branch.as_slice()) {
+                    ([], [only]) if matches!(only.kind(), Kind::Type { kind } if is_null_type(kind)) =>
+                    {
+                        *null = true;
+                    }
+                    ([], _) => return None,
+                    (errors, _) => {
+                        for error in errors {
+                            collect_allowed(error, values, null, depth + 1)?;
+                        }
+                    }
+                }
+            }
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+fn is_null_type(kind: &jsonschema::error::TypeKind) -> bool {
+    type_phrase(&format!("{kind:?}")) == "null"
 }
 
 fn type_phrase(kind: &str) -> String {
@@ -125,7 +208,7 @@ pub(crate) fn describe_serde_error(
 
 /// [`describe_serde_error`] for an error whose place is known only as a JSON pointer (empty for
 /// the root).
-pub(crate) fn describe_serde_message(pointer: &str, error: &serde_json::Error) -> String {
+fn describe_serde_message(pointer: &str, error: &serde_json::Error) -> String {
     let message = error.to_string();
     let what = if let Some(field) = between(&message, "missing field `", "`") {
         return if pointer.is_empty() {
@@ -138,9 +221,11 @@ pub(crate) fn describe_serde_message(pointer: &str, error: &serde_json::Error) -
         .or_else(|| message.strip_prefix("invalid value: "))
     {
         match rest.rsplit_once(", expected ") {
-            Some((unexpected, expected)) => {
-                format!("expected {expected}, got {}", unexpected_value(unexpected))
-            }
+            Some((unexpected, expected)) => format!(
+                "expected {}, got {}",
+                expected_phrase(expected),
+                unexpected_value(unexpected)
+            ),
             None => message.clone(),
         }
     } else if let Some(field) = between(&message, "unknown field `", "`") {
@@ -167,6 +252,41 @@ pub(crate) fn describe_serde_message(pointer: &str, error: &serde_json::Error) -
         what
     } else {
         format!("at {pointer}: {what}")
+    }
+}
+
+/// Describes a serde error on `value`, which the schema `parameters` accepts, so the schema
+/// cannot say where it is: the place is worked out from the schema where it can be. A whole
+/// number written with a fraction (`30.0`) is an integer to JSON Schema but not to serde, so
+/// the place is the first such number where the schema asks for an integer.
+pub(crate) fn describe_unplaced_serde_error(
+    parameters: &Value,
+    value: &Value,
+    error: &serde_json::Error,
+) -> String {
+    let pointer = if error.to_string().contains("floating point `") {
+        crate::schema::fraction_for_integer(parameters, value).unwrap_or_default()
+    } else {
+        String::new()
+    };
+    describe_serde_message(&pointer, error)
+}
+
+/// serde names Rust types (`i64`, `u8`, `f32`); the model reads JSON words and, for the small
+/// integer types, their range.
+fn expected_phrase(expected: &str) -> String {
+    let range = |min: i128, max: i128| format!("an integer from {min} to {max}");
+    match expected {
+        "i64" | "i128" | "isize" => "an integer".to_owned(),
+        "u64" | "u128" | "usize" => "an integer >= 0".to_owned(),
+        "i8" => range(i8::MIN.into(), i8::MAX.into()),
+        "i16" => range(i16::MIN.into(), i16::MAX.into()),
+        "i32" => range(i32::MIN.into(), i32::MAX.into()),
+        "u8" => range(0, u8::MAX.into()),
+        "u16" => range(0, u16::MAX.into()),
+        "u32" => range(0, u32::MAX.into()),
+        "f32" | "f64" => "a number".to_owned(),
+        other => other.to_owned(),
     }
 }
 
@@ -238,7 +358,7 @@ mod tests {
         );
         assert_eq!(
             describe(serde_json::json!({"city": "x", "days": -1})),
-            "at /days: expected u8, got -1"
+            "at /days: expected an integer from 0 to 255, got -1"
         );
     }
 }

@@ -11,7 +11,9 @@ mod messages;
 
 pub(crate) use arguments::{ArgumentChecks, TextStart, parse_arguments};
 pub(crate) use guard::{Call, GuardedCall, Target, outcome_of};
-pub(crate) use messages::{describe_schema_errors, describe_serde_error, describe_serde_message};
+pub(crate) use messages::{
+    describe_schema_errors, describe_serde_error, describe_unplaced_serde_error,
+};
 
 use std::{fmt, time::Duration};
 
@@ -138,7 +140,7 @@ struct DisplaySeconds(Duration);
 impl fmt::Display for DisplaySeconds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let millis = self.0.as_millis();
-        if millis % 1000 == 0 {
+        if millis.is_multiple_of(1000) {
             write!(f, "{}s", millis / 1000)
         } else {
             write!(f, "{millis}ms")

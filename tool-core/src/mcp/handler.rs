@@ -11,11 +11,12 @@ use std::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-        CustomResult, Icon, Implementation, InitializeRequestParams, InitializeResult,
-        ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-        RequestParamsMeta, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
-        ToolAnnotations,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
+        CustomRequest, CustomResult, ElicitRequest, ElicitRequestParams, ElicitResult,
+        ElicitationAction, ElicitationSchema, Icon, Implementation, InitializeRequestParams,
+        InitializeResult, InputRequest, InputRequiredResult, ListToolsResult, MetaObject,
+        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, RequestParamsMeta,
+        ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
     },
     service::{NotificationContext, Peer, RequestContext, SubscriptionContext},
 };
@@ -46,6 +47,30 @@ pub(crate) const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
 /// The method of the request [`super::stdio`] puts in place of a line over the size limit, so
 /// that the client gets an error answer with the request's id.
 pub(crate) const TOO_LARGE_METHOD: &str = "tool-core/request-too-large";
+
+/// What an MCP server does with a call of a tool whose metadata says
+/// [`needs_approval`](crate::ToolMetadata::needs_approval). Whatever the choice, such a tool is
+/// listed with `annotations.destructiveHint: true` (unless its hints say otherwise) and
+/// `_meta: {"tool-core/needsApproval": true}`, so a client can confirm with its user on its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum McpApproval {
+    /// Ask the client's user through MCP elicitation before the tool runs (an
+    /// `elicitation/create` request during the call on 2025-06-18 and later, an
+    /// `InputRequiredResult` the client answers by calling again on 2026-07-28). Declined or
+    /// dismissed, or with a client that cannot ask (no elicitation capability, a protocol
+    /// before 2025-06-18, a stateless server on a protocol before 2026-07-28), the tool does
+    /// not run and the call's result is an error (`isError: true`) saying why. On 2026-07-28
+    /// the answer comes back with the client's repeated call; on every version the approval
+    /// is only as trustworthy as the client that relays its user's answer.
+    #[default]
+    Ask,
+    /// Run the tool without asking: the application trusts the client to confirm with its
+    /// user (MCP clients commonly do for tools with `destructiveHint`).
+    Allow,
+    /// Never run such a tool over MCP; a call's result is an error saying so.
+    Refuse,
+}
 
 /// The `rmcp` [`ServerHandler`] behind [`McpServer`](super::McpServer): one per client
 /// connection.
@@ -131,6 +156,139 @@ impl McpHandler {
             .or_else(|| lock(&self.negotiated).clone())
             .unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
+
+    /// Whether a call of a tool that needs approval may run, as [`McpOptions::approval`] says:
+    /// on 2026-07-28 from the answer the client sent with the call (or by asking for one), on
+    /// older versions by asking the client's user with an `elicitation/create` request.
+    async fn approval(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        version: &ProtocolVersion,
+    ) -> Verdict {
+        let name = &request.name;
+        match self.options.approval {
+            McpApproval::Allow => return Verdict::Run,
+            McpApproval::Refuse => {
+                return Verdict::NotRun(format!(
+                    "Error: {name} needs the user's approval, which this server does not ask \
+                     for over MCP; the call was not run"
+                ));
+            }
+            McpApproval::Ask => {}
+        }
+        let cannot_ask = || {
+            Verdict::NotRun(format!(
+                "Error: {name} needs the user's approval, and this MCP client cannot ask for \
+                 it (it does not support elicitation); the call was not run"
+            ))
+        };
+        let can_ask = version.as_str() >= ProtocolVersion::V_2025_06_18.as_str()
+            && context
+                .client_capabilities()
+                .is_some_and(|capabilities| asks_with_forms(&capabilities));
+        let question = approval_question(request);
+        if version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
+            // 2026-07-28 has no server-to-client requests: the answer comes with the call
+            // again, after an `InputRequiredResult` asked for it.
+            if let Some(answer) = request
+                .input_responses
+                .as_ref()
+                .and_then(|responses| responses.get(APPROVAL_INPUT))
+            {
+                return match serde_json::from_value::<ElicitResult>(answer.clone()) {
+                    Ok(answer) => verdict_of(name, &answer.action),
+                    Err(error) => Verdict::NotRun(format!(
+                        "Error: the approval answer for {name} is not an elicitation result \
+                         ({error}); the call was not run"
+                    )),
+                };
+            }
+            if !can_ask {
+                return cannot_ask();
+            }
+            let requests = [(
+                APPROVAL_INPUT.to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(question)),
+            )];
+            return Verdict::Ask(InputRequiredResult::from_input_requests(
+                requests.into_iter().collect(),
+            ));
+        }
+        if self.options.stateless {
+            return Verdict::NotRun(format!(
+                "Error: {name} needs the user's approval, and a stateless server can ask for \
+                 it only on protocol 2026-07-28; the call was not run"
+            ));
+        }
+        if !can_ask {
+            return cannot_ask();
+        }
+        match context.peer.create_elicitation(question).await {
+            Ok(answer) => verdict_of(name, &answer.action),
+            Err(error) => Verdict::NotRun(format!(
+                "Error: {name} needs the user's approval, and asking for it failed ({error}); \
+                 the call was not run"
+            )),
+        }
+    }
+}
+
+/// Whether a call of a tool that needs approval runs.
+enum Verdict {
+    Run,
+    /// It does not; the text says why (the call's result, with `isError: true`).
+    NotRun(String),
+    /// 2026-07-28: the client is to ask its user and call again with the answer.
+    Ask(InputRequiredResult),
+}
+
+/// The key of the approval in an `InputRequiredResult`'s requests and the answers to them.
+const APPROVAL_INPUT: &str = "approval";
+
+/// The longest text of a call's arguments shown in the approval question.
+const MAX_SHOWN_ARGUMENTS: usize = 2_000;
+
+/// What the user is asked before a call of a tool that needs approval: the tool and the
+/// arguments, nothing to fill in (the answer is accept or decline).
+fn approval_question(request: &CallToolRequestParams) -> ElicitRequestParams {
+    let mut arguments = Value::Object(request.arguments.clone().unwrap_or_default()).to_string();
+    if arguments.len() > MAX_SHOWN_ARGUMENTS {
+        let mut end = MAX_SHOWN_ARGUMENTS;
+        while !arguments.is_char_boundary(end) {
+            end -= 1;
+        }
+        arguments.truncate(end);
+        arguments.push('…');
+    }
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: format!(
+            "Run the tool `{}` with the arguments {arguments}?",
+            request.name
+        ),
+        requested_schema: ElicitationSchema::new(std::collections::BTreeMap::new()),
+    }
+}
+
+/// Whether a client with `capabilities` can show a form: it declared elicitation with `form`,
+/// or with neither mode (2025-06-18, before modes existed).
+fn asks_with_forms(capabilities: &ClientCapabilities) -> bool {
+    capabilities
+        .elicitation
+        .as_ref()
+        .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
+}
+
+fn verdict_of(name: &str, action: &ElicitationAction) -> Verdict {
+    match action {
+        ElicitationAction::Accept => Verdict::Run,
+        ElicitationAction::Cancel => Verdict::NotRun(format!(
+            "Error: the user denied this call of {name}: the approval request was dismissed"
+        )),
+        // Decline, and any answer a later protocol adds: only an acceptance runs the tool.
+        _ => Verdict::NotRun(format!("Error: the user denied this call of {name}")),
+    }
 }
 
 impl ServerHandler for McpHandler {
@@ -207,9 +365,28 @@ impl ServerHandler for McpHandler {
             });
             AbortOnDrop(watch)
         };
-        let call = call_context(&request, &context, cancelled.clone());
         let version = self.version_of(&context);
         let snapshot = self.registry.snapshot();
+        let needs_approval = snapshot.is_enabled(&request.name)
+            && snapshot
+                .metadata(&request.name)
+                .is_some_and(|metadata| metadata.needs_approval);
+        if needs_approval {
+            let verdict = tokio::select! {
+                verdict = self.approval(&request, &context, &version) => verdict,
+                () = cancelled.cancelled() => {
+                    return Err(ErrorData::internal_error("the request was cancelled", None));
+                }
+            };
+            match verdict {
+                Verdict::Run => {}
+                Verdict::NotRun(text) => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+                }
+                Verdict::Ask(question) => return Ok(question.into()),
+            }
+        }
+        let call = call_context(&request, &context, cancelled.clone());
         let structured = has_structured_output(&version)
             && snapshot
                 .metadata(&request.name)
@@ -411,6 +588,10 @@ async fn forward_changes(
     }
 }
 
+/// The `_meta` key that marks a tool needing the user's approval (from 2025-06-18, which
+/// brought `_meta` on tools).
+const NEEDS_APPROVAL_META: &str = "tool-core/needsApproval";
+
 /// One registry tool in MCP's shape. Fields newer than the negotiated version are left out.
 pub(crate) fn to_mcp_tool(
     schema: &ChatTool,
@@ -435,7 +616,17 @@ pub(crate) fn to_mcp_tool(
             }
         }
     }
-    let hints = metadata.hints;
+    let mut hints = metadata.hints;
+    if metadata.needs_approval {
+        // Clients commonly confirm destructive tools with their user; a tool that says it is
+        // not destructive keeps its claim.
+        hints.destructive = hints.destructive.or(Some(true));
+        if has_title {
+            let mut meta = MetaObject::new();
+            meta.insert(NEEDS_APPROVAL_META.to_owned(), Value::Bool(true));
+            tool.meta = Some(meta);
+        }
+    }
     if has_annotations && (hints != ToolHints::default() || metadata.title.is_some()) {
         // `annotations.title` is how 2025-03-26 clients learn the title; later clients read
         // `title` first and fall back to it.
@@ -614,6 +805,22 @@ mod tests {
         );
         let older = to_mcp_tool(&schema, &metadata, &ProtocolVersion::V_2025_03_26);
         assert_eq!(older.output_schema, None);
+    }
+
+    #[test]
+    fn the_approval_question_shows_long_arguments_cut_at_a_character() {
+        let mut request = CallToolRequestParams::new("t");
+        let mut arguments = JsonObject::new();
+        arguments.insert("text".to_owned(), Value::String("é".repeat(3_000)));
+        request.arguments = Some(arguments);
+        let ElicitRequestParams::FormElicitationParams { message, .. } =
+            approval_question(&request)
+        else {
+            panic!("not a form");
+        };
+        assert!(message.starts_with("Run the tool `t` with the arguments {\"text\":\"éé"));
+        assert!(message.ends_with("é…?"), "{message}");
+        assert!(message.len() < MAX_SHOWN_ARGUMENTS + 64);
     }
 
     #[test]

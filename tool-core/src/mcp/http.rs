@@ -1,15 +1,53 @@
-//! Streamable HTTP serving: an axum router around `rmcp`'s tower service.
+//! Streamable HTTP serving: `rmcp`'s tower service behind the request gate ([`admit`]) and a
+//! session cap ([`CappedSessions`]), served by [`crate::http_server::serve`].
+//!
+//! # Security boundary
+//!
+//! Every HTTP request passes, before anything of the server sees it:
+//!
+//! 1. the authentication hook ([`McpAuth`], when set): a request it does not accept is answered
+//!    `401 Unauthorized` with a `WWW-Authenticate` challenge;
+//! 2. the `Host` rule (`rmcp`, against DNS rebinding): only [`McpOptions::allowed_hosts`]
+//!    (by default loopback names and the bound address), else `403 Forbidden`;
+//! 3. the `Origin` rule (`rmcp`, against web pages reaching a local server): a request with an
+//!    `Origin` header is served only when it is in [`McpOptions::allowed_origins`] (by default
+//!    pages on `localhost`, `127.0.0.1` and `[::1]`, any port), else `403 Forbidden`; one with
+//!    none (as non-browser clients send) passes.
+//!
+//! A refused request runs no tool and creates no session. An `initialize` past
+//! [`McpOptions::max_sessions`] is answered `503 Service Unavailable` with a JSON-RPC error.
+//!
+//! [`McpOptions::allowed_hosts`]: super::McpOptions::allowed_hosts
+//! [`McpOptions::allowed_origins`]: super::McpOptions::allowed_origins
+//! [`McpOptions::max_sessions`]: super::McpOptions::max_sessions
 
-use std::{io, net::SocketAddr, sync::Arc};
+use std::{cell::Cell, fmt, io, net::SocketAddr, sync::Arc, time::Duration};
 
-use rmcp::transport::{
-    StreamableHttpServerConfig, StreamableHttpService,
-    streamable_http_server::session::local::LocalSessionManager,
+use axum::{
+    extract::{Request, State},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use futures::Stream;
+use rmcp::{
+    model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
+    transport::{
+        StreamableHttpServerConfig, StreamableHttpService,
+        streamable_http_server::{
+            SessionId, SessionManager,
+            session::{
+                ServerSseMessage,
+                local::{LocalSessionManager, LocalSessionManagerError},
+            },
+        },
+    },
 };
 use tokio::{net::ToSocketAddrs, task::JoinHandle};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{McpServer, McpServerError};
+use crate::http_server::serve;
 
 /// A running streamable HTTP MCP server, from [`McpServer::start_http`]. Dropping it shuts the
 /// server down.
@@ -53,9 +91,286 @@ impl McpHttpServer {
     }
 }
 
+/// Who may use the MCP HTTP server: a bearer token, or a check of your own over the request's
+/// headers (an API key, a signed cookie, a header set by a proxy that authenticated the user).
+/// Set it with [`McpOptions::auth`](super::McpOptions::auth) or
+/// [`McpOptions::bearer_token`](super::McpOptions::bearer_token).
+///
+/// A request it does not accept is answered `401 Unauthorized` with a `WWW-Authenticate`
+/// challenge (`Bearer realm="mcp"`, with `error="invalid_token"` when a wrong bearer token
+/// came; [`McpAuth::challenge`] changes it) and a JSON-RPC error body, before anything of the
+/// server sees it. It applies to HTTP only: a stdio client started the server itself.
+///
+/// Its `Debug` output never shows the token.
+///
+/// ```
+/// use tool_core::mcp::{McpAuth, McpOptions};
+///
+/// let token = McpOptions::new().bearer_token("a long random secret");
+/// let api_key = McpOptions::new().auth(
+///     McpAuth::check(|headers| headers.get("x-api-key").is_some_and(|key| key == "k-1"))
+///         .challenge("ApiKey realm=\"tools\""),
+/// );
+/// assert!(!format!("{token:?}").contains("secret"));
+/// # let _ = api_key;
+/// ```
+#[derive(Clone)]
+pub struct McpAuth {
+    rule: Rule,
+    challenge: Option<String>,
+}
+
+#[derive(Clone)]
+enum Rule {
+    Bearer(Arc<str>),
+    Check(Arc<dyn Fn(&HeaderMap) -> bool + Send + Sync>),
+}
+
+impl McpAuth {
+    /// Accepts requests carrying `Authorization: Bearer <token>` with exactly this token
+    /// (compared in constant time). An empty token accepts nothing.
+    pub fn bearer(token: impl Into<String>) -> Self {
+        Self {
+            rule: Rule::Bearer(token.into().into()),
+            challenge: None,
+        }
+    }
+
+    /// Accepts the requests for whose headers `check` returns `true`.
+    pub fn check(check: impl Fn(&HeaderMap) -> bool + Send + Sync + 'static) -> Self {
+        Self {
+            rule: Rule::Check(Arc::new(check)),
+            challenge: None,
+        }
+    }
+
+    /// Sets the `WWW-Authenticate` value of a refusal (for example to name another scheme, or
+    /// to add an OAuth `resource_metadata` URL).
+    #[must_use]
+    pub fn challenge(mut self, challenge: impl Into<String>) -> Self {
+        self.challenge = Some(challenge.into());
+        self
+    }
+
+    /// `None` when `headers` are accepted, else the `WWW-Authenticate` value of the refusal.
+    fn refusal(&self, headers: &HeaderMap) -> Option<String> {
+        let (accepted, wrong_token) = match &self.rule {
+            Rule::Bearer(expected) => match bearer_token(headers) {
+                Some(token) => (!expected.is_empty() && same_secret(token, expected), true),
+                None => (false, headers.contains_key(header::AUTHORIZATION)),
+            },
+            Rule::Check(check) => (check(headers), false),
+        };
+        if accepted {
+            return None;
+        }
+        Some(match &self.challenge {
+            Some(challenge) => challenge.clone(),
+            None if wrong_token => "Bearer realm=\"mcp\", error=\"invalid_token\"".to_owned(),
+            None => "Bearer realm=\"mcp\"".to_owned(),
+        })
+    }
+}
+
+impl fmt::Debug for McpAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rule = match self.rule {
+            Rule::Bearer(_) => "Bearer(<redacted>)",
+            Rule::Check(_) => "Check(<fn>)",
+        };
+        f.debug_struct("McpAuth")
+            .field("rule", &format_args!("{rule}"))
+            .field("challenge", &self.challenge)
+            .finish()
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header (the scheme in any case).
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(char::is_whitespace)?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Compares two secrets in time that depends on their lengths only.
+fn same_secret(given: &str, expected: &str) -> bool {
+    let (given, expected) = (given.as_bytes(), expected.as_bytes());
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+            == 0
+}
+
+/// The JSON-RPC error code of requests the HTTP layer refuses (in the range JSON-RPC leaves to
+/// implementations).
+const REFUSED: i64 = -32001;
+
+/// The message of a `401`.
+const UNAUTHORIZED: &str = "unauthorized: missing or invalid credentials";
+
+/// The gate every request passes first: the authentication hook, then (inside) rmcp's `Host`
+/// and `Origin` rules. An `initialize` the session cap refused becomes a `503`.
+async fn admit(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    if let Some(challenge) = gate
+        .auth
+        .as_ref()
+        .and_then(|auth| auth.refusal(request.headers()))
+    {
+        let mut response = refusal(StatusCode::UNAUTHORIZED, UNAUTHORIZED);
+        if let Ok(challenge) = HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, challenge);
+        }
+        return response;
+    }
+    let (response, over_cap) = SESSION_REFUSED
+        .scope(Cell::new(false), async {
+            let response = next.run(request).await;
+            (response, SESSION_REFUSED.with(Cell::get))
+        })
+        .await;
+    if over_cap {
+        let message = SessionsError::Full {
+            limit: gate.max_sessions,
+        }
+        .to_string();
+        let mut response = refusal(StatusCode::SERVICE_UNAVAILABLE, &message);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    }
+    response
+}
+
+struct Gate {
+    auth: Option<McpAuth>,
+    max_sessions: usize,
+}
+
+/// A refusal with a JSON-RPC error body, which MCP clients show as the request's error.
+fn refusal(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": REFUSED, "message": message},
+    });
+    (status, axum::Json(body)).into_response()
+}
+
+tokio::task_local! {
+    /// Set by [`CappedSessions::create_session`] when it refuses, so that [`admit`], which runs
+    /// the request in the same task, answers `503` instead of rmcp's `500`.
+    static SESSION_REFUSED: Cell<bool>;
+}
+
+/// rmcp's in-memory sessions, at most `limit` at once. A session counts from its `initialize`
+/// until the client ends it (HTTP `DELETE`) or it has gone [`McpOptions::session_idle_timeout`]
+/// without a request, when rmcp closes it.
+///
+/// [`McpOptions::session_idle_timeout`]: super::McpOptions::session_idle_timeout
+struct CappedSessions {
+    inner: LocalSessionManager,
+    limit: usize,
+    /// Makes counting and creating one step, so that concurrent `initialize`s cannot pass the
+    /// cap together.
+    creating: tokio::sync::Mutex<()>,
+}
+
+/// Why a [`CappedSessions`] call failed.
+#[derive(Debug, thiserror::Error)]
+enum SessionsError {
+    #[error(
+        "the server has reached its limit of {limit} mcp sessions; \
+         end one (HTTP DELETE) or wait for an idle one to expire"
+    )]
+    Full { limit: usize },
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+}
+
+impl SessionManager for CappedSessions {
+    type Error = SessionsError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let _creating = self.creating.lock().await;
+        if self.inner.sessions.read().await.len() >= self.limit {
+            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
+            tracing::warn!(
+                limit = self.limit,
+                "refused an mcp session: the server is at its session limit"
+            );
+            return Err(SessionsError::Full { limit: self.limit });
+        }
+        Ok(self.inner.create_session().await?)
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        Ok(self.inner.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        Ok(self.inner.close_session(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.create_stream(id, message).await?)
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        Ok(self.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.resume(id, last_event_id).await?)
+    }
+}
+
+/// The loopback page origins admitted by default, any port.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
 pub(super) async fn start(
     server: &McpServer,
-    addr: impl ToSocketAddrs + std::fmt::Debug,
+    addr: impl ToSocketAddrs + fmt::Debug,
 ) -> Result<McpHttpServer, McpServerError> {
     let shown = format!("{addr:?}");
     let listener = tokio::net::TcpListener::bind(addr)
@@ -79,9 +394,16 @@ pub(super) async fn start(
         }
         hosts
     });
+    let allowed_origins = options
+        .allowed_origins
+        .clone()
+        .unwrap_or_else(|| LOOPBACK_ORIGINS.map(str::to_owned).to_vec());
     let stop = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
+        .with_allowed_origins(allowed_origins)
+        // An empty list refuses every page rather than switching the check off.
+        .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_request_bytes)
         // Stateless: no session, and plain JSON answers where no notification comes first.
         .with_legacy_session_mode(!options.stateless)
@@ -91,8 +413,14 @@ pub(super) async fn start(
         let server = server.clone();
         move || Ok(server.handler())
     };
-    let service =
-        StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(options.session_idle_timeout);
+    let sessions = CappedSessions {
+        inner: sessions,
+        limit: options.max_sessions,
+        creating: tokio::sync::Mutex::new(()),
+    };
+    let service = StreamableHttpService::new(factory, Arc::new(sessions), config);
     let path = normalized_path(&options.http_path);
     // axum nests nothing at the root; a root endpoint is the fallback of an empty router.
     let router = if path == "/" {
@@ -100,15 +428,17 @@ pub(super) async fn start(
     } else {
         axum::Router::new().nest_service(&path, service)
     };
-
-    let task = tokio::spawn({
-        let stop = stop.clone();
-        async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
-        }
+    let gate = Arc::new(Gate {
+        auth: options.auth.clone(),
+        max_sessions: options.max_sessions,
     });
+    let router = router.layer(axum::middleware::from_fn_with_state(gate, admit));
+    let task = tokio::spawn(serve(
+        listener,
+        router,
+        options.http_limits.clone(),
+        stop.clone().cancelled_owned(),
+    ));
     Ok(McpHttpServer {
         addr,
         path,
@@ -121,4 +451,37 @@ pub(super) async fn start(
 fn normalized_path(path: &str) -> String {
     let trimmed = path.trim_matches('/');
     format!("/{trimmed}")
+}
+
+/// How long an HTTP session may go without a request before it ends, by default (rmcp's).
+pub(super) const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_mins(5);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(authorization: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(authorization).unwrap(),
+        );
+        headers
+    }
+
+    #[test]
+    fn only_the_exact_bearer_token_is_accepted() {
+        let auth = McpAuth::bearer("tok");
+        assert_eq!(auth.refusal(&headers("Bearer tok")), None);
+        assert_eq!(auth.refusal(&headers("BEARER   tok ")), None);
+        for wrong in ["Bearer to", "Bearer tok2", "Bearer", "tok", "Basic tok"] {
+            assert!(auth.refusal(&headers(wrong)).is_some(), "{wrong}");
+        }
+        assert_eq!(
+            auth.refusal(&HeaderMap::new()).as_deref(),
+            Some("Bearer realm=\"mcp\"")
+        );
+        let nothing = McpAuth::bearer("");
+        assert!(nothing.refusal(&headers("Bearer ")).is_some());
+    }
 }

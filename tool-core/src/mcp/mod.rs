@@ -15,6 +15,10 @@
 //! - a tool whose metadata has an [`output_schema`](crate::ToolMetadata::output_schema) (a
 //!   `#[tool]` fn returning a `Serialize + JsonSchema` struct) is listed with an `outputSchema`
 //!   and answers with `structuredContent` beside the text block;
+//! - a tool whose metadata says [`needs_approval`](crate::ToolMetadata::needs_approval) is
+//!   listed with `annotations.destructiveHint: true` and `_meta: {"tool-core/needsApproval":
+//!   true}`, and by default runs only once the client's user approved the call through MCP
+//!   elicitation; see [`McpApproval`];
 //! - schemas carry no Rust-only numeric `format` (`int64`, `uint32`, `double`, ...), which
 //!   strict validators refuse; the bounds they imply stay as `minimum`/`maximum`;
 //! - protocol versions `2026-07-28` (`server/discover` and self-contained requests with their
@@ -31,11 +35,31 @@
 //! answer behind an ordinary load balancer. Server-sent notifications then reach only clients
 //! on 2026-07-28 that hold a `subscriptions/listen` stream.
 //!
+//! # Security (HTTP)
+//!
+//! [`McpServer::start_http`] binds where you say (`127.0.0.1:…` keeps it on this machine).
+//! Every request passes, before the server acts on it:
+//!
+//! - the authentication hook, when [`McpOptions::auth`] is set (a bearer token or a check of
+//!   your own over the headers, [`McpAuth`]): otherwise `401 Unauthorized` with
+//!   `WWW-Authenticate`;
+//! - the `Host` rule against DNS rebinding ([`McpOptions::allowed_hosts`]; by default
+//!   `localhost`, `127.0.0.1`, `::1` and the bound address): otherwise `403 Forbidden`;
+//! - the `Origin` rule against web pages ([`McpOptions::allowed_origins`]; by default pages on
+//!   `localhost`, `127.0.0.1` and `[::1]`, any port; a request without `Origin`, as
+//!   non-browser clients send, passes): otherwise `403 Forbidden`.
+//!
+//! A refused request runs no tool and creates no session. Over stdio none of this applies:
+//! the client started the server.
+//!
 //! # Limits
 //!
 //! | limit | default | set with | over it |
 //! |---|---|---|---|
 //! | HTTP request body | 4 MiB | [`McpOptions::max_request_bytes`] | `413 Payload Too Large` |
+//! | HTTP sessions at once | 256 | [`McpOptions::max_sessions`] | the `initialize` is answered `503 Service Unavailable` with a JSON-RPC error; a session ends with the client's HTTP `DELETE` or after [`McpOptions::session_idle_timeout`] (5 minutes) without a request |
+//! | HTTP connections at once | 512 | [`McpOptions::http_limits`] ([`ServerLimits::max_connections`]) | the connection is answered `503` and closed |
+//! | time to send a request's head | 10 s | [`McpOptions::http_limits`] ([`ServerLimits::header_read_timeout`]) | the connection is closed (idle kept-alive ones too) |
 //! | one stdio message (line) | 16 MiB | [`McpOptions::max_line_bytes`] | a JSON-RPC error answer (`-32600`) with the request's id; the line is read to its end and dropped |
 //! | one tool call | 60 s | [`McpOptions::tool_timeout`] | a result with `isError: true` saying it timed out (a tool's own `timeout` wins) |
 //!
@@ -137,18 +161,21 @@ pub use client::{
     CommandLineError, McpClient, McpClientError, McpProgress, McpRegistration, McpServerConfig,
     McpStatus, McpToolInfo, McpTransportConfig, ReconnectPolicy, parse_command_line,
 };
-pub use handler::McpHandler;
-pub use http::McpHttpServer;
+pub use handler::{McpApproval, McpHandler};
+pub use http::{McpAuth, McpHttpServer};
 use rmcp::ServiceExt;
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     net::ToSocketAddrs,
 };
 
-use crate::registry::ToolRegistry;
+use crate::{http_server::ServerLimits, registry::ToolRegistry};
 
 /// How an [`McpServer`] presents itself and serves HTTP. `Default` names the server `tool-core`
-/// with this crate's version and serves HTTP at `/mcp`, accepting loopback `Host` headers only.
+/// with this crate's version and serves HTTP at `/mcp`, accepting loopback `Host` headers and
+/// loopback pages' `Origin` only, with no authentication, within the [limits](self#limits).
+///
+/// Its `Debug` output never shows a token of [`auth`](Self::auth).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct McpOptions {
@@ -164,8 +191,17 @@ pub struct McpOptions {
     pub http_path: String,
     /// The `Host` header values (`name` or `name:port`) the HTTP server accepts, against DNS
     /// rebinding. `None` (the default): `localhost`, `127.0.0.1`, `::1` and the bound address.
-    /// List your host names here when serving beyond loopback.
+    /// List your host names here when serving beyond loopback (an empty list admits any).
     pub allowed_hosts: Option<Vec<String>>,
+    /// The `Origin` header values (`scheme://host`, `scheme://host:port`, `scheme://host:*` for
+    /// any port, or `null`) the HTTP server accepts, against web pages reaching it from a
+    /// browser; a request with another `Origin` is answered `403 Forbidden`, one with none (as
+    /// non-browser clients send) is served. `None` (the default): pages on `localhost`,
+    /// `127.0.0.1` and `[::1]` over http or https, any port. An empty list refuses every page.
+    pub allowed_origins: Option<Vec<String>>,
+    /// Who may use the HTTP server (default `None`: anyone the `Host` and `Origin` rules
+    /// admit); see [`McpAuth`].
+    pub auth: Option<McpAuth>,
     /// Serve HTTP without sessions, so that several server processes can answer one client
     /// (default `false`); see [Stateless HTTP](self#stateless-http).
     pub stateless: bool,
@@ -178,6 +214,19 @@ pub struct McpOptions {
     /// The timeout of tools whose metadata sets none (default 60 s; `None`: the registry's
     /// default).
     pub tool_timeout: Option<Duration>,
+    /// The most HTTP sessions at once (default 256); an `initialize` over it is answered
+    /// `503 Service Unavailable` with a JSON-RPC error. A session ends when its client sends
+    /// HTTP `DELETE` or after [`session_idle_timeout`](Self::session_idle_timeout) without a
+    /// request. Stateless serving and 2026-07-28 requests use no session.
+    pub max_sessions: usize,
+    /// How long an HTTP session may go without a request before it ends (default 5 minutes).
+    pub session_idle_timeout: Duration,
+    /// The HTTP server's connection cap (default 512) and header-read timeout (default 10 s).
+    pub http_limits: ServerLimits,
+    /// What happens to a call of a tool whose metadata says
+    /// [`needs_approval`](crate::ToolMetadata::needs_approval) (default
+    /// [`McpApproval::Ask`]).
+    pub approval: McpApproval,
 }
 
 /// The default [`McpOptions::max_request_bytes`]: 4 MiB.
@@ -185,7 +234,11 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 /// The default [`McpOptions::max_line_bytes`]: 16 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// The default [`McpOptions::tool_timeout`]: 60 seconds.
-pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_mins(1);
+/// The default [`McpOptions::max_sessions`]: 256.
+pub const DEFAULT_MAX_SESSIONS: usize = 256;
+/// The default [`McpOptions::session_idle_timeout`]: 5 minutes.
+pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = http::DEFAULT_SESSION_IDLE_TIMEOUT;
 
 impl Default for McpOptions {
     fn default() -> Self {
@@ -200,6 +253,12 @@ impl Default for McpOptions {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
+            allowed_origins: None,
+            auth: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
+            http_limits: ServerLimits::default(),
+            approval: McpApproval::Ask,
         }
     }
 }
@@ -243,6 +302,56 @@ impl McpOptions {
     #[must_use]
     pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the `Origin` header values the HTTP server accepts, in place of the loopback pages
+    /// (see [`McpOptions::allowed_origins`]).
+    #[must_use]
+    pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allowed_origins = Some(origins.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets who may use the HTTP server.
+    #[must_use]
+    pub fn auth(mut self, auth: McpAuth) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Lets HTTP requests in only with `Authorization: Bearer <token>`; short for
+    /// `auth(McpAuth::bearer(token))`.
+    #[must_use]
+    pub fn bearer_token(self, token: impl Into<String>) -> Self {
+        self.auth(McpAuth::bearer(token))
+    }
+
+    /// Sets the most HTTP sessions at once.
+    #[must_use]
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+
+    /// Sets how long an HTTP session may go without a request before it ends.
+    #[must_use]
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// Sets the HTTP server's connection cap and header-read timeout.
+    #[must_use]
+    pub fn http_limits(mut self, limits: ServerLimits) -> Self {
+        self.http_limits = limits;
+        self
+    }
+
+    /// Sets what happens to calls of tools that need approval.
+    #[must_use]
+    pub fn approval(mut self, approval: McpApproval) -> Self {
+        self.approval = approval;
         self
     }
 

@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ProviderError, RequestTools};
-use crate::tool::ChatTool;
 
 /// Whether the model may, must or must not call tools, and which one.
 ///
@@ -170,7 +169,7 @@ impl ToolChoice {
 
 /// Checks that every name in `names` is an offered tool.
 fn offered(tools: &RequestTools, names: &[String]) -> Result<(), ProviderError> {
-    let offered = tool_names(tools);
+    let offered = tools.names();
     match names
         .iter()
         .find(|name| !offered.iter().any(|tool| tool == name))
@@ -180,13 +179,5 @@ fn offered(tools: &RequestTools, names: &[String]) -> Result<(), ProviderError> 
             "tool choice names `{name}`, which is not among the request's tools ({})",
             offered.join(", ")
         ))),
-    }
-}
-
-/// The names of the offered tools, in order; a snapshot answers without copying its schemas.
-fn tool_names(tools: &RequestTools) -> Vec<&str> {
-    match &tools.snapshot {
-        Some(snapshot) => snapshot.enabled_names(),
-        None => tools.definitions().iter().map(ChatTool::name).collect(),
     }
 }

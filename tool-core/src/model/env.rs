@@ -2,20 +2,11 @@
 
 use std::sync::Arc;
 
-use super::{ChatModel, ProviderError};
+use super::{
+    ChatModel, ProviderError,
+    vars::{process_vars, var},
+};
 use crate::schema::Provider;
-
-/// Reads a variable of the process environment.
-pub(crate) fn process_vars(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
-/// A variable's value, `None` when unset or blank.
-pub(crate) fn var(vars: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
-    vars(name)
-        .map(|value| value.trim().to_owned())
-        .filter(|value| !value.is_empty())
-}
 
 /// The model client the environment configures, or `None` when it configures none.
 ///

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json, value::RawValue};
 use serde_with::skip_serializing_none;
 
+use super::wire::decode::decode_whole;
 use super::wire::prelude::*;
-use super::{ToolCall, wire::decode::decode_whole};
 
 const PROVIDER: Provider = Provider::Gemini;
 

@@ -1,6 +1,22 @@
-//! Talking to models: the [`ChatModel`] trait every client implements, over a neutral message
-//! model (system, user, assistant text, assistant tool calls, tool results, usage, finish
-//! reason).
+//! Talking to models: the [`ChatModel`] trait every client implements, what it is asked
+//! ([`ChatRequest`], its [`RequestTools`] and [`ToolChoice`]) and what it answers
+//! ([`ChatResponse`], a stream of [`ModelEvent`]s, [`ProviderError`]).
+//!
+//! The conversation itself, [`Message`], [`ToolCall`], [`Usage`], [`FinishReason`] and
+//! [`SharedStr`], lives a floor below, in [`crate::message`]; it is re-exported here. The
+//! tools of a request come as data ([`RequestTools`] over a [`ToolList`]): this module never
+//! names the registry.
+//!
+//! The folder, bottom floor first:
+//!
+//! | file | holds |
+//! |---|---|
+//! | `mod.rs`, `choice.rs` | the abstraction: [`ChatModel`], requests, answers, events, errors, [`ToolChoice`] |
+//! | `vars.rs` | reading configuration variables (blank is unset) |
+//! | `wire/` | the HTTP plumbing every provider client shares, knowing no provider: the [`Endpoint`] settings, one HTTP client over a `Wire` (`client.rs`), requests with timeouts and retries (`http.rs`), the request body (`body.rs`), stream framing (`framing.rs`), decoding frames into events (`decode.rs`) and assembling an answer (`accumulate.rs`); `prelude.rs` is what a client module imports |
+//! | `openai.rs`, `responses.rs`, `anthropic.rs`, `gemini.rs`, `ollama.rs` | one provider client per wire protocol (OpenAI has two: Chat Completions and Responses), each plugging its own request and stream types into `wire/` |
+//! | `env.rs` | [`from_env`]: the provider client the environment configures |
+//! | `offline/` | the models that need no network: [`TestModel`] and [`ScriptedModel`] |
 
 use std::sync::{Arc, OnceLock};
 
@@ -8,21 +24,21 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::{registry::RegistrySnapshot, schema::Provider, tool::ChatTool};
+// The conversation's types live below the model clients, which convert them to and from each
+// wire; their paths here are kept.
+pub use crate::message::{FinishReason, Message, SharedStr, ToolCall, Usage};
+use crate::{
+    schema::{Provider, ToolList},
+    tool::ChatTool,
+};
 
 mod choice;
 mod env;
-mod message;
-mod scripted;
-mod shared;
-mod test_model;
+mod offline;
+mod vars;
 
 #[cfg(feature = "http")]
-pub(crate) mod client;
-#[cfg(feature = "http")]
-mod endpoint;
-#[cfg(feature = "http")]
-mod wire;
+pub(crate) mod wire;
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
@@ -35,26 +51,32 @@ pub mod openai;
 #[cfg(feature = "openai")]
 pub mod responses;
 
+#[cfg(all(
+    test,
+    feature = "openai",
+    feature = "ollama",
+    feature = "gemini",
+    feature = "anthropic"
+))]
+mod decoder_properties;
+
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use choice::ToolChoice;
-#[cfg(feature = "http")]
-pub use endpoint::Endpoint;
 pub use env::{from_env, from_vars};
 #[cfg(feature = "gemini")]
 pub use gemini::{GeminiClient, GeminiConfig};
-pub use message::{Message, ToolCall};
+pub use offline::{
+    ScriptExhausted, ScriptedModel, ScriptedResponse, TestModel, generate_arguments, generate_value,
+};
 #[cfg(feature = "ollama")]
 pub use ollama::{OllamaClient, OllamaConfig};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiClient, OpenAiConfig};
 #[cfg(feature = "openai")]
 pub use responses::{ResponsesClient, ResponsesConfig};
-pub use scripted::{ScriptExhausted, ScriptedModel, ScriptedResponse};
-pub use shared::SharedStr;
-pub use test_model::{TestModel, generate_arguments, generate_value};
 #[cfg(feature = "http")]
-pub use wire::http::HttpOptions;
+pub use wire::{endpoint::Endpoint, http::HttpOptions};
 
 /// A client for a language model: OpenAI-compatible Chat Completions, OpenAI Responses,
 /// Ollama, Gemini, Anthropic, or the offline test and scripted models.
@@ -178,14 +200,14 @@ impl ChatRequest {
     }
 }
 
-/// The tools of a request: either plain definitions, or a registry snapshot whose provider JSON is
-/// computed once and shared between requests.
+/// The tools of a request: either plain definitions, or a shared [`ToolList`] (a registry
+/// snapshot is one) whose provider JSON is computed once and shared between requests.
 #[derive(Clone, Debug, Default)]
 pub struct RequestTools {
-    /// The definitions; from a snapshot they are copied out only when asked for (the HTTP clients
-    /// only need the snapshot's cached provider JSON).
+    /// The definitions; from a list they are copied out only when asked for (the HTTP clients
+    /// only need the list's provider JSON).
     definitions: OnceLock<Vec<ChatTool>>,
-    snapshot: Option<Arc<RegistrySnapshot>>,
+    list: Option<Arc<dyn ToolList>>,
 }
 
 impl RequestTools {
@@ -193,58 +215,52 @@ impl RequestTools {
     pub fn from_definitions(definitions: Vec<ChatTool>) -> Self {
         Self {
             definitions: OnceLock::from(definitions),
-            snapshot: None,
+            list: None,
         }
     }
 
-    /// The enabled tools of a registry snapshot.
-    pub fn from_snapshot(snapshot: Arc<RegistrySnapshot>) -> Self {
+    /// The tools of a shared list, such as the enabled tools of a
+    /// [`RegistrySnapshot`](crate::RegistrySnapshot) (`Arc<RegistrySnapshot>` converts).
+    pub fn from_snapshot(list: Arc<dyn ToolList>) -> Self {
         Self {
             definitions: OnceLock::new(),
-            snapshot: Some(snapshot),
+            list: Some(list),
         }
     }
 
     /// The tools' definitions, in order.
     pub fn definitions(&self) -> &[ChatTool] {
         self.definitions.get_or_init(|| {
-            self.snapshot
+            self.list
                 .as_ref()
-                .map(|snapshot| snapshot.definitions())
+                .map(|list| list.definitions())
                 .unwrap_or_default()
         })
     }
 
+    /// The tools' names, in order; a shared list answers without copying its definitions.
+    pub fn names(&self) -> Vec<&str> {
+        match &self.list {
+            Some(list) => list.names(),
+            None => self.definitions().iter().map(ChatTool::name).collect(),
+        }
+    }
+
     /// Whether there are no tools.
     pub fn is_empty(&self) -> bool {
-        match &self.snapshot {
-            Some(snapshot) => snapshot.is_empty(),
+        match &self.list {
+            Some(list) => list.is_empty(),
             None => self.definitions().is_empty(),
         }
     }
 
     /// The tools in `provider`'s format, as JSON text ready to embed in a request body. Cached
-    /// when the tools come from a snapshot.
+    /// when the tools come from a shared list.
     pub fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
-        if let Some(snapshot) = &self.snapshot {
-            return snapshot.provider_json(provider);
+        match &self.list {
+            Some(list) => list.provider_json(provider),
+            None => crate::schema::list::provider_json(provider, self.definitions()),
         }
-        let options = crate::schema::FormatOptions::default();
-        let tools: Vec<serde_json::Value> = self
-            .definitions()
-            .iter()
-            .filter_map(
-                |tool| match crate::schema::format_tool(provider, tool, &options) {
-                    Ok(value) => Some(value),
-                    Err(error) => {
-                        tracing::error!(%error, "tool left out of the request");
-                        None
-                    }
-                },
-            )
-            .collect();
-        serde_json::value::to_raw_value(&crate::schema::list::wrap(provider, tools))
-            .map_or_else(|_| Arc::from(RawValue::NULL.to_owned()), Arc::from)
     }
 }
 
@@ -279,163 +295,6 @@ impl ChatResponse {
             finish_reason,
         }
     }
-}
-
-/// Token counts of one model call (or, summed with `+`, of several).
-///
-/// Every provider is normalised to one meaning, so counts from different providers compare
-/// and add up:
-///
-/// - [`input_tokens`](Self::input_tokens) is every prompt token the model processed, the ones
-///   read from or written to a prompt cache included. OpenAI's `prompt_tokens` and Gemini's
-///   `promptTokenCount` already mean that; Anthropic's `input_tokens` is only the uncached
-///   part, so its `cache_read_input_tokens` and `cache_creation_input_tokens` are added in.
-/// - [`cache_read_tokens`](Self::cache_read_tokens) and
-///   [`cache_write_tokens`](Self::cache_write_tokens) are the parts of `input_tokens` read from
-///   and written to the provider's prompt cache.
-/// - [`output_tokens`](Self::output_tokens) is every token generated, reasoning included (what
-///   the providers bill as output). OpenAI's `completion_tokens` and Anthropic's
-///   `output_tokens` already include reasoning; Gemini's `thoughtsTokenCount` is added to its
-///   `candidatesTokenCount`.
-/// - [`reasoning_tokens`](Self::reasoning_tokens) is the part of `output_tokens` spent on
-///   reasoning.
-///
-/// A breakdown the provider does not report is 0. Ollama reports only `prompt_eval_count` (the
-/// whole prompt, the part reused from its cache included) and `eval_count` (the tokens
-/// generated, thinking included).
-///
-/// ```
-/// use tool_core::model::Usage;
-///
-/// // Anthropic: 2 uncached input tokens, 400 read from the cache, 10 written to it.
-/// let step = Usage::new(412, 30).cache_read_tokens(400).cache_write_tokens(10);
-/// assert_eq!(step.total_input_tokens(), 412);
-/// assert_eq!(step.uncached_input_tokens(), 2);
-/// let turn = step + Usage::new(500, 20).cache_read_tokens(410);
-/// assert_eq!(turn.total_input_tokens(), 912);
-/// assert_eq!(turn.cache_read_tokens, 810);
-/// assert_eq!(turn.total_tokens(), 962);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Usage {
-    /// Every prompt token processed, cached ones included.
-    pub input_tokens: u64,
-    /// Every token generated, reasoning included.
-    pub output_tokens: u64,
-    /// The part of `input_tokens` read from the prompt cache.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cache_read_tokens: u64,
-    /// The part of `input_tokens` written to the prompt cache (Anthropic reports it).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cache_write_tokens: u64,
-    /// The part of `output_tokens` spent on reasoning (OpenAI reasoning models, Gemini
-    /// thinking).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub reasoning_tokens: u64,
-}
-
-impl Usage {
-    /// Token counts: every prompt token processed, and every token generated.
-    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
-        Self {
-            input_tokens,
-            output_tokens,
-            ..Self::default()
-        }
-    }
-
-    /// Sets how many of the input tokens were read from the prompt cache.
-    #[must_use]
-    pub fn cache_read_tokens(mut self, tokens: u64) -> Self {
-        self.cache_read_tokens = tokens;
-        self
-    }
-
-    /// Sets how many of the input tokens were written to the prompt cache.
-    #[must_use]
-    pub fn cache_write_tokens(mut self, tokens: u64) -> Self {
-        self.cache_write_tokens = tokens;
-        self
-    }
-
-    /// Sets how many of the output tokens were spent on reasoning.
-    #[must_use]
-    pub fn reasoning_tokens(mut self, tokens: u64) -> Self {
-        self.reasoning_tokens = tokens;
-        self
-    }
-
-    /// Every prompt token the model processed, whatever the provider and whether or not it
-    /// came from a cache (the same as [`input_tokens`](Self::input_tokens), which every
-    /// client normalises to this meaning).
-    pub fn total_input_tokens(&self) -> u64 {
-        self.input_tokens
-    }
-
-    /// The prompt tokens neither read from nor written to the cache.
-    pub fn uncached_input_tokens(&self) -> u64 {
-        self.input_tokens
-            .saturating_sub(self.cache_read_tokens)
-            .saturating_sub(self.cache_write_tokens)
-    }
-
-    /// Input and output tokens together.
-    pub fn total_tokens(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
-    }
-}
-
-impl std::ops::Add for Usage {
-    type Output = Self;
-
-    fn add(mut self, other: Self) -> Self {
-        self += other;
-        self
-    }
-}
-
-impl std::ops::AddAssign for Usage {
-    fn add_assign(&mut self, other: Self) {
-        // Saturating: counts from a misbehaving server must not panic in debug builds.
-        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
-        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-        self.cache_read_tokens = self
-            .cache_read_tokens
-            .saturating_add(other.cache_read_tokens);
-        self.cache_write_tokens = self
-            .cache_write_tokens
-            .saturating_add(other.cache_write_tokens);
-        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
-    }
-}
-
-impl std::iter::Sum for Usage {
-    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
-        iter.fold(Self::default(), |total, usage| total + usage)
-    }
-}
-
-// serde's `skip_serializing_if` hands over a reference.
-#[allow(clippy::trivially_copy_pass_by_ref)]
-fn is_zero(count: &u64) -> bool {
-    *count == 0
-}
-
-/// Why the model stopped generating.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub enum FinishReason {
-    /// A natural end of the answer.
-    Stop,
-    /// The model called tools and waits for their results.
-    ToolCalls,
-    /// The token limit was reached; the answer (or a tool call) may be cut off.
-    Length,
-    /// The provider's content filter or a refusal stopped the answer.
-    ContentFilter,
-    /// Another reason, as the provider named it.
-    Other(String),
 }
 
 /// A tool call began: its position in the answer, its id and the tool's name.

@@ -36,7 +36,6 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 pub use checks::RegistryError;
-#[cfg(feature = "mcp-client")]
 pub(crate) use checks::validate_name;
 use entry::ToolEntry;
 pub use entry::ToolInfo;
@@ -48,7 +47,7 @@ pub use toggles::ToolToggles;
 use crate::{
     call::CallContext,
     execute::{ExecuteError, model_text, outcome_of},
-    schema::{FormatOptions, Provider},
+    schema::{FormatOptions, Provider, ToolCheckError},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolMetadata},
 };
 
@@ -419,6 +418,31 @@ impl ToolRegistry {
     pub fn tools_for_provider(&self, provider: Provider, allowed: Option<&[&str]>) -> Value {
         self.snapshot()
             .tools_for_provider(provider, allowed, &FormatOptions::default())
+    }
+
+    /// Whether `provider` (with `options`) accepts every registered tool, enabled or not (a
+    /// disabled tool can be turned on at any time): each tool is converted as a request would
+    /// convert it, and every tool the provider cannot take is named with the reason (a
+    /// recursive type for Gemini, a map for OpenAI strict mode, …). Call it in a test, or at
+    /// startup, so a tool never goes missing from requests unnoticed; an agent checks the
+    /// tools of each request with [`RegistrySnapshot::check`].
+    ///
+    /// ```
+    /// use tool_core::{FormatOptions, Provider, create_default_tool_registry, ToolContext};
+    ///
+    /// let registry = create_default_tool_registry(ToolContext::default());
+    /// for provider in Provider::ALL {
+    ///     assert_eq!(registry.check(provider, &FormatOptions::new()), Ok(()));
+    /// }
+    /// ```
+    pub fn check(&self, provider: Provider, options: &FormatOptions) -> Result<(), ToolCheckError> {
+        let entries: Vec<Arc<ToolEntry>> = self
+            .read()
+            .tools
+            .values()
+            .map(|slot| slot.entry.clone())
+            .collect();
+        snapshot::check_entries(entries.iter(), provider, options)
     }
 
     /// An immutable view of the registry now: the tools, their enabled state and cached provider

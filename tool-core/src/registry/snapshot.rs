@@ -15,7 +15,7 @@ use crate::{
     call::CallContext,
     execute::{Call, ExecuteError, model_text, outcome_of},
     schema::{
-        Coercion, FormatOptions, Provider, SchemaError,
+        Coercion, FormatOptions, Provider, SchemaError, ToolCheckError, ToolList,
         list::{self, ListCache},
     },
     tool::{ChatTool, JsonObject, ToolMetadata},
@@ -37,6 +37,43 @@ impl fmt::Debug for RegistrySnapshot {
             .field("version", &self.version)
             .field("enabled", &self.enabled_names())
             .finish_non_exhaustive()
+    }
+}
+
+/// Converts each tool of `entries` for `provider`, as a request would, and gathers every
+/// failure.
+pub(super) fn check_entries<'a>(
+    entries: impl Iterator<Item = &'a Arc<ToolEntry>>,
+    provider: Provider,
+    options: &FormatOptions,
+) -> Result<(), ToolCheckError> {
+    let errors: Vec<SchemaError> = entries
+        .filter_map(|entry| entry.format(provider, options).as_ref().err().cloned())
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ToolCheckError { errors })
+    }
+}
+
+/// The enabled tools, as a model request offers them (see
+/// [`RequestTools::from_snapshot`](crate::model::RequestTools::from_snapshot)).
+impl ToolList for RegistrySnapshot {
+    fn definitions(&self) -> Vec<ChatTool> {
+        RegistrySnapshot::definitions(self)
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.enabled_names()
+    }
+
+    fn is_empty(&self) -> bool {
+        RegistrySnapshot::is_empty(self)
+    }
+
+    fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
+        RegistrySnapshot::provider_json(self, provider)
     }
 }
 
@@ -118,15 +155,28 @@ impl RegistrySnapshot {
 
     /// The enabled tools in a provider's format as JSON text ready to send, computed once per
     /// snapshot and provider (cloning the result is an `Arc` clone). Tools the provider cannot
-    /// accept are left out with an error logged.
+    /// accept are left out with an error logged; [`check`](Self::check) first to fail instead.
     pub fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
         let options = FormatOptions::default();
         self.lists.get(provider, || {
             self.enabled()
-                .filter_map(|entry| entry.format(provider, &options).as_ref().ok())
-                .map(|(_, text)| &**text)
+                .filter_map(|entry| match entry.format(provider, &options) {
+                    Ok((_, text)) => Some(&**text),
+                    Err(error) => {
+                        tracing::error!(tool = %entry.name(), %provider, %error, "tool left out of the request");
+                        None
+                    }
+                })
                 .collect()
         })
+    }
+
+    /// Whether `provider` (with `options`) accepts every enabled tool of this snapshot, that is
+    /// every tool a request built from it sends: the same conversion the request path makes
+    /// (and caches), with every tool it would leave out named with the reason. An agent calls
+    /// this before its request so a tool is never dropped silently.
+    pub fn check(&self, provider: Provider, options: &FormatOptions) -> Result<(), ToolCheckError> {
+        check_entries(self.enabled(), provider, options)
     }
 
     /// See [`ToolRegistry::tools_for_provider`](super::ToolRegistry::tools_for_provider).

@@ -1,14 +1,60 @@
 //! The enabled tools as one provider list: each tool's fragment in a provider's format, cached
 //! per format, and the list shape around them (a JSON array, or Gemini's
-//! `{"functionDeclarations": [...]}`).
+//! `{"functionDeclarations": [...]}`). [`ToolList`] is what a model request carries: tools as
+//! data, whoever made the list (a registry snapshot is one).
 
-use std::sync::{Arc, OnceLock};
+use std::{
+    fmt,
+    sync::{Arc, OnceLock},
+};
 
 use serde::Serialize;
 use serde_json::{Value, value::RawValue};
 
 use super::{FormatOptions, Provider, SchemaError, format_tool};
 use crate::tool::ChatTool;
+
+/// The tools offered to a model, as the model clients read them: definitions, names, and the
+/// whole list in a provider's format as JSON text. A list may compute that text once and share
+/// it between requests; a [`RegistrySnapshot`](crate::RegistrySnapshot) does, per snapshot and
+/// provider.
+///
+/// [`RequestTools`](crate::model::RequestTools) holds one, so the model clients take tools as
+/// data and never see where they came from.
+pub trait ToolList: fmt::Debug + Send + Sync {
+    /// The tools' definitions, in order.
+    fn definitions(&self) -> Vec<ChatTool>;
+
+    /// The tools' names, in order.
+    fn names(&self) -> Vec<&str>;
+
+    /// Whether there are no tools.
+    fn is_empty(&self) -> bool;
+
+    /// The tools in `provider`'s format (with the default [`FormatOptions`]), as JSON text ready
+    /// to embed in a request body. Tools the provider cannot accept are left out with an error
+    /// logged.
+    fn provider_json(&self, provider: Provider) -> Arc<RawValue>;
+}
+
+/// `tools` in `provider`'s format (with the default [`FormatOptions`]), converted now, as JSON
+/// text; tools the provider cannot accept are left out with an error logged. The uncached
+/// counterpart of [`ToolList::provider_json`].
+pub(crate) fn provider_json(provider: Provider, tools: &[ChatTool]) -> Arc<RawValue> {
+    let options = FormatOptions::default();
+    let tools: Vec<Value> = tools
+        .iter()
+        .filter_map(|tool| match format_tool(provider, tool, &options) {
+            Ok(value) => Some(value),
+            Err(error) => {
+                tracing::error!(%error, "tool left out of the request");
+                None
+            }
+        })
+        .collect();
+    serde_json::value::to_raw_value(&wrap(provider, tools))
+        .map_or_else(|_| Arc::from(RawValue::NULL.to_owned()), Arc::from)
+}
 
 /// One cache slot per provider format: OpenAI, Ollama, Gemini, Anthropic, OpenAI strict.
 const FORMAT_SLOTS: usize = 5;

@@ -51,12 +51,13 @@ use serde_json::{Map, Value, json};
 
 use crate::tool::ChatTool;
 
-pub(crate) use arguments::OptionalNulls;
+pub(crate) use arguments::{OptionalNulls, fraction_for_integer};
 #[cfg(feature = "mcp")]
 pub(crate) use common::drop_rust_formats;
 pub(crate) use common::excerpt;
 pub(crate) use lenient::coerce_logged;
 pub use lenient::{Coercion, coerce_arguments};
+pub use list::ToolList;
 pub(crate) use residue::{Residue, residue};
 
 mod arguments;
@@ -172,6 +173,20 @@ pub struct SchemaError {
     pub reason: String,
 }
 
+/// The tools a provider cannot accept: one [`SchemaError`] per tool, in registration order.
+/// [`ToolRegistry::check`](crate::ToolRegistry::check) and
+/// [`RegistrySnapshot::check`](crate::RegistrySnapshot::check) return it, so a program fails
+/// with the tools' names and reasons instead of sending a request without them.
+///
+/// Displayed as the tools' errors joined by `; `.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+#[non_exhaustive]
+pub struct ToolCheckError {
+    /// Each tool the provider cannot accept, and why; never empty.
+    pub errors: Vec<SchemaError>,
+}
+
 /// Converts one tool to a provider's format.
 ///
 /// - [`Provider::OpenAi`] and [`Provider::Ollama`]: `{"type":"function","function":{name,
@@ -256,6 +271,24 @@ pub fn format_tool(
         }),
     };
     Ok(common::sorted(formatted))
+}
+
+/// The canonical JSON Schema of `T` (draft 2020-12, `$defs`), with an object root: the schema
+/// `#[tool]` derives for a typed arguments struct, and the form the adapters convert from.
+pub fn schema_for<T: schemars::JsonSchema>() -> Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    object_root(schema.to_value())
+}
+
+fn object_root(mut value: Value) -> Value {
+    if let Value::Object(root) = &mut value {
+        if !root.contains_key("type") {
+            root.insert("type".to_owned(), Value::String("object".to_owned()));
+        }
+    }
+    value
 }
 
 /// Schemas the tests of more than one schema module use.

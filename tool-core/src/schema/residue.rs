@@ -310,7 +310,7 @@ mod tests {
     use super::*;
 
     fn of<T: JsonSchema>() -> Residue {
-        residue(&crate::__private::schema_for::<T>())
+        residue(&crate::schema::schema_for::<T>())
     }
 
     #[allow(dead_code)]

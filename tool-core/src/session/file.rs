@@ -10,7 +10,7 @@ use std::{
 
 use serde_json::{Map, Value};
 
-use super::store::{PreferenceError, PreferenceStore, Preferences};
+use super::store::{PreferenceError, PreferenceStore, Preferences, check_tool_name};
 use crate::builtin::write_atomic_blocking;
 
 /// The `format` field of a preferences file.
@@ -194,12 +194,14 @@ impl PreferenceStore for FilePreferenceStore {
     }
 
     async fn set(&self, tool: &str, enabled: bool) -> Result<(), PreferenceError> {
+        check_tool_name(tool)?;
         let store = self.clone();
         let tool = tool.to_owned();
         blocking(move || store.update_blocking(&tool, Some(enabled))).await
     }
 
     async fn remove(&self, tool: &str) -> Result<(), PreferenceError> {
+        check_tool_name(tool)?;
         let store = self.clone();
         let tool = tool.to_owned();
         blocking(move || store.update_blocking(&tool, None)).await

@@ -38,7 +38,10 @@ use serde_json::Value;
 #[cfg(feature = "file-store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "file-store")))]
 pub use file::{FilePreferenceStore, PREFERENCES_FILE_FORMAT};
-pub use store::{MemoryPreferenceStore, PreferenceError, PreferenceStore, Preferences};
+pub(crate) use store::shown_name;
+pub use store::{
+    MemoryPreferenceStore, PreferenceError, PreferenceStore, Preferences, check_tool_name,
+};
 
 use crate::{
     registry::{RegistrySnapshot, ToolInfo, ToolRegistry, ToolToggles},

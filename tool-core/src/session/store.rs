@@ -7,19 +7,26 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
+use crate::registry::RegistryError;
+
 /// Stored tool preferences: tool name to enabled.
 pub type Preferences = HashMap<String, bool>;
 
 /// Where a user's tool toggles are remembered, keyed by tool name.
 ///
-/// The framework ships a JSON file store ([`FilePreferenceStore`](super::FilePreferenceStore))
-/// and an in-memory one ([`MemoryPreferenceStore`]); implement the trait to keep preferences in
-/// a database. Implementations change one key at a time and keep every other key, including
-/// keys of tools that are not registered now.
+/// The framework ships a JSON file store ([`FilePreferenceStore`](super::FilePreferenceStore)),
+/// an in-memory one ([`MemoryPreferenceStore`]) and SQL ones (`SqlPreferenceStore`, features
+/// `sqlite` and `postgres`); implement the trait to keep preferences elsewhere.
+/// Implementations change one key at a time and keep every other key, including keys of tools
+/// that are not registered now.
+///
+/// Every store of this crate checks a tool name with [`check_tool_name`] before it touches its
+/// storage, so all of them refuse the same names with the same error; a store of your own
+/// should call it first in `set` and `remove` too.
 ///
 /// ```
 /// use tool_core::async_trait;
-/// use tool_core::session::{PreferenceError, PreferenceStore, Preferences};
+/// use tool_core::session::{PreferenceError, PreferenceStore, Preferences, check_tool_name};
 ///
 /// /// Preferences in a table `tool_preferences(user, tool, enabled)`.
 /// struct DatabaseStore {
@@ -34,11 +41,13 @@ pub type Preferences = HashMap<String, bool>;
 ///     }
 ///
 ///     async fn set(&self, tool: &str, enabled: bool) -> Result<(), PreferenceError> {
+///         check_tool_name(tool)?;
 ///         // INSERT ... ON CONFLICT (user, tool) DO UPDATE SET enabled = $3
 ///         Ok(())
 ///     }
 ///
 ///     async fn remove(&self, tool: &str) -> Result<(), PreferenceError> {
+///         check_tool_name(tool)?;
 ///         // DELETE FROM tool_preferences WHERE user = $1 AND tool = $2
 ///         Ok(())
 ///     }
@@ -73,6 +82,62 @@ pub enum PreferenceError {
     /// An application's store failed.
     #[error("tool preference store failed: {0}")]
     Backend(Box<dyn std::error::Error + Send + Sync>),
+    /// A tool name (see [`check_tool_name`]) or a scope that no store keeps; nothing was read
+    /// or written.
+    #[error("invalid {what} `{}`: {reason}", shown_name(name))]
+    InvalidName {
+        /// `tool name` or `preference scope`.
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// The rule it breaks.
+        reason: String,
+    },
+}
+
+/// Checks a tool name before a preference store keeps it: the registry's rule for tool names,
+/// `^[a-zA-Z0-9_-]{1,64}$`. Every tool that can be registered can have a preference, and no
+/// store sees a name it would handle differently from the others (an empty name, a NUL byte
+/// that PostgreSQL refuses, control characters, a name of any length).
+///
+/// ```
+/// use tool_core::session::check_tool_name;
+///
+/// assert!(check_tool_name("write_file").is_ok());
+/// assert_eq!(
+///     check_tool_name("write\0file").unwrap_err().to_string(),
+///     "invalid tool name `write\\0file`: '\\0' is not allowed; use only ASCII letters, \
+///      digits, `_` and `-`"
+/// );
+/// ```
+pub fn check_tool_name(name: &str) -> Result<(), PreferenceError> {
+    match crate::registry::validate_name(name) {
+        Ok(()) => Ok(()),
+        Err(RegistryError::InvalidName { reason, .. }) => Err(PreferenceError::InvalidName {
+            what: "tool name",
+            name: name.to_owned(),
+            reason,
+        }),
+        Err(other) => Err(PreferenceError::InvalidName {
+            what: "tool name",
+            name: name.to_owned(),
+            reason: other.to_string(),
+        }),
+    }
+}
+
+/// A name as error messages show it: control characters escaped, and cut after 200 characters.
+pub(crate) fn shown_name(name: &str) -> String {
+    const SHOWN: usize = 200;
+    let mut shown: String = name
+        .chars()
+        .take(SHOWN)
+        .flat_map(char::escape_debug)
+        .collect();
+    if name.chars().nth(SHOWN).is_some() {
+        shown.push('…');
+    }
+    shown
 }
 
 impl PreferenceError {
@@ -128,11 +193,13 @@ impl PreferenceStore for MemoryPreferenceStore {
     }
 
     async fn set(&self, tool: &str, enabled: bool) -> Result<(), PreferenceError> {
+        check_tool_name(tool)?;
         self.with(|preferences| preferences.insert(tool.to_owned(), enabled));
         Ok(())
     }
 
     async fn remove(&self, tool: &str) -> Result<(), PreferenceError> {
+        check_tool_name(tool)?;
         self.with(|preferences| preferences.remove(tool));
         Ok(())
     }

@@ -8,7 +8,10 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use crate::context::{LoadContextError, SavedConversation};
+use crate::{
+    context::{LoadContextError, SavedConversation},
+    session::shown_name,
+};
 
 use super::StoreError;
 
@@ -136,10 +139,7 @@ impl ConversationSummary {
 #[non_exhaustive]
 pub enum ConversationError {
     /// A scope or id that is not 1 to 128 letters, digits, `-`, `_` or `.`, or starts with `.`.
-    #[error(
-        "invalid conversation {what} `{name}`: use 1 to 128 letters, digits, `-`, `_` or `.`, \
-         not starting with `.`"
-    )]
+    #[error("invalid conversation {what} `{}`: {NAME_RULE}", shown_name(name))]
     InvalidName {
         /// `scope` or `id`.
         what: &'static str,
@@ -176,15 +176,24 @@ pub enum ConversationError {
     Store(#[from] StoreError),
 }
 
-/// Checks a scope or id: safe as a file name everywhere, the same rule for every store.
-pub(crate) fn check_name(what: &'static str, name: &str) -> Result<(), ConversationError> {
-    let valid = !name.is_empty()
+/// The rule for scopes and ids, as error messages state it.
+pub(crate) const NAME_RULE: &str =
+    "use 1 to 128 letters, digits, `-`, `_` or `.`, not starting with `.`";
+
+/// Whether `name` is a valid scope or id: safe as a file name everywhere, and kept alike by
+/// every store (no NUL, no control character, bounded).
+pub(crate) fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 128
         && !name.starts_with('.')
         && name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-    if valid {
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Checks a scope or id: the same rule for every store.
+pub(crate) fn check_name(what: &'static str, name: &str) -> Result<(), ConversationError> {
+    if is_valid_name(name) {
         Ok(())
     } else {
         Err(ConversationError::InvalidName {

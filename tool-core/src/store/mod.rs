@@ -202,31 +202,10 @@ fn database() -> Location {
 }
 
 /// The URL with the password of its user part and any `password=` parameter replaced by `***`,
-/// for error messages and logs.
+/// for error messages and logs. A password is found whole whatever it holds (`#`, `/`, `?`,
+/// `@`), even written raw.
 pub fn redact_url(url: &str) -> String {
-    let mut out = url.to_owned();
-    if let Some(start) = out.find("://").map(|at| at + 3) {
-        let authority_end = out[start..]
-            .find(['/', '?', '#'])
-            .map_or(out.len(), |end| start + end);
-        if let Some(at) = out[start..authority_end].rfind('@').map(|at| start + at) {
-            if let Some(colon) = out[start..at].find(':').map(|colon| start + colon) {
-                out.replace_range(colon + 1..at, "***");
-            }
-        }
-    }
-    if let Some(query) = out.find('?') {
-        let (head, params) = out.split_at(query + 1);
-        let params: Vec<String> = params
-            .split('&')
-            .map(|param| match param.split_once('=') {
-                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
-                _ => param.to_owned(),
-            })
-            .collect();
-        out = format!("{head}{}", params.join("&"));
-    }
-    out
+    crate::secrets::redact_url(url, crate::secrets::Redaction::Passwords)
 }
 
 #[cfg(test)]

@@ -7,14 +7,14 @@ use sqlx::Row;
 use super::{
     StoreError,
     conversation::{
-        ConversationError, ConversationKey, ConversationStore, ConversationSummary, check_name,
-        sort_summaries,
+        ConversationError, ConversationKey, ConversationStore, ConversationSummary, NAME_RULE,
+        check_name, is_valid_name, sort_summaries,
     },
     redact_url,
 };
 use crate::{
     context::SavedConversation,
-    session::{PreferenceError, PreferenceStore, Preferences},
+    session::{PreferenceError, PreferenceStore, Preferences, check_tool_name},
 };
 
 /// The newest schema version this crate creates and understands.
@@ -443,7 +443,9 @@ pub(super) fn describe(error: &sqlx::Error) -> String {
 }
 
 /// The preferences of one scope in an [`SqlStore`]: a cheap handle (a clone of the store and
-/// the scope's name).
+/// the scope's name). The scope follows the rule of conversation scopes
+/// ([`ConversationKey`]); an operation with another scope fails with
+/// [`PreferenceError::InvalidName`] before any query.
 #[derive(Clone, Debug)]
 pub struct SqlPreferenceStore {
     store: SqlStore,
@@ -460,11 +462,26 @@ impl SqlPreferenceStore {
     pub fn store(&self) -> &SqlStore {
         &self.store
     }
+
+    /// Checks the scope (the rule of conversation scopes) before any query, so SQLite and
+    /// PostgreSQL refuse the same scopes with the same error.
+    fn check_scope(&self) -> Result<(), PreferenceError> {
+        if is_valid_name(&self.scope) {
+            Ok(())
+        } else {
+            Err(PreferenceError::InvalidName {
+                what: "preference scope",
+                name: self.scope.clone(),
+                reason: NAME_RULE.to_owned(),
+            })
+        }
+    }
 }
 
 #[async_trait::async_trait]
 impl PreferenceStore for SqlPreferenceStore {
     async fn load(&self) -> Result<Preferences, PreferenceError> {
+        self.check_scope()?;
         self.store
             .load_preferences(&self.scope)
             .await
@@ -472,6 +489,8 @@ impl PreferenceStore for SqlPreferenceStore {
     }
 
     async fn set(&self, tool: &str, enabled: bool) -> Result<(), PreferenceError> {
+        self.check_scope()?;
+        check_tool_name(tool)?;
         self.store
             .set_preference(&self.scope, tool, enabled)
             .await
@@ -479,6 +498,8 @@ impl PreferenceStore for SqlPreferenceStore {
     }
 
     async fn remove(&self, tool: &str) -> Result<(), PreferenceError> {
+        self.check_scope()?;
+        check_tool_name(tool)?;
         self.store
             .remove_preference(&self.scope, tool)
             .await

@@ -4,6 +4,7 @@
 use std::{fmt, path::PathBuf, time::Duration};
 
 use super::McpClientError;
+use crate::secrets::{HiddenValues, Redaction, redact_url};
 
 /// How to reach one MCP server and how to present its tools; see
 /// [`McpClient::connect`](super::McpClient::connect).
@@ -32,18 +33,49 @@ use super::McpClientError;
 /// assert_eq!(args, &["my server.py", "--flag"]);
 /// # Ok::<(), tool_core::mcp::McpClientError>(())
 /// ```
-#[derive(Clone, Debug)]
+///
+/// # Limits
+///
+/// A server is trusted with its own tools' work, not with the application: every answer is
+/// bounded.
+///
+/// | limit | default | past it |
+/// |---|---|---|
+/// | [`call_timeout`](Self::call_timeout) | 60 s | the call ends with an error, cancelled on the server |
+/// | [`max_result_size`](Self::max_result_size) | 256 KiB | the text is cut, with a note to the model |
+/// | [`max_tools`](Self::max_tools) | 256 | only the first tools are used, with a warning |
+/// | [`connect_timeout`](Self::connect_timeout) | 60 s | connecting fails; a re-list is given up |
+/// | one message | 16 MiB | the call ends with an error giving the answer's size |
+///
+/// A list is read in at most `max_tools + 1` pages: a cursor that goes on longer fails the
+/// connection, and fails a later re-list (after `notifications/tools/list_changed`), which then
+/// leaves the previous list in place; [`McpClient::close`](super::McpClient::close) stops a
+/// re-list too.
+/// A server that lists a tool name twice gets one tool, with the first definition.
+///
+/// # Secrets
+///
+/// `Debug` shows the headers' and the environment's names, not their values, and the URL
+/// without its user part and query values; so do the client's errors and logs. Requests follow
+/// a redirect only within the URL's origin: a redirect to another scheme, host or port is an
+/// error, so the headers never reach a host the application did not name.
+#[derive(Clone)]
 pub struct McpServerConfig {
     pub(super) transport: McpTransportConfig,
     pub(super) name: Option<String>,
     pub(super) prefix: Option<String>,
     pub(super) connect_timeout: Duration,
-    pub(super) call_timeout: Option<Duration>,
+    pub(super) call_timeout: Duration,
+    pub(super) max_result_size: usize,
+    pub(super) max_tools: usize,
     pub(super) reconnect: ReconnectPolicy,
 }
 
 /// The transport to an MCP server.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// `Debug` and `Display` hide the secrets: the environment's and the headers' values, and the
+/// URL's user part and query values.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum McpTransportConfig {
     /// A child process that speaks MCP on its stdin and stdout (its stderr goes to `tracing`).
@@ -141,6 +173,18 @@ impl ReconnectPolicy {
 }
 
 impl McpServerConfig {
+    /// How long a tool call waits for the server's answer unless
+    /// [`call_timeout`](Self::call_timeout) says otherwise: 60 s.
+    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_mins(1);
+
+    /// The longest result text a model reads unless
+    /// [`max_result_size`](Self::max_result_size) says otherwise: 256 KiB.
+    pub const DEFAULT_MAX_RESULT_SIZE: usize = 256 * 1024;
+
+    /// How many of a server's tools are used unless [`max_tools`](Self::max_tools) says
+    /// otherwise: 256.
+    pub const DEFAULT_MAX_TOOLS: usize = 256;
+
     /// A server started as a child process: `program` with `args`, speaking MCP on stdio.
     pub fn command(
         program: impl Into<String>,
@@ -177,8 +221,10 @@ impl McpServerConfig {
             transport,
             name: None,
             prefix: None,
-            connect_timeout: Duration::from_secs(60),
-            call_timeout: None,
+            connect_timeout: Duration::from_mins(1),
+            call_timeout: Self::DEFAULT_CALL_TIMEOUT,
+            max_result_size: Self::DEFAULT_MAX_RESULT_SIZE,
+            max_tools: Self::DEFAULT_MAX_TOOLS,
             reconnect: ReconnectPolicy::default(),
         }
     }
@@ -221,7 +267,7 @@ impl McpServerConfig {
     }
 
     /// Names the server in messages and logs (default: the prefix, else the name the server
-    /// gives itself, else the command or URL).
+    /// gives itself, else the command or the URL without its secrets).
     #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
@@ -236,10 +282,24 @@ impl McpServerConfig {
         self
     }
 
-    /// Sets the timeout of every call to this server's tools (default: the registry's).
+    /// Sets the timeout of every call to this server's tools (default 60 s).
     #[must_use]
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
-        self.call_timeout = Some(timeout);
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// Sets the longest result text, in bytes (default 256 KiB).
+    #[must_use]
+    pub fn max_result_size(mut self, bytes: usize) -> Self {
+        self.max_result_size = bytes;
+        self
+    }
+
+    /// Sets how many of the server's tools are used (default 256).
+    #[must_use]
+    pub fn max_tools(mut self, count: usize) -> Self {
+        self.max_tools = count;
         self
     }
 
@@ -261,7 +321,8 @@ impl McpServerConfig {
     }
 
     /// The name of the server in messages before it has named itself: the configured name,
-    /// else the prefix, else the command line or URL.
+    /// else the prefix, else the command line or the URL (without its user part and query
+    /// values).
     pub fn display_name(&self) -> String {
         if let Some(name) = self.name.as_ref().or(self.prefix.as_ref()) {
             return name.clone();
@@ -284,11 +345,25 @@ impl McpServerConfig {
         }
         if let McpTransportConfig::Http { headers, .. } = &self.transport {
             for (name, value) in headers {
-                super::connection::header_pair(name, value)?;
+                header_pair(name, value)?;
             }
         }
         Ok(())
     }
+}
+
+/// A configured header as `reqwest` types, or the error naming it: `McpServerConfig::validate`
+/// checks every header with it, and the connection builds its requests' headers with it.
+pub(super) fn header_pair(
+    name: &str,
+    value: &str,
+) -> Result<(reqwest::header::HeaderName, reqwest::header::HeaderValue), McpClientError> {
+    let invalid = || McpClientError::InvalidHeader {
+        name: name.to_owned(),
+    };
+    let header_name = reqwest::header::HeaderName::try_from(name).map_err(|_| invalid())?;
+    let header_value = reqwest::header::HeaderValue::try_from(value).map_err(|_| invalid())?;
+    Ok((header_name, header_value))
 }
 
 impl fmt::Display for McpTransportConfig {
@@ -301,8 +376,47 @@ impl fmt::Display for McpTransportConfig {
                 }
                 Ok(())
             }
-            Self::Http { url, .. } => f.write_str(url),
+            Self::Http { url, .. } => f.write_str(&redact_url(url, Redaction::Credentials)),
         }
+    }
+}
+
+impl fmt::Debug for McpTransportConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Command {
+                program,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Command")
+                .field("program", program)
+                .field("args", args)
+                .field("env", &HiddenValues(env))
+                .field("cwd", cwd)
+                .finish(),
+            Self::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", &redact_url(url, Redaction::Credentials))
+                .field("headers", &HiddenValues(headers))
+                .finish(),
+        }
+    }
+}
+
+impl fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("transport", &self.transport)
+            .field("name", &self.name)
+            .field("prefix", &self.prefix)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("max_result_size", &self.max_result_size)
+            .field("max_tools", &self.max_tools)
+            .field("reconnect", &self.reconnect)
+            .finish()
     }
 }
 

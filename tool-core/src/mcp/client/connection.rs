@@ -3,6 +3,7 @@
 
 use std::{
     collections::HashMap,
+    fmt::Write as _,
     future::Future,
     hash::{BuildHasher, Hasher},
     pin::Pin,
@@ -11,21 +12,24 @@ use std::{
         Arc, Mutex, RwLock, Weak,
         atomic::{AtomicU64, Ordering},
     },
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use rmcp::{
     ClientHandler, ServiceError, ServiceExt,
     model::{
         CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-        ClientConfig, ClientRequest, Implementation, InitializeRequestParams, NumberOrString,
-        ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, ServerResult, Tool,
+        ClientConfig, ClientRequest, ErrorData, Implementation, InitializeRequestParams,
+        NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
+        ServerResult, Tool,
     },
     service::{
-        NotificationContext, Peer, PeerRequestOptions, QuitReason, RoleClient, RunningService,
+        ClientInitializeError, NotificationContext, Peer, PeerRequestOptions, QuitReason,
+        RoleClient, RunningService,
     },
     transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+        StreamableHttpClientTransport, async_rw::AsyncRwTransport,
+        streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
 use serde_json::Value;
@@ -38,11 +42,20 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     McpClientError, McpProgress, McpServerConfig, McpStatus, McpToolInfo, McpTransportConfig,
-    content::result_text, lock, names::local_names,
+    config::header_pair,
+    content::{result_text, truncated},
+    http::{HttpReports, LostAnswer, ReportingClient},
+    lines::{LimitedLines, MAX_MESSAGE_SIZE, OVERSIZED},
+    listing::{ListError, Listed, list_tools},
+    lock,
+    names::local_names,
+    progress::{InOrder, ProgressSink},
+    with_causes,
 };
 use crate::{
     JsonObject, ToolError,
     call::CallContext,
+    secrets::Scrubber,
     tool::{ChatTool, ToolHints, ToolMetadata},
 };
 
@@ -57,6 +70,10 @@ const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
 
 /// How long a child process may take to exit after its stdin is closed before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// The longest text quoted from someone else's error (a server's message, a library's error)
+/// in a message.
+const MAX_FOREIGN_TEXT: usize = 1000;
 
 /// What the client handle, the connection task, the `rmcp` handler and the registered tools
 /// share.
@@ -78,6 +95,11 @@ pub(super) struct Shared {
     calls: Mutex<HashMap<String, CallInFlight>>,
     /// The last line the child process wrote to stderr, for error messages.
     stderr_tail: Arc<Mutex<Option<String>>>,
+    /// What the HTTP client saw go wrong.
+    http_reports: Arc<HttpReports>,
+    /// The configuration's secrets (the URL's credentials and query, the headers' values),
+    /// taken out of every message that quotes someone else's error.
+    scrubber: Scrubber,
     pub(super) stop: CancellationToken,
 }
 
@@ -100,6 +122,13 @@ impl Shared {
     /// The shared state, and the receiver of lost-connection reports for the connection task.
     pub(super) fn new(config: McpServerConfig) -> (Arc<Self>, LostReceiver) {
         let (lost, lost_rx) = mpsc::unbounded_channel();
+        let mut scrubber = Scrubber::new();
+        if let McpTransportConfig::Http { url, headers } = &config.transport {
+            scrubber.url(url);
+            for (_, value) in headers {
+                scrubber.secret(value);
+            }
+        }
         let shared = Arc::new(Self {
             name: RwLock::new(config.display_name()),
             config,
@@ -114,6 +143,8 @@ impl Shared {
             generation: AtomicU64::new(0),
             calls: Mutex::new(HashMap::new()),
             stderr_tail: Arc::new(Mutex::new(None)),
+            http_reports: Arc::default(),
+            scrubber,
             stop: CancellationToken::new(),
         });
         (shared, lost_rx)
@@ -124,6 +155,33 @@ impl Shared {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// Someone else's error as text for messages: without the configuration's secrets, and no
+    /// longer than a message should be.
+    fn foreign(&self, error: impl std::fmt::Display) -> String {
+        let text = self.scrubber.scrub(&error.to_string());
+        truncated(text, MAX_FOREIGN_TEXT)
+    }
+
+    /// Why the handshake failed, from `rmcp`'s error (and the HTTP client's, which `rmcp`
+    /// quotes without its causes).
+    fn handshake_reason(&self, error: &ClientInitializeError) -> String {
+        if let ClientInitializeError::TransportError { context, .. } = error {
+            if let Some(failure) = self.http_reports.failure() {
+                return format!("{} (when {context})", self.foreign(failure));
+            }
+        }
+        match error {
+            ClientInitializeError::ExpectedInitResponse(_)
+            | ClientInitializeError::ExpectedInitResult(_)
+            | ClientInitializeError::ConflictInitResponseId(..)
+            | ClientInitializeError::UncorrelatedErrorResponse { .. } => format!(
+                "the server sent something other than the answer to `initialize`: {}",
+                self.foreign(with_causes(error))
+            ),
+            error => self.foreign(with_causes(error)),
+        }
     }
 
     /// Starts or reaches the server, shakes hands, lists the tools and publishes them.
@@ -187,10 +245,20 @@ impl Shared {
                         self.stderr_tail.clone(),
                     ));
                 }
-                match handler.serve((stdout, stdin)).await {
+                // `rmcp`'s own cap must not drop a line `LimitedLines` lets through.
+                let transport = AsyncRwTransport::<RoleClient, _, _>::new(
+                    LimitedLines::new(stdout, MAX_MESSAGE_SIZE),
+                    stdin,
+                )
+                .with_max_line_length(MAX_MESSAGE_SIZE + 1);
+                match handler
+                    .serve(InOrder::new(transport, Arc::downgrade(self)))
+                    .await
+                {
                     Ok(running) => (running, Some(child)),
                     Err(error) => {
-                        let reason = self.describe_exit(&mut child, &error.to_string()).await;
+                        let reason = self.handshake_reason(&error);
+                        let reason = self.describe_exit(&mut child, &reason).await;
                         return Err(McpClientError::Handshake {
                             server: self.name(),
                             reason,
@@ -204,17 +272,32 @@ impl Shared {
                     let (name, value) = header_pair(name, value)?;
                     custom.insert(name, value);
                 }
-                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(custom);
-                let transport =
-                    StreamableHttpClientTransport::with_client(reqwest::Client::default(), config);
+                config.max_sse_event_size = MAX_MESSAGE_SIZE;
+                config.max_json_response_size = MAX_MESSAGE_SIZE;
+                let client = ReportingClient::new(self.http_reports.clone()).map_err(|error| {
+                    McpClientError::Handshake {
+                        server: self.name(),
+                        reason: format!(
+                            "cannot build the http client: {}",
+                            self.foreign(with_causes(&error))
+                        ),
+                    }
+                })?;
+                let transport = InOrder::new(
+                    StreamableHttpClientTransport::with_client(client, config),
+                    Arc::downgrade(self),
+                );
+                // A failure of the last connection's requests says nothing about this one.
+                let _ = self.http_reports.failure();
                 let running =
                     handler
                         .serve(transport)
                         .await
                         .map_err(|error| McpClientError::Handshake {
                             server: self.name(),
-                            reason: error.to_string(),
+                            reason: self.handshake_reason(&error),
                         })?;
                 (running, None)
             }
@@ -239,16 +322,13 @@ impl Shared {
                     .unwrap_or_else(std::sync::PoisonError::into_inner) = server_name.name;
             }
         }
-        let tools =
-            running
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|error| McpClientError::ListTools {
-                    server: self.name(),
-                    reason: error.to_string(),
-                })?;
-        self.publish_tools(tools);
+        let listed = list_tools(running.peer(), self.config.max_tools)
+            .await
+            .map_err(|error| McpClientError::ListTools {
+                server: self.name(),
+                reason: self.foreign(with_causes(&error)),
+            })?;
+        self.publish_tools(listed);
 
         let peer = running.peer().clone();
         let cancel = CancellationToken::new();
@@ -268,14 +348,14 @@ impl Shared {
         })
     }
 
-    /// Why a child process is gone: `reason`, its exit status when it has exited within a
+    /// Why a child process is gone: `reason`, then its exit status when it has exited within a
     /// moment, and the last line it wrote to stderr.
     async fn describe_exit(&self, child: &mut Child, reason: &str) -> String {
         let status = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
-        let mut text = match status {
-            Ok(Ok(status)) => format!("the server process exited ({status})"),
-            _ => reason.to_owned(),
-        };
+        let mut text = reason.to_owned();
+        if let Ok(Ok(status)) = status {
+            let _ = write!(text, "; the server process exited ({status})");
+        }
         // Give the stderr reader a moment to see the last line.
         tokio::time::sleep(Duration::from_millis(20)).await;
         if let Some(line) = lock(&self.stderr_tail).clone() {
@@ -285,9 +365,24 @@ impl Shared {
         text
     }
 
-    /// Turns a `tools/list` answer into the local tool table and publishes it when it changed.
-    fn publish_tools(&self, tools: Vec<Tool>) {
+    /// Turns a tool list into the local tool table and publishes it when it changed.
+    fn publish_tools(&self, listed: Listed) {
         let server = self.name();
+        for name in &listed.duplicates {
+            tracing::warn!(
+                server = %server,
+                tool = %name,
+                "the MCP server lists the tool more than once; its first definition is used"
+            );
+        }
+        if listed.cut {
+            tracing::warn!(
+                server = %server,
+                max_tools = self.config.max_tools,
+                "the MCP server lists more tools than the limit; only the first are used"
+            );
+        }
+        let tools = listed.tools;
         let locals = local_names(
             self.config.prefix.as_deref(),
             tools.iter().map(|tool| tool.name.as_ref()),
@@ -295,7 +390,7 @@ impl Shared {
         let table: Arc<[McpToolInfo]> = tools
             .into_iter()
             .zip(locals)
-            .map(|(tool, local)| tool_info(&server, &self.config, tool, local))
+            .map(|(tool, local)| tool_info(&server, tool, local))
             .collect();
         self.tools.send_if_modified(|current| {
             if **current == *table {
@@ -326,8 +421,29 @@ impl Shared {
         ))
     }
 
-    /// Calls `remote` on the server; see [`McpClient::call`](super::McpClient::call).
+    /// Calls `remote` on the server; see [`McpClient::call`](super::McpClient::call). The call
+    /// waits at most the [call timeout](McpServerConfig::call_timeout) (a call given up is
+    /// cancelled on the server), and its text is cut to the
+    /// [result size limit](McpServerConfig::max_result_size).
     pub(super) async fn call(
+        &self,
+        local: &str,
+        remote: &str,
+        args: JsonObject,
+        context: Option<CallContext>,
+    ) -> Result<String, ToolError> {
+        let limit = self.config.call_timeout;
+        tokio::time::timeout(limit, self.call_unbounded(local, remote, args, context))
+            .await
+            .unwrap_or_else(|_| {
+                Err(ToolError::new(format!(
+                    "the MCP server '{}' did not answer within {limit:?}",
+                    self.name()
+                )))
+            })
+    }
+
+    async fn call_unbounded(
         &self,
         local: &str,
         remote: &str,
@@ -344,20 +460,17 @@ impl Shared {
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|error| self.call_error(generation, error))?;
-        let mut in_flight = InFlight::new(
-            self,
-            &handle.progress_token,
-            local,
-            context,
-            &peer,
-            &handle.id,
-        );
+            .map_err(|error| self.call_error(generation, &peer, None, error))?;
+        let id = handle.id.clone();
+        let mut in_flight = InFlight::new(self, &handle.progress_token, local, context, &peer, &id);
         let response = handle.await_response().await;
         in_flight.answered = true;
-        match response.map_err(|error| self.call_error(generation, error))? {
+        // The call's context goes with its answer: it may hold an agent's event stream open.
+        drop(in_flight);
+        let limit = self.config.max_result_size;
+        match response.map_err(|error| self.call_error(generation, &peer, Some(&id), error))? {
             ServerResult::CallToolResult(result) => {
-                let text = result_text(&result);
+                let text = truncated(result_text(&result), limit);
                 if result.is_error == Some(true) {
                     if text.is_empty() {
                         return Err(ToolError::new(
@@ -378,35 +491,66 @@ impl Shared {
         }
     }
 
-    /// The tool error for a failed request; a broken transport is reported to the connection
-    /// task, which reconnects.
-    fn call_error(&self, generation: u64, error: ServiceError) -> ToolError {
+    /// The tool error for a failed request (`id`, once sent). A broken connection is reported
+    /// to the connection task, which reconnects; an answer lost on a connection that lives on
+    /// (an HTTP response too large to read) is not.
+    fn call_error(
+        &self,
+        generation: u64,
+        peer: &Peer<RoleClient>,
+        id: Option<&RequestId>,
+        error: ServiceError,
+    ) -> ToolError {
+        let server = self.name();
+        let lost_answer = id.and_then(|id| self.http_reports.lost_answer(id));
+        if let (ServiceError::TransportClosed, Some(lost)) = (&error, lost_answer) {
+            if !peer.is_transport_closed() {
+                return ToolError::new(match lost {
+                    LostAnswer::TooLarge => format!(
+                        "the answer of the MCP server '{server}' was over the limit of \
+                         {MAX_MESSAGE_SIZE} bytes"
+                    ),
+                    LostAnswer::Other(reason) => format!(
+                        "the answer of the MCP server '{server}' was lost: {}",
+                        self.foreign(reason)
+                    ),
+                });
+            }
+        }
         match error {
-            ServiceError::McpError(error) => ToolError::new(format!(
-                "the MCP server '{}' rejected the call: {}",
-                self.name(),
-                error.message
-            )),
+            ServiceError::McpError(error) => match oversized(&error) {
+                Some((size, limit)) => ToolError::new(format!(
+                    "the answer of the MCP server '{server}' was {size} bytes, over the limit \
+                     of {limit} bytes"
+                )),
+                None => ToolError::new(format!(
+                    "the MCP server '{server}' rejected the call: {}",
+                    self.foreign(&error.message)
+                )),
+            },
             error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                let reason = format!("the connection was lost ({error})");
+                let reason = format!(
+                    "the connection was lost ({})",
+                    self.foreign(with_causes(&error))
+                );
                 let _ = self.lost.send((generation, reason.clone()));
                 ToolError::new(format!(
-                    "the MCP server '{}' is not connected: {reason}",
-                    self.name()
+                    "the MCP server '{server}' is not connected: {reason}"
                 ))
             }
             error => ToolError::new(format!(
-                "the call to the MCP server '{}' failed: {error}",
-                self.name()
+                "the call to the MCP server '{server}' failed: {}",
+                self.foreign(with_causes(&error))
             )),
         }
     }
 
     /// Forwards a progress notification of a call in flight to the subscribers and to the
-    /// call's own [`CallContext`]. The SDK handles each notification in a task of its own, so
-    /// they can arrive out of order: one whose progress is not above the last forwarded for its
-    /// call is stale and dropped, so progress never goes backwards.
-    fn on_progress(&self, params: ProgressNotificationParam) {
+    /// call's own [`CallContext`], in the order the server sent them (see
+    /// [`InOrder`](super::progress::InOrder)). One whose progress is not above the last
+    /// forwarded for its call is dropped, so progress never goes backwards whatever the server
+    /// sends.
+    pub(super) fn on_progress(&self, params: ProgressNotificationParam) {
         let mut calls = lock(&self.calls);
         let Some(call) = calls.get_mut(&token_key(&params.progress_token)) else {
             return;
@@ -416,7 +560,7 @@ impl Shared {
                 server = %self.name(),
                 tool = %call.tool,
                 progress = params.progress,
-                "stale mcp progress dropped"
+                "mcp progress that does not grow dropped"
             );
             return;
         }
@@ -456,16 +600,12 @@ struct CallInFlight {
     last_progress: f64,
     /// The call's context, when the caller gave one: progress reaches it too.
     context: Option<CallContext>,
-    /// When the answer came. The entry stays a little longer: the SDK handles each
-    /// notification in a task of its own, so the last progress can be handled after the answer.
-    answered_at: Option<Instant>,
 }
 
-/// How long a call's progress is still forwarded after its answer.
-const LATE_PROGRESS: Duration = Duration::from_secs(5);
-
-/// The progress-token entry of a call in flight, removed when the call ends. A call dropped
-/// before its answer (a timeout, or the caller gave up) is cancelled on the server.
+/// The progress-token entry of a call in flight, removed when the call ends, with the call's
+/// context: nothing keeps it once the call has its answer (an agent's event stream ends when
+/// its last sender goes). A call dropped before its answer (a timeout, or the caller gave up)
+/// is cancelled on the server.
 struct InFlight<'a> {
     shared: &'a Shared,
     token: String,
@@ -488,15 +628,8 @@ impl<'a> InFlight<'a> {
             tool: local.to_owned(),
             last_progress: f64::NEG_INFINITY,
             context,
-            answered_at: None,
         };
-        let mut calls = lock(&shared.calls);
-        calls.retain(|_, call| {
-            call.answered_at
-                .is_none_or(|answered| answered.elapsed() < LATE_PROGRESS)
-        });
-        calls.insert(token.clone(), call);
-        drop(calls);
+        lock(&shared.calls).insert(token.clone(), call);
         Self {
             shared,
             token,
@@ -509,13 +642,10 @@ impl<'a> InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
+        lock(&self.shared.calls).remove(&self.token);
         if self.answered {
-            if let Some(call) = lock(&self.shared.calls).get_mut(&self.token) {
-                call.answered_at = Some(Instant::now());
-            }
             return;
         }
-        lock(&self.shared.calls).remove(&self.token);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -528,6 +658,12 @@ impl Drop for InFlight<'_> {
             let _ = peer.notify_cancelled(params).await;
         });
     }
+}
+
+/// The size and limit of an answer that [`LimitedLines`] replaced with an error.
+fn oversized(error: &ErrorData) -> Option<(u64, u64)> {
+    let data = error.data.as_ref()?.get(OVERSIZED)?;
+    Some((data.get("size")?.as_u64()?, data.get("limit")?.as_u64()?))
 }
 
 /// A progress token as a map key.
@@ -567,7 +703,9 @@ fn closed(shared: &Shared) {
 }
 
 /// Serves one connection: re-lists the tools when told to. Returns why the connection ended,
-/// or `None` when the client stopped.
+/// or `None` when the client stopped. A re-list is bounded in pages (see
+/// [`list_tools`]) and in time (the connect timeout); one that fails leaves the previous list
+/// in place, and `close` or the end of the connection stops it.
 async fn serve(
     shared: &Arc<Shared>,
     connection: &mut Connection,
@@ -576,12 +714,7 @@ async fn serve(
     loop {
         tokio::select! {
             () = shared.stop.cancelled() => return None,
-            quit = service_done(&mut connection.done) => {
-                return Some(match quit {
-                    Ok(QuitReason::Cancelled) => "the connection was cancelled".to_owned(),
-                    _ => "the server closed the connection".to_owned(),
-                });
-            }
+            quit = service_done(&mut connection.done) => return Some(quit_reason(&quit)),
             report = lost.recv() => match report {
                 Some((generation, reason)) if generation == connection.generation => {
                     return Some(reason);
@@ -591,18 +724,43 @@ async fn serve(
                 None => return None,
             },
             () = shared.refresh.notified() => {
-                match connection.peer.list_all_tools().await {
-                    Ok(tools) => shared.publish_tools(tools),
-                    Err(error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
-                        return Some(format!("the connection was lost ({error})"));
+                let limit = shared.config.connect_timeout;
+                let listing = list_tools(&connection.peer, shared.config.max_tools);
+                let listed = tokio::select! {
+                    () = shared.stop.cancelled() => return None,
+                    quit = service_done(&mut connection.done) => return Some(quit_reason(&quit)),
+                    listed = tokio::time::timeout(limit, listing) => listed,
+                };
+                match listed {
+                    Ok(Ok(listed)) => shared.publish_tools(listed),
+                    Ok(Err(ListError::Service(
+                        error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)),
+                    ))) => {
+                        let reason = shared.foreign(with_causes(&error));
+                        return Some(format!("the connection was lost ({reason})"));
                     }
-                    Err(error) => tracing::warn!(
+                    Ok(Err(error)) => tracing::warn!(
                         server = %shared.name(),
-                        "re-listing the tools after list_changed failed: {error}"
+                        "re-listing the tools after list_changed failed, the previous list \
+                         stays: {}",
+                        shared.foreign(with_causes(&error))
+                    ),
+                    Err(_) => tracing::warn!(
+                        server = %shared.name(),
+                        "re-listing the tools after list_changed took longer than {limit:?}, \
+                         the previous list stays"
                     ),
                 }
             }
         }
+    }
+}
+
+/// Why the `rmcp` service ended, as the tools report it.
+fn quit_reason(quit: &Result<QuitReason, tokio::task::JoinError>) -> String {
+    match quit {
+        Ok(QuitReason::Cancelled) => "the connection was cancelled".to_owned(),
+        _ => "the server closed the connection".to_owned(),
     }
 }
 
@@ -712,32 +870,22 @@ async fn wait_service(
     }
 }
 
-/// Forwards a child's stderr to `tracing`, line by line, keeping the last line.
+/// Forwards a child's stderr to `tracing`, line by line, keeping the last line that says
+/// something (a line of only box-drawing characters or dashes, which ends many tracebacks,
+/// does not).
 async fn forward_stderr(server: String, stderr: ChildStderr, tail: Arc<Mutex<Option<String>>>) {
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         tracing::debug!(server = %server, "mcp server stderr: {line}");
-        if !line.trim().is_empty() {
-            *lock(&tail) = Some(line);
+        if line.chars().any(char::is_alphanumeric) {
+            let line = line.trim_matches(|c: char| c.is_whitespace() || matches!(c, '|' | '│'));
+            *lock(&tail) = Some(truncated(line.to_owned(), MAX_FOREIGN_TEXT));
         }
     }
 }
 
-/// A header as `reqwest` types; `McpServerConfig::validate` checks every header with it.
-pub(super) fn header_pair(
-    name: &str,
-    value: &str,
-) -> Result<(reqwest::header::HeaderName, reqwest::header::HeaderValue), McpClientError> {
-    let invalid = || McpClientError::InvalidHeader {
-        name: name.to_owned(),
-    };
-    let header_name = reqwest::header::HeaderName::try_from(name).map_err(|_| invalid())?;
-    let header_value = reqwest::header::HeaderValue::try_from(value).map_err(|_| invalid())?;
-    Ok((header_name, header_value))
-}
-
 /// One MCP tool as a registry definition.
-fn tool_info(server: &str, config: &McpServerConfig, tool: Tool, local: String) -> McpToolInfo {
+fn tool_info(server: &str, tool: Tool, local: String) -> McpToolInfo {
     let annotations = tool.annotations.clone().unwrap_or_default();
     let title = tool.title.clone().or(annotations.title.clone());
     let description = tool
@@ -751,7 +899,7 @@ fn tool_info(server: &str, config: &McpServerConfig, tool: Tool, local: String) 
     parameters
         .entry("type")
         .or_insert_with(|| Value::String("object".to_owned()));
-    let mut metadata = ToolMetadata {
+    let metadata = ToolMetadata {
         title,
         icon: tool
             .icons
@@ -767,7 +915,6 @@ fn tool_info(server: &str, config: &McpServerConfig, tool: Tool, local: String) 
         },
         ..ToolMetadata::default()
     };
-    metadata.timeout = config.call_timeout;
     McpToolInfo {
         definition: ChatTool::new(&local, description, Value::Object(parameters)),
         local_name: local,
@@ -777,7 +924,8 @@ fn tool_info(server: &str, config: &McpServerConfig, tool: Tool, local: String) 
 }
 
 /// The `rmcp` client handler: answers the server's requests with the defaults (no sampling,
-/// no roots, elicitation declined) and routes its notifications.
+/// no roots, elicitation declined) and has the tool list read again when it changes (progress
+/// goes its own way, see [`InOrder`]).
 pub(super) struct ClientSide {
     shared: Weak<Shared>,
 }
@@ -796,14 +944,10 @@ impl ClientHandler for ClientSide {
             shared.refresh.notify_one();
         }
     }
+}
 
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        if let Some(shared) = self.shared.upgrade() {
-            shared.on_progress(params);
-        }
+impl ProgressSink for Shared {
+    fn on_progress(&self, params: ProgressNotificationParam) {
+        Shared::on_progress(self, params);
     }
 }

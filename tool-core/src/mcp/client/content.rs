@@ -24,6 +24,23 @@ pub(super) fn result_text(result: &CallToolResult) -> String {
     lines.join("\n")
 }
 
+/// `text` cut to at most `max` bytes (at a character boundary), with a note saying so for the
+/// model; as it is when it fits.
+pub(super) fn truncated(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!(
+        "{}\n[truncated: the result is {} bytes; only the first {cut} are shown]",
+        &text[..cut],
+        text.len()
+    )
+}
+
 fn block_text(block: &ContentBlock) -> String {
     match block {
         ContentBlock::Text(text) => text.text.clone(),
@@ -84,6 +101,19 @@ mod tests {
 
     fn result(content: Vec<ContentBlock>) -> CallToolResult {
         CallToolResult::success(content)
+    }
+
+    #[test]
+    fn long_text_is_cut_at_a_character_boundary_with_a_note() {
+        assert_eq!(truncated("short".to_owned(), 5), "short");
+        assert_eq!(
+            truncated("héllo".to_owned(), 2),
+            "h\n[truncated: the result is 6 bytes; only the first 1 are shown]"
+        );
+        assert_eq!(
+            truncated("abc".to_owned(), 0),
+            "\n[truncated: the result is 3 bytes; only the first 0 are shown]"
+        );
     }
 
     #[test]

@@ -4,7 +4,11 @@
 mod config;
 mod connection;
 mod content;
+mod http;
+mod lines;
+mod listing;
 mod names;
+mod progress;
 mod registration;
 
 use std::{
@@ -138,8 +142,9 @@ pub struct McpToolInfo {
     pub remote_name: String,
     /// The definition registered (description and input schema from the server).
     pub definition: crate::tool::ChatTool,
-    /// Title, hints (from the MCP annotations), icon, the server's name as category and the
-    /// configured call timeout.
+    /// Title, hints (from the MCP annotations), icon and the server's name as category. The
+    /// [call timeout](McpServerConfig::call_timeout) is the client's own, not set here, so a
+    /// registry's or an agent's shorter timeout still applies.
     pub metadata: ToolMetadata,
 }
 
@@ -169,9 +174,10 @@ impl fmt::Debug for McpClient {
 }
 
 impl McpClient {
-    /// Starts or reaches the server, runs the `initialize` handshake and lists its tools (all
-    /// pages), within the [connect timeout](McpServerConfig::connect_timeout). From then on
-    /// the client follows the server's tool list and reconnects when the connection is lost.
+    /// Starts or reaches the server, runs the `initialize` handshake and lists its tools (every
+    /// page, within the [limits](McpServerConfig#limits)), within the
+    /// [connect timeout](McpServerConfig::connect_timeout). From then on the client follows the
+    /// server's tool list and reconnects when the connection is lost.
     pub async fn connect(config: McpServerConfig) -> Result<Self, McpClientError> {
         config.validate()?;
         let (shared, lost) = Shared::new(config);
@@ -207,14 +213,18 @@ impl McpClient {
         self.shared().tools.borrow().iter().cloned().collect()
     }
 
-    /// Progress notifications of this client's tool calls, from now on. A receiver that falls
-    /// more than 64 notifications behind misses the oldest (it is told so by `Lagged`).
+    /// Progress notifications of this client's tool calls, from now on, in the order the server
+    /// sent them; those of a call arrive before its answer does, and any the server sends
+    /// after its answer are dropped. A receiver that falls more than 64 notifications behind
+    /// misses the oldest (it is told so by `Lagged`).
     pub fn subscribe_progress(&self) -> broadcast::Receiver<McpProgress> {
         self.shared().progress.subscribe()
     }
 
     /// Calls a tool by its local name (as registered) with `args`, outside any registry:
-    /// `Ok` with the text the model would read, or the error message of a tool error.
+    /// `Ok` with the text the model would read, or the error message of a tool error. The
+    /// [call timeout](McpServerConfig::call_timeout) and the
+    /// [result size limit](McpServerConfig::max_result_size) apply here too.
     pub async fn call(
         &self,
         local_name: &str,
@@ -274,6 +284,22 @@ impl McpClient {
     fn shared(&self) -> &Arc<Shared> {
         &self.inner.shared
     }
+}
+
+/// An error and those of its causes it does not quote already, as one line.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    use std::fmt::Write as _;
+
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            let _ = write!(text, ": {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
 }
 
 fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -1,7 +1,7 @@
 //! [`McpRegistration`]: a server's tools in a registry, kept in sync with the server's list.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     fmt,
     sync::{Arc, Mutex, Weak},
 };
@@ -119,7 +119,9 @@ pub(super) fn register(client: McpClient, registry: Arc<ToolRegistry>) -> McpReg
     }
 }
 
-/// Makes the registry hold exactly `table`'s tools among those this registration owns.
+/// Makes the registry hold exactly `table`'s tools among those this registration owns. A
+/// tool the server changed is replaced with its enabled state: one the application disabled
+/// comes back disabled.
 fn sync(
     shared: &Arc<Shared>,
     registry: &ToolRegistry,
@@ -131,11 +133,15 @@ fn sync(
         .iter()
         .map(|tool| (tool.local_name.as_str(), tool))
         .collect();
+    let mut disabled = HashSet::new();
     registered.retain(|name, tool| {
-        let keep = wanted
-            .get(name.as_str())
-            .is_some_and(|info| **info == tool.info);
+        let wanted = wanted.get(name.as_str());
+        let keep = wanted.is_some_and(|info| **info == tool.info);
         if !keep {
+            if wanted.is_some() && is_ours(registry, name, tool) && !registry.is_tool_enabled(name)
+            {
+                disabled.insert(name.clone());
+            }
             unregister_if_ours(registry, name, tool);
         }
         keep
@@ -147,6 +153,7 @@ fn sync(
         let tool = Arc::new(McpTool {
             shared: Arc::downgrade(shared),
             info: info.clone(),
+            enabled: !disabled.contains(&info.local_name),
         });
         match registry.register_arc(tool.clone()) {
             Ok(()) => {
@@ -163,12 +170,16 @@ fn sync(
 
 /// Unregisters `name` if the registry still holds this very tool under it.
 fn unregister_if_ours(registry: &ToolRegistry, name: &str, tool: &Arc<McpTool>) {
-    let ours = registry
-        .get(name)
-        .is_some_and(|current| std::ptr::addr_eq(Arc::as_ptr(&current), Arc::as_ptr(tool)));
-    if ours {
+    if is_ours(registry, name, tool) {
         registry.unregister(name);
     }
+}
+
+/// Whether the registry holds this very tool under `name`.
+fn is_ours(registry: &ToolRegistry, name: &str, tool: &Arc<McpTool>) -> bool {
+    registry
+        .get(name)
+        .is_some_and(|current| std::ptr::addr_eq(Arc::as_ptr(&current), Arc::as_ptr(tool)))
 }
 
 /// One MCP tool as an [`ExecutableTool`]. It holds the connection weakly, so a registry never
@@ -176,6 +187,9 @@ fn unregister_if_ours(registry: &ToolRegistry, name: &str, tool: &Arc<McpTool>) 
 struct McpTool {
     shared: Weak<Shared>,
     info: McpToolInfo,
+    /// Whether it is registered enabled: `false` when it replaces a tool the application had
+    /// disabled.
+    enabled: bool,
 }
 
 impl McpTool {
@@ -206,7 +220,9 @@ impl ExecutableTool for McpTool {
     }
 
     fn metadata(&self) -> ToolMetadata {
-        self.info.metadata.clone()
+        let mut metadata = self.info.metadata.clone();
+        metadata.default_enabled &= self.enabled;
+        metadata
     }
 
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {

@@ -7,7 +7,10 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::model::{FinishReason, Message, ModelEvent, SharedStr, ToolCall, ToolCallStart, Usage};
+use crate::{
+    message::{FinishReason, Message, SharedStr, ToolCall, Usage},
+    model::{ModelEvent, ToolCallStart},
+};
 
 /// The answer built so far from a stream's events.
 #[derive(Debug, Default)]

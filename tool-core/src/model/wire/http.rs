@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::model::ProviderError;
 use crate::schema::Provider;
+use crate::secrets::{HiddenValues, Redaction, redact_url, same_origin_redirects};
 
 /// Timeouts and retries of a provider client.
 ///
@@ -53,8 +54,8 @@ impl Default for HttpOptions {
     fn default() -> Self {
         Self {
             connect_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(600),
-            read_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_mins(10),
+            read_timeout: Duration::from_mins(2),
             max_retries: 3,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
@@ -187,8 +188,10 @@ fn seconds(text: &str, unit: f64) -> Option<Duration> {
 }
 
 /// The HTTP side of a provider client: one `reqwest` client, the retry policy, and the headers
-/// every request carries.
-#[derive(Clone, Debug)]
+/// every request carries (the key among them, so `Debug` shows their names only). Redirects
+/// are followed within the request's origin only (see
+/// [`same_origin_redirects`](crate::secrets::same_origin_redirects)).
+#[derive(Clone)]
 pub(crate) struct Http {
     client: reqwest::Client,
     options: HttpOptions,
@@ -196,6 +199,17 @@ pub(crate) struct Http {
     headers: Vec<(String, String)>,
     /// Whether streamed requests ask for `text/event-stream`.
     event_stream: bool,
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http")
+            .field("options", &self.options)
+            .field("provider", &self.provider)
+            .field("headers", &HiddenValues(&self.headers))
+            .field("event_stream", &self.event_stream)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Http {
@@ -210,6 +224,7 @@ impl Http {
         let client = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
             .read_timeout(options.read_timeout)
+            .redirect(same_origin_redirects())
             .user_agent(concat!("tool-core/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|error| {
@@ -258,6 +273,7 @@ impl Http {
                 Ok(Ok(response)) => response,
                 Ok(Err(error)) if retries_left && error.is_connect() => {
                     let delay = self.options.retry_delay(attempt, &HeaderMap::new());
+                    let error = describe(&error);
                     tracing::warn!(%provider, %error, ?delay, attempt, "connection failed; retrying");
                     tokio::time::sleep(delay).await;
                     continue;
@@ -354,7 +370,8 @@ pub(crate) fn body_stream(
     response.bytes_stream().map_err(|error| describe(&error))
 }
 
-/// A `reqwest` error and its chain of causes, as one line.
+/// A `reqwest` error and its chain of causes, as one line, the URL it quotes without its
+/// credentials and query values.
 fn describe(error: &reqwest::Error) -> String {
     let mut message = error.to_string();
     let mut source = std::error::Error::source(error);
@@ -366,7 +383,13 @@ fn describe(error: &reqwest::Error) -> String {
     if error.is_timeout() {
         message.push_str(" (timed out)");
     }
-    message
+    match error.url() {
+        Some(url) => message.replace(
+            url.as_str(),
+            &redact_url(url.as_str(), Redaction::Credentials),
+        ),
+        None => message,
+    }
 }
 
 /// The error a successful-status body carries (`{"error": ...}`), if any.
@@ -469,7 +492,7 @@ mod tests {
     #[test]
     fn retry_after_in_seconds_date_and_millis() {
         // 1_445_412_480 is Wed, 21 Oct 2015 07:28:00 GMT.
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        let now = SystemTime::UNIX_EPOCH + Duration::from_mins(24_090_208);
         let cases = [
             (vec![("retry-after", "7")], Some(Duration::from_secs(7))),
             (

@@ -3,19 +3,17 @@
 //! `use super::wire::prelude::*;` and names only what is its own.
 
 pub(crate) use crate::{
-    model::{
-        ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ProviderError, SharedStr,
-        ToolChoice, Usage,
-        client::{Wire, http_client},
-        endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
-    },
+    message::{FinishReason, Message, SharedStr, ToolCall, Usage},
+    model::{ChatRequest, ChatResponse, ModelEvent, ProviderError, ToolChoice},
     schema::Provider,
 };
 
 pub(crate) use super::{
     accumulate::{Answer, arguments_object},
     body::ChatBody,
+    client::{Wire, http_client},
     decode::{Decoder, Text, sse_event, stream_error, truncated, unreadable},
+    endpoint::{Endpoint, EnvNames, KeyHeader, provider_config},
     framing::Frame,
     http::{read_json, write_json},
 };

@@ -6,8 +6,8 @@ use std::{borrow::Borrow, fmt, ops::Deref, sync::Arc};
 /// Immutable UTF-8 text behind a reference count: cloning it copies no text.
 ///
 /// A tool call's arguments arrive once and then appear in a stream's
-/// [`ToolCallDelta`](super::ModelEvent::ToolCallDelta), its
-/// [`ToolCallFinished`](super::ModelEvent::ToolCallFinished), the final message and the
+/// [`ToolCallDelta`](crate::model::ModelEvent::ToolCallDelta), its
+/// [`ToolCallFinished`](crate::model::ModelEvent::ToolCallFinished), the final message and the
 /// conversation; all of them share one buffer. Made from a `String` it keeps the string's
 /// buffer as it is.
 ///
@@ -15,7 +15,7 @@ use std::{borrow::Borrow, fmt, ops::Deref, sync::Arc};
 /// a JSON string.
 ///
 /// ```
-/// use tool_core::model::SharedStr;
+/// use tool_core::message::SharedStr;
 ///
 /// let arguments = SharedStr::from(String::from(r#"{"city":"Paris"}"#));
 /// let copy = arguments.clone();

@@ -2,7 +2,7 @@
 //! (a whole answer, a stream). Each wire protocol says only where requests go, how they are
 //! written and how an answer is read ([`Wire`]); [`HttpModel`] does the rest, and
 //! [`http_client!`] gives each public client its constructors, its settings and its
-//! [`ChatModel`] impl.
+//! [`ChatModel`](crate::model::ChatModel) impl.
 
 use std::{fmt, sync::Arc};
 
@@ -10,15 +10,16 @@ use bytes::Bytes;
 use futures::Stream;
 
 use super::{
-    ChatRequest, ChatResponse, ModelStream, ProviderError,
+    decode::{Decoder, decoded},
     endpoint::{Endpoint, HasEndpoint, KeyHeader},
-    wire::{
-        decode::{Decoder, decoded},
-        framing::{self, FrameStream},
-        http::{Http, body_stream},
-    },
+    framing::{self, FrameStream},
+    http::{Http, body_stream},
 };
-use crate::schema::Provider;
+use crate::{
+    model::{ChatRequest, ChatResponse, ModelStream, ProviderError},
+    schema::Provider,
+    secrets::{Redaction, redact_url},
+};
 
 /// One wire protocol: where requests go, how they are written and how an answer is read.
 pub(crate) trait Wire: 'static {
@@ -95,10 +96,12 @@ impl<W: Wire> Clone for HttpModel<W> {
 
 impl<W: Wire> fmt::Debug for HttpModel<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The configuration's `Debug` hides its secrets; the URLs may hold some too.
+        let redacted = |url: &str| redact_url(url, Redaction::Credentials);
         f.debug_struct("HttpModel")
             .field("config", &self.config)
-            .field("unary_url", &self.unary_url)
-            .field("stream_url", &self.stream_url)
+            .field("unary_url", &redacted(&self.unary_url))
+            .field("stream_url", &redacted(&self.stream_url))
             .finish_non_exhaustive()
     }
 }
@@ -149,13 +152,13 @@ impl<W: Wire> HttpModel<W> {
 }
 
 /// Declares a public client `$client` over wire `$wire` with settings `$config`: its `new`,
-/// `from_env`, `config` and [`ChatModel`](super::ChatModel) impl.
+/// `from_env`, `config` and [`ChatModel`](crate::model::ChatModel) impl.
 macro_rules! http_client {
     ($(#[$doc:meta])* $client:ident, $wire:ty, $config:ty) => {
         $(#[$doc])*
         #[derive(Clone, Debug)]
         pub struct $client {
-            inner: $crate::model::client::HttpModel<$wire>,
+            inner: $crate::model::wire::client::HttpModel<$wire>,
         }
 
         impl $client {
@@ -163,7 +166,7 @@ macro_rules! http_client {
             /// [`ProviderError::Config`](crate::model::ProviderError::Config) when the provider
             /// requires an API key and the settings have none.
             pub fn new(config: $config) -> Result<Self, $crate::model::ProviderError> {
-                $crate::model::client::HttpModel::new(config).map(|inner| Self { inner })
+                $crate::model::wire::client::HttpModel::new(config).map(|inner| Self { inner })
             }
 
             #[doc = concat!("A client configured from the environment (see [`", stringify!($config), "::from_env`]).")]
@@ -180,7 +183,7 @@ macro_rules! http_client {
         #[async_trait::async_trait]
         impl $crate::model::ChatModel for $client {
             fn provider(&self) -> $crate::schema::Provider {
-                <$wire as $crate::model::client::Wire>::PROVIDER
+                <$wire as $crate::model::wire::client::Wire>::PROVIDER
             }
 
             fn model_name(&self) -> &str {

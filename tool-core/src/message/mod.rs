@@ -1,10 +1,20 @@
-//! The neutral message model every provider client speaks: system, user, assistant text,
-//! assistant tool calls and tool results.
+//! The conversation's parts, in no provider's shape: messages (system, user, assistant text,
+//! assistant tool calls, tool results), tool calls, token usage and finish reasons.
+//!
+//! The bottom floor of the crate: it imports nothing else of it. The tools ([`ToolContext`]
+//! holds these messages) and the model clients (each converts them to and from its wire
+//! format) both build on it.
+//!
+//! [`ToolContext`]: crate::ToolContext
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::SharedStr;
+mod shared;
+mod usage;
+
+pub use shared::SharedStr;
+pub use usage::Usage;
 
 /// One message of a conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -142,4 +152,20 @@ impl ToolCall {
             provider_metadata: None,
         }
     }
+}
+
+/// Why the model stopped generating.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// A natural end of the answer.
+    Stop,
+    /// The model called tools and waits for their results.
+    ToolCalls,
+    /// The token limit was reached; the answer (or a tool call) may be cut off.
+    Length,
+    /// The provider's content filter or a refusal stopped the answer.
+    ContentFilter,
+    /// Another reason, as the provider named it.
+    Other(String),
 }

@@ -4,21 +4,26 @@
 //! and adds only what is its own (Anthropic's `max_tokens` and beta features, OpenAI's
 //! `include_usage`).
 
-use super::{
-    ProviderError,
-    env::var,
-    wire::http::{Http, HttpOptions},
+use std::fmt;
+
+use super::http::{Http, HttpOptions};
+use crate::{
+    model::{ProviderError, vars::var},
+    schema::Provider,
+    secrets::{HiddenValues, REDACTED, Redaction, redact_url},
 };
-use crate::schema::Provider;
 
 /// Where and how a provider client sends its requests; the part of
-/// [`OpenAiConfig`](super::OpenAiConfig), [`AnthropicConfig`](super::AnthropicConfig),
-/// [`GeminiConfig`](super::GeminiConfig) and [`OllamaConfig`](super::OllamaConfig) that they
+/// [`OpenAiConfig`](crate::model::OpenAiConfig), [`AnthropicConfig`](crate::model::AnthropicConfig),
+/// [`GeminiConfig`](crate::model::GeminiConfig) and [`OllamaConfig`](crate::model::OllamaConfig) that they
 /// have in common.
 ///
 /// Each configuration's setters (`api_key`, `base_url`, `model`, `header`, `http`) write
 /// here.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Its `Debug` hides the secrets: the key, the headers' values, and the base URL's user part
+/// and query values show as `***`.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Endpoint {
     /// The API key, sent the way the provider wants it (`Authorization: Bearer …`,
@@ -107,6 +112,21 @@ impl Endpoint {
     }
 }
 
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field(
+                "base_url",
+                &redact_url(&self.base_url, Redaction::Credentials),
+            )
+            .field("model", &self.model)
+            .field("headers", &HiddenValues(&self.headers))
+            .field("http", &self.http)
+            .finish()
+    }
+}
+
 /// Settings that hold an [`Endpoint`]: every provider configuration.
 pub(crate) trait HasEndpoint {
     /// The endpoint part of the settings.
@@ -144,7 +164,7 @@ pub(crate) struct EnvNames {
 /// writing to its `endpoint` field, and its [`HasEndpoint`] impl.
 macro_rules! provider_config {
     ($config:ty, $env:ident, $(#[$from_env:meta])*) => {
-        impl $crate::model::endpoint::HasEndpoint for $config {
+        impl $crate::model::wire::endpoint::HasEndpoint for $config {
             fn endpoint(&self) -> &$crate::model::Endpoint {
                 &self.endpoint
             }
@@ -158,7 +178,7 @@ macro_rules! provider_config {
 
             $(#[$from_env])*
             pub fn from_env() -> Self {
-                Self::from_vars(&$crate::model::env::process_vars)
+                Self::from_vars(&$crate::model::vars::process_vars)
             }
 
             /// The settings from variables looked up with `vars` (the environment in

@@ -7,11 +7,13 @@ use std::{
 
 use futures::StreamExt as _;
 
-use super::{
-    ChatModel, ChatRequest, ChatResponse, FinishReason, Message, ModelEvent, ModelStream,
-    ProviderError, SharedStr, ToolCall, ToolCallStart, Usage,
+use crate::{
+    message::{FinishReason, Message, SharedStr, ToolCall, Usage},
+    model::{
+        ChatModel, ChatRequest, ChatResponse, ModelEvent, ModelStream, ProviderError, ToolCallStart,
+    },
+    schema::Provider,
 };
-use crate::schema::Provider;
 
 /// A model that plays back a script: each request gets the next [`ScriptedResponse`]. It records
 /// every request, so a test can check what an agent sent (the messages, whether any tools were
