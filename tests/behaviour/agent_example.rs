@@ -38,6 +38,7 @@ pub(crate) fn spawn(args: &[&str], input: &str, env: &[(&str, &str)]) -> std::pr
         "TOOL_CORE_PROVIDER",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
+        "TOOL_CORE_OPENAI_API",
         "ANTHROPIC_API_KEY",
         "GEMINI_API_KEY",
         "OLLAMA_HOST",
@@ -167,6 +168,49 @@ async fn the_example_uses_the_provider_configured_in_the_environment() {
         .unwrap()
         .iter()
         .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read_file", "write_file", "save_session_context"]);
+}
+
+/// `TOOL_CORE_OPENAI_API=responses` makes the example speak the Responses API to a compatible
+/// server (whose base URL alone would mean Chat Completions): flat tools, `store: false`.
+#[tokio::test]
+async fn the_example_speaks_the_responses_api_when_the_environment_asks() {
+    let server = crate::loopback::Server::start(vec![crate::loopback::Reply::sse(include_bytes!(
+        "../transcripts/responses/text.sse"
+    ))])
+    .await;
+    let base_url = format!("{}/v1", server.url());
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let stdout = tokio::task::spawn_blocking(move || {
+        run_with_env(
+            &["--root", &root, "What is the capital of France?"],
+            "",
+            &[
+                ("OPENAI_BASE_URL", &base_url),
+                ("OPENAI_MODEL", "gpt-4o-mini"),
+                ("TOOL_CORE_OPENAI_API", "responses"),
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(!stdout.contains("offline test model"), "{stdout}");
+    assert!(
+        stdout.contains("The capital of France is Paris."),
+        "{stdout}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].uri, "/v1/responses");
+    let body = requests[0].json();
+    assert_eq!(body["store"], false);
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
         .collect();
     assert_eq!(tools, ["read_file", "write_file", "save_session_context"]);
 }
