@@ -57,11 +57,13 @@ use crate::{
 /// Environment variables and the security defaults, shown under `--help`.
 const AFTER_HELP: &str = "\
 Environment:
-  OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL      an OpenAI-compatible server
+  OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL      OpenAI (Responses API), or an
+                                                     OpenAI-compatible server (Chat Completions)
   ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_MODEL
   GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_BASE_URL, GEMINI_MODEL
   OLLAMA_HOST, OLLAMA_MODEL, OLLAMA_API_KEY          Ollama's native API
   TOOL_CORE_PROVIDER   openai, anthropic, gemini or ollama, when several are configured
+  TOOL_CORE_OPENAI_API responses or chat-completions, to choose the OpenAI API
   RUST_LOG             log filter (default: warn)
 With no provider configured, the offline test model answers.
 

@@ -1,4 +1,4 @@
-//! Approval round trips on the four provider wires, over real HTTP on the loopback server: the
+//! Approval round trips on the five provider wires, over real HTTP on the loopback server: the
 //! turn stops at a call that needs approval, the denial goes back to the provider in its own
 //! tool-result form, and the turn ends with the provider's answer.
 
@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// `get_weather`, which must be approved before it runs (it never does here).
-struct GuardedWeather;
+pub(crate) struct GuardedWeather;
 
 #[tool_core::async_trait]
 impl ExecutableTool for GuardedWeather {
@@ -45,7 +45,7 @@ impl ExecutableTool for GuardedWeather {
 }
 
 /// The reply a streamed turn ends with (the transcripts are streams).
-async fn done(
+pub(crate) async fn done(
     mut events: futures::stream::BoxStream<'static, Result<AgentEvent, tool_core::AgentError>>,
 ) -> tool_core::AgentResponse {
     while let Some(event) = events.next().await {
@@ -65,6 +65,7 @@ fn denial_in(provider: &str, body: &Value) -> Value {
     let messages = body
         .get("messages")
         .or_else(|| body.get("contents"))
+        .or_else(|| body.get("input"))
         .and_then(Value::as_array)
         .expect("the body has messages");
     let text = |value: &Value| value.to_string().contains(DENIED);
@@ -78,12 +79,18 @@ fn denial_in(provider: &str, body: &Value) -> Value {
 
 #[tokio::test]
 async fn a_denied_call_goes_back_to_every_provider_in_its_own_form() {
-    let wires: [(&str, Reply, Reply, Connect); 4] = [
+    let wires: [(&str, Reply, Reply, Connect); 5] = [
         (
             "openai",
             Reply::sse(include_bytes!("../transcripts/openai/tool_call.sse")),
             Reply::sse(include_bytes!("../transcripts/openai/final_answer.sse")),
             |server, http| Arc::new(provider_wires::openai().client(server, http)),
+        ),
+        (
+            "responses",
+            Reply::sse(include_bytes!("../transcripts/responses/tool_call.sse")),
+            Reply::sse(include_bytes!("../transcripts/responses/final_answer.sse")),
+            |server, http| Arc::new(provider_wires::responses().client(server, http)),
         ),
         (
             "anthropic",
@@ -136,6 +143,10 @@ async fn a_denied_call_goes_back_to_every_provider_in_its_own_form() {
             "openai" => assert_eq!(
                 message,
                 json!({"role": "tool", "tool_call_id": id, "content": DENIED})
+            ),
+            "responses" => assert_eq!(
+                message,
+                json!({"type": "function_call_output", "call_id": id, "output": DENIED})
             ),
             "anthropic" => assert_eq!(
                 message["content"][0],

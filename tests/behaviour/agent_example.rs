@@ -73,6 +73,7 @@ pub(crate) fn spawn(args: &[&str], input: &str, env: &[(&str, &str)]) -> std::pr
         "TOOL_CORE_PROVIDER",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
+        "TOOL_CORE_OPENAI_API",
         "ANTHROPIC_API_KEY",
         "GEMINI_API_KEY",
         "OLLAMA_HOST",
@@ -156,45 +157,92 @@ fn the_example_loads_tools_from_a_configuration_file() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_example_uses_the_provider_configured_in_the_environment() {
-    let server = crate::loopback::Server::start(vec![crate::loopback::Reply::sse(include_bytes!(
-        "../transcripts/openai/text.sse"
-    ))])
-    .await;
+/// Runs the example on one question against a loopback server that answers with `transcript`,
+/// with `env` and `OPENAI_BASE_URL` naming the server; checks that the answer came from the
+/// server, and returns its stdout and the one request the server received.
+async fn ask_the_server(
+    transcript: &'static [u8],
+    env: &'static [(&'static str, &'static str)],
+) -> (String, crate::loopback::Recorded) {
+    let server =
+        crate::loopback::Server::start(vec![crate::loopback::Reply::sse(transcript)]).await;
     let base_url = format!("{}/v1", server.url());
     let workspace = Workspace::new();
     let stdout = tokio::task::spawn_blocking(move || {
+        let mut vars = vec![("OPENAI_BASE_URL", base_url.as_str())];
+        vars.extend_from_slice(env);
         run_with_env(
             &workspace.args(&["What is the capital of France?"]),
             "",
-            &[
-                ("OPENAI_API_KEY", "sk-test"),
-                ("OPENAI_BASE_URL", &base_url),
-                ("OPENAI_MODEL", "gpt-4o-mini"),
-            ],
+            &vars,
         )
     })
     .await
     .unwrap();
     assert!(!stdout.contains("offline test model"), "{stdout}");
-    assert!(stdout.contains("(openai)"), "{stdout}");
     assert!(
         stdout.contains("The capital of France is Paris."),
         "{stdout}"
     );
-    let requests = server.requests();
+    let mut requests = server.requests();
     assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].header("authorization"), Some("Bearer sk-test"));
-    let body = requests[0].json();
-    assert_eq!(body["model"], "gpt-4o-mini");
-    let tools: Vec<&str> = body["tools"]
+    (stdout, requests.remove(0))
+}
+
+/// The names of the tools a request body offers, found under `key` in each.
+fn offered_tools(body: &serde_json::Value, key: &str) -> Vec<String> {
+    body["tools"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|tool| tool["function"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(tools, ["read_file", "write_file", "save_session_context"]);
+        .map(|tool| {
+            tool.pointer(key)
+                .and_then(|name| name.as_str())
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_uses_the_provider_configured_in_the_environment() {
+    let (stdout, request) = ask_the_server(
+        include_bytes!("../transcripts/openai/text.sse"),
+        &[
+            ("OPENAI_API_KEY", "sk-test"),
+            ("OPENAI_MODEL", "gpt-4o-mini"),
+        ],
+    )
+    .await;
+    assert!(stdout.contains("(openai)"), "{stdout}");
+    assert_eq!(request.header("authorization"), Some("Bearer sk-test"));
+    let body = request.json();
+    assert_eq!(body["model"], "gpt-4o-mini");
+    assert_eq!(
+        offered_tools(&body, "/function/name"),
+        ["read_file", "write_file", "save_session_context"]
+    );
+}
+
+/// `TOOL_CORE_OPENAI_API=responses` makes the example speak the Responses API to a compatible
+/// server (whose base URL alone would mean Chat Completions): flat tools, `store: false`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_speaks_the_responses_api_when_the_environment_asks() {
+    let (_, request) = ask_the_server(
+        include_bytes!("../transcripts/responses/text.sse"),
+        &[
+            ("OPENAI_MODEL", "gpt-4o-mini"),
+            ("TOOL_CORE_OPENAI_API", "responses"),
+        ],
+    )
+    .await;
+    assert_eq!(request.uri, "/v1/responses");
+    let body = request.json();
+    assert_eq!(body["store"], false);
+    assert_eq!(
+        offered_tools(&body, "/name"),
+        ["read_file", "write_file", "save_session_context"]
+    );
 }
 
 /// The names of the files in `dir`, sorted.

@@ -36,7 +36,7 @@ macro_rules! on_every_wire {
 }
 
 on_every_wire! {
-    wires: [openai, anthropic, gemini, ollama],
+    wires: [openai, responses, anthropic, gemini, ollama],
     scenarios: [
         streams_plain_text_and_sends_no_tools,
         streams_one_tool_call_and_sends_the_tools,
@@ -201,13 +201,37 @@ async fn streams_one_tool_call_and_sends_the_tools(wire: Wire) {
 
     let body = server.requests()[0].json();
     assert_eq!(
-        body.pointer("/tools"),
-        Some(&expected_tools),
+        body.pointer("/tools").map(nested),
+        Some(expected_tools),
         "{}",
         wire.provider
     );
     assert_eq!(body.pointer("/tool_choice"), None, "{body}");
     assert_eq!(body.pointer("/toolConfig"), None, "{body}");
+}
+
+/// A list of tools with the Responses API's flat function tools
+/// (`{"type":"function","name",…,"strict":false}`) in the Chat Completions shape they were made
+/// from, and the other wires' tools as they are.
+fn nested(tools: &Value) -> Value {
+    let Some(tools) = tools.as_array() else {
+        return tools.clone();
+    };
+    let nest = |tool: &Value| match tool.as_object() {
+        Some(flat) if flat.get("type") == Some(&json!("function")) && flat.contains_key("name") => {
+            assert_eq!(
+                flat.get("strict"),
+                Some(&json!(false)),
+                "strict is always set"
+            );
+            let mut function = flat.clone();
+            function.remove("type");
+            function.remove("strict");
+            json!({ "type": "function", "function": function })
+        }
+        _ => tool.clone(),
+    };
+    tools.iter().map(nest).collect()
 }
 
 async fn streams_parallel_tool_calls_with_escaped_arguments(wire: Wire) {

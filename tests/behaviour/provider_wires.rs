@@ -9,7 +9,7 @@ use tool_core::{
     model::{
         AnthropicClient, AnthropicConfig, ChatModel, Endpoint, FinishReason, GeminiClient,
         GeminiConfig, HttpOptions, OllamaClient, OllamaConfig, OpenAiClient, OpenAiConfig,
-        ProviderError, Usage,
+        ProviderError, ResponsesClient, ResponsesConfig, Usage,
     },
 };
 
@@ -246,8 +246,8 @@ pub(crate) fn client(wire: fn() -> Wire) -> impl Fn(&Server) -> Box<dyn ChatMode
 }
 
 /// Every row.
-pub(crate) fn all() -> [Wire; 4] {
-    [openai(), anthropic(), gemini(), ollama()]
+pub(crate) fn all() -> [Wire; 5] {
+    [openai(), responses(), anthropic(), gemini(), ollama()]
 }
 
 /// The conversation every row's request bodies are written for: see
@@ -1130,3 +1130,252 @@ pub(crate) fn ollama() -> Wire {
 
 /// The error text of the failed call in `provider_scenarios::one_ok_one_failed`.
 pub(crate) const FAILURE: &str = "Error executing read_file: missing.txt does not exist";
+
+/// The id of the responses in the Responses transcripts.
+const RESPONSE_ID: &str = "resp_67ccd2bed1ec8190b14f964abc054267";
+
+/// What the Responses client keeps with a call: the call item's id and the response's id.
+fn kept(item_id: &str) -> Option<Value> {
+    Some(json!({ "openai_responses": { "id": item_id, "response_id": RESPONSE_ID } }))
+}
+
+/// OpenAI Responses (`tests/transcripts/responses/`).
+pub(crate) fn responses() -> Wire {
+    Wire {
+        provider: Provider::OpenAi,
+        connect: |server, setup| {
+            let mut config = ResponsesConfig::default();
+            let base_url = format!("{}/v1", server.url());
+            setup.apply(&mut config.endpoint, base_url, "gpt-4o-mini", "sk-test");
+            Ok(Box::new(ResponsesClient::new(config)?))
+        },
+        streamed: Reply::sse,
+        key: Key {
+            header: "authorization",
+            value: "Bearer sk-test",
+            required: None,
+        },
+        text: Text {
+            recording: recording!("responses/text.sse"),
+            text: "The capital of France is Paris.",
+            usage: Usage::new(21, 8),
+            sent: Sent {
+                uri: "/v1/responses",
+                headers: vec![
+                    ("authorization", Some("Bearer sk-test")),
+                    ("accept", Some("text/event-stream")),
+                ],
+                body: vec![
+                    ("/model", json!("gpt-4o-mini")),
+                    ("/stream", json!(true)),
+                    ("/store", json!(false)),
+                    ("/instructions", json!("You are terse.")),
+                    (
+                        "/input",
+                        json!([{ "type": "message", "role": "user", "content": QUESTION }]),
+                    ),
+                ],
+                // Not a reasoning model: no encrypted reasoning asked for.
+                absent: vec!["/include", "/previous_response_id", "/messages"],
+            },
+        },
+        tool_call: Calls {
+            recording: recording!("responses/tool_call.sse"),
+            text: "",
+            calls: vec![Call {
+                id: Some("call_w3aTq1"),
+                name: "get_weather",
+                arguments: r#"{"city": "Paris", "unit": "celsius"}"#,
+                metadata: kept("fc_67ccd2c0a5f88190b4a1ea3ef3d2c1a3"),
+            }],
+            usage: Some(Usage::new(64, 19)),
+        },
+        parallel_calls: Calls {
+            recording: recording!("responses/parallel_tool_calls.sse"),
+            text: "",
+            calls: vec![
+                Call {
+                    id: Some("call_p0"),
+                    name: "read_file",
+                    arguments: r#"{"path": "notes/\"draft\".txt"}"#,
+                    metadata: kept("fc_67ccd2c1b0048190a3d5f0b2e9e7a001"),
+                },
+                Call {
+                    id: Some("call_p1"),
+                    name: "search",
+                    arguments: r#"{"query": "caf\u00e9 near \"Gare du Nord\""}"#,
+                    metadata: kept("fc_67ccd2c1b0048190a3d5f0b2e9e7a002"),
+                },
+            ],
+            usage: Some(Usage::new(88, 41)),
+        },
+        multi_step: MultiStep {
+            call: recording!("responses/tool_call.sse"),
+            answer: recording!("responses/final_answer.sse"),
+            text: "It is 18°C in Paris.",
+            sent: Tail {
+                list: "/input",
+                from: 1,
+                messages: vec![
+                    // No reasoning came with the call, so its item id is not sent either.
+                    json!({
+                        "type": "function_call",
+                        "call_id": "call_w3aTq1",
+                        "name": "get_weather",
+                        "arguments": r#"{"city": "Paris", "unit": "celsius"}"#
+                    }),
+                    json!({
+                        "type": "function_call_output", "call_id": "call_w3aTq1",
+                        "output": "result of get_weather"
+                    }),
+                ],
+            },
+        },
+        truncated: Truncated {
+            recording: recording!("responses/truncated.sse"),
+            text: "Let me think",
+            bytes: 2317,
+            events: 7,
+        },
+        stream_errors: vec![
+            StreamError {
+                recording: recording!("responses/error_mid_stream.sse"),
+                text: "Partial",
+                code: Some("server_error"),
+                message: "The server had an error while processing your request. Sorry about that!",
+            },
+            StreamError {
+                recording: recording!("responses/failed.sse"),
+                text: "",
+                code: Some("rate_limit_exceeded"),
+                message: "Request too large for gpt-4o-mini in organization org-test on tokens per \
+                          min (TPM): Limit 30000, Requested 41250.",
+            },
+        ],
+        // The Responses API reports errors as Chat Completions does.
+        busy: Busy {
+            status: 429,
+            body: recording!("openai/error_rate_limit.json"),
+            message: "Rate limit reached for gpt-4o-mini in organization org-test on requests per \
+                      min (RPM): Limit 3, Used 3, Requested 1.",
+        },
+        rejected: Rejected {
+            status: 401,
+            body: recording!("openai/error_invalid_key.json"),
+            code: Some("invalid_api_key"),
+            message: "Incorrect API key provided: sk-test. You can find your API key at \
+                      https://platform.openai.com/account/api-keys.",
+        },
+        whole: vec![
+            Whole {
+                recording: recording!("responses/response_tool_call.json"),
+                text: "",
+                calls: vec![Call {
+                    id: Some("call_n1"),
+                    name: "get_weather",
+                    arguments: r#"{"city":"Lyon"}"#,
+                    metadata: Some(json!({ "openai_responses": {
+                        "id": "fc_67ccd2cdd8508190ab1c27faee1d300c",
+                        "response_id": "resp_67ccd2cdd3f08190a6b8e2b2d2c1d00c"
+                    } })),
+                }],
+                finish: FinishReason::ToolCalls,
+                usage: Some(Usage::new(70, 15)),
+            },
+            Whole {
+                recording: recording!("responses/response_text.json"),
+                text: "Hello there!",
+                calls: vec![],
+                finish: FinishReason::Stop,
+                usage: Some(Usage::new(9, 3)),
+            },
+            Whole {
+                recording: recording!("responses/response_incomplete.json"),
+                text: "The answer is",
+                calls: vec![],
+                finish: FinishReason::Length,
+                usage: Some(Usage::new(30, 3)),
+            },
+        ],
+        whole_request: Sent {
+            uri: "/v1/responses",
+            headers: vec![("accept", Some("*/*"))],
+            body: vec![("/stream", json!(false)), ("/store", json!(false))],
+            absent: vec!["/include"],
+        },
+        finishes: vec![
+            Finish {
+                recording: recording!("responses/incomplete.sse"),
+                text: "The answer is",
+                finish: FinishReason::Length,
+            },
+            Finish {
+                recording: recording!("responses/content_filter.sse"),
+                text: "Here is",
+                finish: FinishReason::ContentFilter,
+            },
+            Finish {
+                recording: recording!("responses/refusal.sse"),
+                text: "I can't help with that.",
+                finish: FinishReason::ContentFilter,
+            },
+        ],
+        usage: vec![
+            // `input_tokens` already includes the cached tokens, and `output_tokens` the
+            // reasoning tokens.
+            Counted {
+                recording: recording!("responses/cached_reasoning.sse"),
+                streamed: true,
+                text: Some("Paris."),
+                usage: Usage::new(1250, 340)
+                    .cache_read_tokens(1152)
+                    .reasoning_tokens(256),
+                uncached_input: 98,
+                total: 1590,
+            },
+            Counted {
+                recording: recording!("responses/response_cached_reasoning.json"),
+                streamed: false,
+                text: None,
+                usage: Usage::new(2006, 150)
+                    .cache_read_tokens(1920)
+                    .reasoning_tokens(128),
+                uncached_input: 86,
+                total: 2156,
+            },
+        ],
+        // A `function_call_output` has no error flag: the failure is the output alone.
+        failed_results: Tail {
+            list: "/input",
+            from: 3,
+            messages: vec![
+                json!({ "type": "function_call_output", "call_id": "call_1", "output": "18°C" }),
+                json!({ "type": "function_call_output", "call_id": "call_2", "output": FAILURE }),
+            ],
+        },
+        big_call: |arguments| {
+            let event = |data: Value| {
+                let kind = data["type"].as_str().unwrap_or_default().to_owned();
+                format!("event: {kind}\ndata: {data}\n\n")
+            };
+            let item = |arguments: &str, status: &str| {
+                json!({ "id": "fc_big", "type": "function_call", "status": status,
+                        "arguments": arguments, "call_id": "call_big", "name": "write_file" })
+            };
+            event(
+                json!({ "type": "response.output_item.added", "output_index": 0,
+                          "item": item("", "in_progress") }),
+            ) + &event(json!({ "type": "response.function_call_arguments.delta",
+                                 "item_id": "fc_big", "output_index": 0, "delta": arguments }))
+                + &event(json!({ "type": "response.function_call_arguments.done",
+                                 "item_id": "fc_big", "output_index": 0, "arguments": arguments }))
+                + &event(
+                    json!({ "type": "response.output_item.done", "output_index": 0,
+                                 "item": item(arguments, "completed") }),
+                )
+                + &event(json!({ "type": "response.completed", "response": {
+                    "id": "resp_big", "status": "completed", "output": [item(arguments, "completed")],
+                    "usage": { "input_tokens": 10, "output_tokens": 10 } } }))
+        },
+    }
+}

@@ -380,7 +380,7 @@ fn tool_choice_is_saved_as_plain_json() {
         serde_json::from_value::<ToolChoice>(json!("any"))
             .unwrap_err()
             .to_string(),
-        "unknown variant `any`, expected one of `auto`, `none`, `required`, `tool`"
+        "unknown variant `any`, expected one of `auto`, `none`, `required`, `tool`, `allowed`"
     );
 }
 

@@ -2,7 +2,8 @@
 //! on a large generated stream, against a baseline in the same run: plain `serde_json` parsing
 //! of every JSON payload of the same bytes into a `Value`. Also a stream holding one 1 MB tool
 //! call in 8-byte fragments, to show accumulation stays linear, and on every wire one
-//! `write_file` call whose 5 MB `content` comes in a single event, delivered in 1 KB and in
+//! `write_file` call whose 5 MB `content` comes in a single event (in Responses, repeated by the
+//! events that close the call and the response, as the API sends it), delivered in 1 KB and in
 //! 16 KB chunks (framing must not re-scan an unfinished line for every chunk).
 //!
 //! Run with `cargo bench -p tool-core --bench stream_parsers`; a summary of MB/s, ratios and
@@ -21,7 +22,7 @@ mod counting;
 mod support;
 use counting::allocations;
 use tool_core::{
-    __bench::{decode_anthropic, decode_gemini, decode_ollama, decode_openai},
+    __bench::{decode_anthropic, decode_gemini, decode_ollama, decode_openai, decode_responses},
     model::{ModelEvent, ModelStream},
 };
 
@@ -112,6 +113,86 @@ fn openai_body(text_deltas: usize, calls: usize, fragments_per_call: usize) -> S
     }
     body.push_str(&chunk(json!({}), json!("tool_calls")));
     body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// An OpenAI Responses event, as `event:` and `data:` lines.
+fn responses_event(data: &Value) -> String {
+    format!(
+        "event: {}\ndata: {data}\n\n",
+        data["type"].as_str().unwrap_or_default()
+    )
+}
+
+/// A Responses `function_call` output item.
+fn responses_call(call: usize, arguments: &str, status: &str) -> Value {
+    json!({ "id": format!("fc_{call}"), "type": "function_call", "status": status,
+            "arguments": arguments, "call_id": format!("call_{call}"), "name": "write_file" })
+}
+
+/// The `response.completed` event: the whole output again, and the usage.
+fn responses_completed(output: Vec<Value>) -> String {
+    responses_event(&json!({ "type": "response.completed", "response": {
+        "id": "resp_bench", "object": "response", "status": "completed", "model": "gpt-4o-2024-08-06",
+        "output": output, "error": null, "incomplete_details": null,
+        "usage": { "input_tokens": 100, "input_tokens_details": { "cached_tokens": 0 },
+                   "output_tokens": 5000, "output_tokens_details": { "reasoning_tokens": 0 },
+                   "total_tokens": 5100 } } }))
+}
+
+fn responses_body() -> String {
+    let mut body = responses_event(&json!({ "type": "response.created", "response": {
+        "id": "resp_bench", "object": "response", "status": "in_progress", "output": [] } }));
+    body.push_str(&responses_event(
+        &json!({ "type": "response.output_item.added",
+        "output_index": 0, "item": { "id": "msg_bench", "type": "message",
+        "status": "in_progress", "content": [], "role": "assistant" } }),
+    ));
+    let mut text = String::new();
+    for i in 0..TEXT_DELTAS {
+        let delta = words(i);
+        text.push_str(&delta);
+        body.push_str(&responses_event(
+            &json!({ "type": "response.output_text.delta",
+            "item_id": "msg_bench", "output_index": 0, "content_index": 0, "delta": delta }),
+        ));
+    }
+    let message = json!({ "id": "msg_bench", "type": "message", "status": "completed",
+        "content": [{ "type": "output_text", "annotations": [], "text": text }], "role": "assistant" });
+    body.push_str(&responses_event(
+        &json!({ "type": "response.output_text.done",
+        "item_id": "msg_bench", "output_index": 0, "content_index": 0, "text": text }),
+    ));
+    body.push_str(&responses_event(
+        &json!({ "type": "response.output_item.done",
+        "output_index": 0, "item": message }),
+    ));
+    let mut output = vec![message];
+    for call in 0..CALLS {
+        let index = call + 1;
+        let arguments = arguments(call);
+        body.push_str(&responses_event(
+            &json!({ "type": "response.output_item.added",
+            "output_index": index, "item": responses_call(call, "", "in_progress") }),
+        ));
+        for fragment in fragments(&arguments, FRAGMENTS_PER_CALL) {
+            body.push_str(&responses_event(
+                &json!({ "type": "response.function_call_arguments.delta",
+                "item_id": format!("fc_{call}"), "output_index": index, "delta": fragment }),
+            ));
+        }
+        body.push_str(&responses_event(
+            &json!({ "type": "response.function_call_arguments.done",
+            "item_id": format!("fc_{call}"), "output_index": index, "arguments": arguments }),
+        ));
+        let item = responses_call(call, &arguments, "completed");
+        body.push_str(&responses_event(
+            &json!({ "type": "response.output_item.done",
+            "output_index": index, "item": item }),
+        ));
+        output.push(item);
+    }
+    body.push_str(&responses_completed(output));
     body
 }
 
@@ -217,6 +298,13 @@ fn cases() -> Vec<Case> {
             chunk: CHUNK,
             body: Bytes::from(openai_body(TEXT_DELTAS, CALLS, FRAGMENTS_PER_CALL)),
             decode: decode_openai,
+            framing: Framing::Sse,
+        },
+        Case {
+            name: "responses".into(),
+            chunk: CHUNK,
+            body: Bytes::from(responses_body()),
+            decode: decode_responses,
             framing: Framing::Sse,
         },
         Case {
@@ -346,6 +434,27 @@ fn big_call_cases() -> Vec<Case> {
             json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] });
         format!("data: {call}\n\ndata: {finish}\n\ndata: [DONE]\n\n")
     };
+    // As the Responses API streams it: the arguments in one delta, then again in the
+    // arguments' `.done`, the item's `.done` and `response.completed`.
+    let responses = {
+        let events = [
+            json!({ "type": "response.output_item.added", "output_index": 0,
+                    "item": responses_call(0, "", "in_progress") }),
+            json!({ "type": "response.function_call_arguments.delta", "item_id": "fc_0",
+                    "output_index": 0, "delta": arguments }),
+            json!({ "type": "response.function_call_arguments.done", "item_id": "fc_0",
+                    "output_index": 0, "arguments": arguments }),
+            json!({ "type": "response.output_item.done", "output_index": 0,
+                    "item": responses_call(0, &arguments, "completed") }),
+        ];
+        let mut body: String = events.iter().map(responses_event).collect();
+        body.push_str(&responses_completed(vec![responses_call(
+            0,
+            &arguments,
+            "completed",
+        )]));
+        body
+    };
     let anthropic = {
         let start = json!({ "type": "content_block_start", "index": 0, "content_block":
             { "type": "tool_use", "id": "toolu_big", "name": "write_file", "input": {} } });
@@ -370,8 +479,9 @@ fn big_call_cases() -> Vec<Case> {
             "done": true, "done_reason": "stop" });
         format!("{line}\n")
     };
-    let wires: [(&str, String, Decode, Framing); 4] = [
+    let wires: [(&str, String, Decode, Framing); 5] = [
         ("openai", openai, decode_openai, Framing::Sse),
+        ("responses", responses, decode_responses, Framing::Sse),
         ("anthropic", anthropic, decode_anthropic, Framing::Sse),
         ("gemini", gemini, decode_gemini, Framing::Sse),
         ("ollama", ollama, decode_ollama, Framing::Ndjson),

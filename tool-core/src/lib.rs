@@ -159,6 +159,8 @@ pub mod __bench {
         "ollama" decode_ollama: crate::model::ollama::OllamaChat;
         /// Decodes an OpenAI Chat Completions SSE body into model events.
         "openai" decode_openai: crate::model::openai::ChatCompletions;
+        /// Decodes an OpenAI Responses SSE body into model events.
+        "openai" decode_responses: crate::model::responses::Responses;
     }
 }
 

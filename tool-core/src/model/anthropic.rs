@@ -127,6 +127,7 @@ impl Wire for Messages {
         stream: bool,
     ) -> Result<Bytes, ProviderError> {
         request.tool_choice.check(&request.tools)?;
+        request.tool_choice.reject_allowed("anthropic")?;
         let mut system: Vec<&str> = Vec::new();
         let mut messages: Vec<WireMessage> = Vec::new();
         for message in &request.messages {
@@ -253,7 +254,8 @@ struct OwnFields<'a> {
 /// messages hold `tool_use` or `tool_result` blocks must define tools.
 fn wire_tool_choice(choice: &ToolChoice) -> Option<Value> {
     match choice {
-        ToolChoice::Auto => None,
+        // `Allowed` is refused before the body is written.
+        ToolChoice::Auto | ToolChoice::Allowed { .. } => None,
         ToolChoice::None => Some(json!({ "type": "none" })),
         ToolChoice::Required => Some(json!({ "type": "any" })),
         ToolChoice::Tool(name) => Some(json!({ "type": "tool", "name": name })),

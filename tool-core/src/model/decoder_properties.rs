@@ -1,4 +1,4 @@
-//! Properties of the four stream decoders over the project's own transcripts
+//! Properties of the five stream decoders over the project's own transcripts
 //! (`tests/transcripts/<wire>/`), whatever the chunking, and on damaged input.
 
 use std::collections::HashMap;
@@ -14,6 +14,7 @@ use super::{
     gemini::GenerateContent,
     ollama::OllamaChat,
     openai::ChatCompletions,
+    responses::Responses,
     wire::{client::decode_stream, framing},
 };
 use crate::message::Message;
@@ -34,6 +35,21 @@ const OPENAI: &[&[u8]] = &[
     include_bytes!("../../../tests/transcripts/openai/tool_call.sse"),
     include_bytes!("../../../tests/transcripts/openai/truncated.sse"),
     include_bytes!("../../../tests/transcripts/openai/whole_call_with_finish.sse"),
+];
+const RESPONSES: &[&[u8]] = &[
+    include_bytes!("../../../tests/transcripts/responses/cached_reasoning.sse"),
+    include_bytes!("../../../tests/transcripts/responses/content_filter.sse"),
+    include_bytes!("../../../tests/transcripts/responses/error_mid_stream.sse"),
+    include_bytes!("../../../tests/transcripts/responses/failed.sse"),
+    include_bytes!("../../../tests/transcripts/responses/final_answer.sse"),
+    include_bytes!("../../../tests/transcripts/responses/incomplete.sse"),
+    include_bytes!("../../../tests/transcripts/responses/llama_server_tool_call.sse"),
+    include_bytes!("../../../tests/transcripts/responses/parallel_tool_calls.sse"),
+    include_bytes!("../../../tests/transcripts/responses/reasoning_tool_call.sse"),
+    include_bytes!("../../../tests/transcripts/responses/refusal.sse"),
+    include_bytes!("../../../tests/transcripts/responses/text.sse"),
+    include_bytes!("../../../tests/transcripts/responses/tool_call.sse"),
+    include_bytes!("../../../tests/transcripts/responses/truncated.sse"),
 ];
 const ANTHROPIC: &[&[u8]] = &[
     include_bytes!("../../../tests/transcripts/anthropic/data_only_error.sse"),
@@ -76,8 +92,9 @@ const OLLAMA: &[&[u8]] = &[
 
 type Decode = fn(futures::stream::Iter<std::vec::IntoIter<Result<Bytes, String>>>) -> ModelStream;
 
-const WIRES: [(&str, Decode, &[&[u8]]); 4] = [
+const WIRES: [(&str, Decode, &[&[u8]]); 5] = [
     ("openai", decode_stream::<ChatCompletions, _, _, _>, OPENAI),
+    ("responses", decode_stream::<Responses, _, _, _>, RESPONSES),
     ("anthropic", decode_stream::<Messages, _, _, _>, ANTHROPIC),
     ("gemini", decode_stream::<GenerateContent, _, _, _>, GEMINI),
     ("ollama", decode_stream::<OllamaChat, _, _, _>, OLLAMA),
@@ -220,6 +237,25 @@ fn one_large_call(wire: &str, arguments: &str) -> String {
             let finish =
                 json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] });
             format!("data: {call}\n\ndata: {finish}\n\ndata: [DONE]\n\n")
+        }
+        "responses" => {
+            let item = |arguments: &str| {
+                json!({ "id": "fc_1", "type": "function_call", "call_id": "call_1",
+                    "name": "write_file", "arguments": arguments })
+            };
+            let events = [
+                json!({ "type": "response.output_item.added", "output_index": 0, "item": item("") }),
+                json!({ "type": "response.function_call_arguments.delta", "output_index": 0,
+                    "item_id": "fc_1", "delta": arguments }),
+                json!({ "type": "response.function_call_arguments.done", "output_index": 0,
+                    "item_id": "fc_1", "arguments": arguments }),
+                json!({ "type": "response.output_item.done", "output_index": 0, "item": item(arguments) }),
+                json!({ "type": "response.completed", "response": { "status": "completed",
+                    "output": [item(arguments)] } }),
+            ];
+            events.iter().fold(String::new(), |body, event| {
+                body + "data: " + &event.to_string() + "\n\n"
+            })
         }
         "anthropic" => {
             let start = json!({ "type": "content_block_start", "index": 0, "content_block":

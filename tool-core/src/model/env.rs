@@ -13,7 +13,8 @@ use crate::schema::Provider;
 /// | variable | meaning |
 /// |---|---|
 /// | `TOOL_CORE_PROVIDER` | `openai`, `ollama`, `gemini` or `anthropic`: use this one |
-/// | `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL` | OpenAI-compatible Chat Completions |
+/// | `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_MODEL` | OpenAI: the Responses API, or an OpenAI-compatible server's Chat Completions |
+/// | `TOOL_CORE_OPENAI_API` | `responses` or `chat-completions`: which OpenAI API to speak |
 /// | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL` | Anthropic Messages |
 /// | `GEMINI_API_KEY` (or `GOOGLE_API_KEY`), `GEMINI_BASE_URL`, `GEMINI_MODEL` | Gemini |
 /// | `OLLAMA_HOST`, `OLLAMA_MODEL`, `OLLAMA_API_KEY` | Ollama's native API |
@@ -21,9 +22,16 @@ use crate::schema::Provider;
 /// Without `TOOL_CORE_PROVIDER`, the first configured of OpenAI (`OPENAI_API_KEY` or
 /// `OPENAI_BASE_URL`), Anthropic, Gemini and Ollama (`OLLAMA_HOST`) is used.
 ///
+/// OpenAI's own endpoint (no `OPENAI_BASE_URL`, or one on `api.openai.com`) is spoken to through
+/// the Responses API ([`ResponsesClient`](super::ResponsesClient)); any other base URL, an
+/// OpenAI-compatible server, through Chat Completions ([`OpenAiClient`](super::OpenAiClient)),
+/// which every such server speaks. `TOOL_CORE_OPENAI_API` overrides that choice (`responses`
+/// for a server that serves `/v1/responses`, such as llama.cpp's, vLLM or Ollama;
+/// `chat-completions`, or `chat`, for OpenAI's Chat Completions).
+///
 /// A configuration that asks for something impossible is an error, not "no provider": a
-/// `TOOL_CORE_PROVIDER` that names no provider, a provider this build does not include, or a
-/// client that cannot be built.
+/// `TOOL_CORE_PROVIDER` that names no provider, a `TOOL_CORE_OPENAI_API` that names no OpenAI
+/// API, a provider this build does not include, or a client that cannot be built.
 ///
 /// ```no_run
 /// use tool_core::model;
@@ -85,9 +93,14 @@ fn build(
     match provider {
         Provider::OpenAi => {
             #[cfg(feature = "openai")]
-            return Ok(Arc::new(super::OpenAiClient::new(
-                super::OpenAiConfig::from_vars(vars),
-            )?));
+            return Ok(match openai_api(vars)? {
+                OpenAiApi::Responses => Arc::new(super::ResponsesClient::new(
+                    super::ResponsesConfig::from_vars(vars),
+                )?),
+                OpenAiApi::ChatCompletions => Arc::new(super::OpenAiClient::new(
+                    super::OpenAiConfig::from_vars(vars),
+                )?),
+            });
             Err(missing("openai"))
         }
         Provider::Ollama => {
@@ -111,5 +124,96 @@ fn build(
             )?));
             Err(missing("anthropic"))
         }
+    }
+}
+
+/// The two APIs an OpenAI client can speak.
+#[cfg(feature = "openai")]
+#[derive(Debug, PartialEq, Eq)]
+enum OpenAiApi {
+    Responses,
+    ChatCompletions,
+}
+
+/// The OpenAI API the variables ask for: `TOOL_CORE_OPENAI_API` if set, otherwise Responses
+/// for OpenAI's own endpoint and Chat Completions for any other base URL.
+#[cfg(feature = "openai")]
+fn openai_api(vars: &dyn Fn(&str) -> Option<String>) -> Result<OpenAiApi, ProviderError> {
+    if let Some(name) = var(vars, "TOOL_CORE_OPENAI_API") {
+        return match name.to_ascii_lowercase().as_str() {
+            "responses" => Ok(OpenAiApi::Responses),
+            "chat-completions" | "chat_completions" | "chat" => Ok(OpenAiApi::ChatCompletions),
+            _ => Err(ProviderError::Config(format!(
+                "unsupported OpenAI API `{name}` in TOOL_CORE_OPENAI_API; expected one of: \
+                 responses, chat-completions"
+            ))),
+        };
+    }
+    let own = var(vars, "OPENAI_BASE_URL").is_none_or(|url| {
+        let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+        let host = rest.split(['/', ':', '?']).next().unwrap_or_default();
+        host.eq_ignore_ascii_case("api.openai.com")
+    });
+    Ok(if own {
+        OpenAiApi::Responses
+    } else {
+        OpenAiApi::ChatCompletions
+    })
+}
+
+#[cfg(all(test, feature = "openai"))]
+mod tests {
+    use super::*;
+
+    fn api(pairs: &[(&str, &str)]) -> Result<OpenAiApi, ProviderError> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect();
+        openai_api(&move |name: &str| {
+            pairs
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        })
+    }
+
+    #[test]
+    fn openais_own_endpoint_speaks_responses_and_other_servers_chat_completions() {
+        assert_eq!(api(&[]).unwrap(), OpenAiApi::Responses);
+        assert_eq!(
+            api(&[("OPENAI_BASE_URL", "https://API.openai.com/v1/")]).unwrap(),
+            OpenAiApi::Responses
+        );
+        for url in [
+            "http://localhost:8080/v1",
+            "https://openrouter.ai/api/v1",
+            "https://api.openai.com.example.net/v1",
+        ] {
+            assert_eq!(
+                api(&[("OPENAI_BASE_URL", url)]).unwrap(),
+                OpenAiApi::ChatCompletions,
+                "{url}"
+            );
+        }
+        assert_eq!(
+            api(&[
+                ("OPENAI_BASE_URL", "http://localhost:8080/v1"),
+                ("TOOL_CORE_OPENAI_API", "Responses")
+            ])
+            .unwrap(),
+            OpenAiApi::Responses
+        );
+        assert_eq!(
+            api(&[("TOOL_CORE_OPENAI_API", "chat-completions")]).unwrap(),
+            OpenAiApi::ChatCompletions
+        );
+        assert_eq!(
+            api(&[("TOOL_CORE_OPENAI_API", "assistants")])
+                .unwrap_err()
+                .to_string(),
+            "unsupported OpenAI API `assistants` in TOOL_CORE_OPENAI_API; expected one of: \
+             responses, chat-completions"
+        );
     }
 }

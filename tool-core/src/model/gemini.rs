@@ -225,6 +225,11 @@ fn wire_tool_config(choice: &ToolChoice) -> Option<Value> {
         ToolChoice::None => json!({ "mode": "NONE" }),
         ToolChoice::Required => json!({ "mode": "ANY" }),
         ToolChoice::Tool(name) => json!({ "mode": "ANY", "allowedFunctionNames": [name] }),
+        // `VALIDATED`: a call to one of the names, or text.
+        ToolChoice::Allowed { tools, required } => json!({
+            "mode": if *required { "ANY" } else { "VALIDATED" },
+            "allowedFunctionNames": tools,
+        }),
     };
     Some(json!({ "functionCallingConfig": config }))
 }

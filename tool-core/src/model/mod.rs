@@ -14,7 +14,7 @@
 //! | `mod.rs`, `choice.rs` | the abstraction: [`ChatModel`], requests, answers, events, errors, [`ToolChoice`] |
 //! | `vars.rs` | reading configuration variables (blank is unset) |
 //! | `wire/` | the HTTP plumbing every provider client shares, knowing no provider: the [`Endpoint`] settings, one HTTP client over a `Wire` (`client.rs`), requests with timeouts and retries (`http.rs`), the request body (`body.rs`), stream framing (`framing.rs`), decoding frames into events (`decode.rs`) and assembling an answer (`accumulate.rs`); `prelude.rs` is what a client module imports |
-//! | `openai.rs`, `anthropic.rs`, `gemini.rs`, `ollama.rs` | one provider client per wire protocol, each plugging its own request and stream types into `wire/` |
+//! | `openai.rs`, `responses.rs`, `anthropic.rs`, `gemini.rs`, `ollama.rs` | one provider client per wire protocol (OpenAI has two: Chat Completions and Responses), each plugging its own request and stream types into `wire/` |
 //! | `env.rs` | [`from_env`]: the provider client the environment configures |
 //! | `offline/` | the models that need no network: [`TestModel`] and [`ScriptedModel`] |
 
@@ -48,6 +48,8 @@ pub mod gemini;
 pub mod ollama;
 #[cfg(feature = "openai")]
 pub mod openai;
+#[cfg(feature = "openai")]
+pub mod responses;
 
 #[cfg(all(
     test,
@@ -71,11 +73,13 @@ pub use offline::{
 pub use ollama::{OllamaClient, OllamaConfig};
 #[cfg(feature = "openai")]
 pub use openai::{OpenAiClient, OpenAiConfig};
+#[cfg(feature = "openai")]
+pub use responses::{ResponsesClient, ResponsesConfig};
 #[cfg(feature = "http")]
 pub use wire::{endpoint::Endpoint, http::HttpOptions};
 
-/// A client for a language model: OpenAI-compatible, Ollama, Gemini, Anthropic, or the offline
-/// test and scripted models.
+/// A client for a language model: OpenAI-compatible Chat Completions, OpenAI Responses,
+/// Ollama, Gemini, Anthropic, or the offline test and scripted models.
 ///
 /// (The [`Provider`] enum names a wire *format*; a `ChatModel` is a client that speaks one.)
 #[async_trait::async_trait]

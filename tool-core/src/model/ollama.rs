@@ -139,6 +139,7 @@ impl Wire for OllamaChat {
         let tools = match &request.tool_choice {
             ToolChoice::Required => return Err(cannot_force("`required`")),
             ToolChoice::Tool(name) => return Err(cannot_force(&format!("tool `{name}`"))),
+            ToolChoice::Allowed { .. } => return Err(cannot_force("an allowed-tools list")),
             ToolChoice::None => None,
             ToolChoice::Auto => {
                 (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER))

@@ -43,8 +43,8 @@ pub struct OpenAiConfig {
     pub include_usage: bool,
 }
 
-/// The variables [`OpenAiConfig::from_env`] reads.
-const ENV: EnvNames = EnvNames {
+/// The variables [`OpenAiConfig::from_env`] reads (and the Responses client's settings too).
+pub(crate) const ENV: EnvNames = EnvNames {
     api_key: &["OPENAI_API_KEY"],
     base_url: "OPENAI_BASE_URL",
     read_base_url: str::to_owned,
@@ -151,6 +151,16 @@ fn wire_tool_choice(choice: &ToolChoice) -> Option<Value> {
         ToolChoice::Tool(name) => Some(serde_json::json!({
             "type": "function",
             "function": { "name": name },
+        })),
+        ToolChoice::Allowed { tools, required } => Some(serde_json::json!({
+            "type": "allowed_tools",
+            "allowed_tools": {
+                "mode": if *required { "required" } else { "auto" },
+                "tools": tools
+                    .iter()
+                    .map(|name| serde_json::json!({ "type": "function", "function": { "name": name } }))
+                    .collect::<Vec<_>>(),
+            },
         })),
     }
 }

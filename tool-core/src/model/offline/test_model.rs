@@ -26,7 +26,8 @@ use crate::{
 ///   (or, with no tools, says so).
 /// - It honours the request's [`ToolChoice`]: with `None` it answers with text only; with
 ///   `Tool(name)` it calls that tool alone (even if [`call_tools`](Self::call_tools) leaves it
-///   out, as a provider would); `Required` changes nothing, since it calls tools whenever it can.
+///   out, as a provider would); with `Allowed` it calls only the allowed tools; `Required` changes
+///   nothing, since it calls tools whenever it can.
 ///   Like the provider clients, it fails with [`ProviderError::Config`] when `Required` or
 ///   `Tool(name)` comes without tools, or names a tool that is not offered.
 ///
@@ -107,6 +108,9 @@ impl TestModel {
                 .iter()
                 .filter(|tool| match &request.tool_choice {
                     ToolChoice::Tool(forced) => tool.name() == forced,
+                    ToolChoice::Allowed { tools, .. } => {
+                        tools.iter().any(|name| name == tool.name())
+                    }
                     _ => self
                         .inner
                         .call_tools

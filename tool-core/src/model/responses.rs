@@ -1,0 +1,1042 @@
+//! OpenAI Responses (`POST {base}/responses`,
+//! <https://platform.openai.com/docs/api-reference/responses>): OpenAI's own API for agents,
+//! also served by llama.cpp's server, vLLM and Ollama.
+//!
+//! **Requests.** The leading system messages become `instructions`; the rest of the
+//! conversation becomes `input` items: `message` items for user and assistant text,
+//! `function_call` items echoing the model's calls by `call_id`, and `function_call_output`
+//! items with the results (the format has no error flag, so a failed call is told by its error
+//! text alone, as in Chat Completions). Function tools are sent flat
+//! (`{"type":"function","name","description","parameters","strict"}`) with `strict` always
+//! set, because the Responses API takes an omitted `strict` as `true`: `false` unless
+//! [`ResponsesConfig::strict_tools`] asks for OpenAI's strict schemas. [`ToolChoice`] is sent in
+//! its Responses form. By default nothing is stored on the server (`store: false`), and a
+//! reasoning model is asked for its reasoning in encrypted form
+//! (`include: ["reasoning.encrypted_content"]`), so that it can be sent back on the next step
+//! without server-side state.
+//!
+//! **Answers.** Output items are read in order: `message` text (and `refusal` text, which ends
+//! the answer as [`FinishReason::ContentFilter`]), and `function_call` items, whose `call_id`
+//! becomes the [`ToolCall`]'s id (the item's own `id` is kept beside it). The other items the
+//! model produced before a call (`reasoning` items, and the `message` items between them) are
+//! kept verbatim in the call's [`provider_metadata`](ToolCall::provider_metadata) under
+//! `"openai_responses"`, with the item's id and the response's id, and are sent back before
+//! the call on the next request: that is how a reasoning model keeps its reasoning between
+//! tool calls. The Chat Completions, Anthropic, Gemini and Ollama clients ignore that metadata,
+//! so a conversation moves between wires freely; reasoning that came with a text-only answer
+//! is not kept (OpenAI drops reasoning of earlier turns anyway). Usage reports cached and
+//! reasoning tokens; status `incomplete` ends the answer with its reason
+//! (`max_output_tokens` is [`FinishReason::Length`], `content_filter`
+//! [`FinishReason::ContentFilter`]), and `failed` is the provider's error.
+//!
+//! **Streaming** is SSE whose events name their `type` in the JSON: `response.created`,
+//! `response.output_item.added` / `.done`, `response.output_text.delta`,
+//! `response.refusal.delta`, `response.function_call_arguments.delta` / `.done`, and one of the
+//! terminal `response.completed`, `response.incomplete`, `response.failed` or `error`. Events
+//! are matched to their item by `output_index`, or by `item_id` for servers that send no index
+//! (llama.cpp). The whole text or arguments that `.done` events and `response.completed`
+//! repeat are only read when no deltas came before them, so a long call is decoded once.
+//!
+//! **Format.** The client's [`provider`](super::ChatModel::provider) is [`Provider::OpenAi`]:
+//! its tools are OpenAI's function definitions under the same schema rules, only laid out
+//! flat, and its errors name `openai`.
+//!
+//! **Stored responses.** With [`ResponsesConfig::store`], responses are kept by OpenAI, and a
+//! request that continues from an answer with tool calls sends `previous_response_id` and only
+//! the messages after that answer.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, value::RawValue};
+use serde_with::skip_serializing_none;
+
+use super::{RequestTools, ToolCall, wire::decode::decode_whole, wire::prelude::*};
+use crate::schema::{FormatOptions, format_tool};
+
+const PROVIDER: Provider = Provider::OpenAi;
+
+/// The key of a call's [`provider_metadata`](ToolCall::provider_metadata) that this wire
+/// writes and reads.
+const METADATA: &str = "openai_responses";
+
+/// Settings of a [`ResponsesClient`]: its [`Endpoint`], whether responses are stored, and how
+/// tools and reasoning are sent.
+///
+/// ```
+/// use tool_core::model::ResponsesConfig;
+///
+/// let config = ResponsesConfig::default().model("gpt-5-mini");
+/// assert!(!config.store);
+/// assert!(config.sends_encrypted_reasoning());
+/// assert!(!ResponsesConfig::default().model("gpt-4o-mini").sends_encrypted_reasoning());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ResponsesConfig {
+    /// The key (sent as `Authorization: Bearer …`; none for local servers), the API root up to
+    /// and including the version (default `https://api.openai.com/v1`), the model (default
+    /// `gpt-4o-mini`), extra headers, timeouts and retries.
+    pub endpoint: Endpoint,
+    /// Let OpenAI store the responses (`store: true`) and continue from a stored answer with
+    /// `previous_response_id`. Default off: every request carries the whole conversation.
+    pub store: bool,
+    /// Ask for the model's reasoning in encrypted form
+    /// (`include: ["reasoning.encrypted_content"]`) when responses are not stored: `None`
+    /// (the default) does so for OpenAI's reasoning models (`o1`, `o3`, `o4-mini`, `gpt-5`
+    /// and its variants but `gpt-5-chat`, `codex` models), which OpenAI requires, since the
+    /// other models refuse the option.
+    pub encrypted_reasoning: Option<bool>,
+    /// Send the tools with OpenAI's strict schemas (`strict: true`); a tool whose schema cannot
+    /// be strict is sent with `strict: false`. Default off.
+    pub strict_tools: bool,
+    /// `parallel_tool_calls`, sent with tools when set; `None` leaves the API's default
+    /// (parallel calls allowed).
+    pub parallel_tool_calls: Option<bool>,
+}
+
+impl Default for ResponsesConfig {
+    fn default() -> Self {
+        Self {
+            endpoint: Endpoint::new("https://api.openai.com/v1", "gpt-4o-mini"),
+            store: false,
+            encrypted_reasoning: None,
+            strict_tools: false,
+            parallel_tool_calls: None,
+        }
+    }
+}
+
+provider_config!(
+    ResponsesConfig,
+    ENV,
+    /// The settings from the environment: `OPENAI_API_KEY`, `OPENAI_BASE_URL` and
+    /// `OPENAI_MODEL` (each optional; the defaults fill the gaps), the variables of the Chat
+    /// Completions client.
+);
+
+use super::openai::ENV;
+
+impl ResponsesConfig {
+    /// Turns stored responses (`store: true` and `previous_response_id`) on or off.
+    #[must_use]
+    pub fn store(mut self, store: bool) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Asks for encrypted reasoning always (`Some(true)`), never (`Some(false)`), or for
+    /// OpenAI's reasoning models only (`None`).
+    #[must_use]
+    pub fn encrypted_reasoning(mut self, encrypted_reasoning: Option<bool>) -> Self {
+        self.encrypted_reasoning = encrypted_reasoning;
+        self
+    }
+
+    /// Turns strict tool schemas on or off.
+    #[must_use]
+    pub fn strict_tools(mut self, strict_tools: bool) -> Self {
+        self.strict_tools = strict_tools;
+        self
+    }
+
+    /// Sets `parallel_tool_calls`.
+    #[must_use]
+    pub fn parallel_tool_calls(mut self, parallel_tool_calls: bool) -> Self {
+        self.parallel_tool_calls = Some(parallel_tool_calls);
+        self
+    }
+
+    /// Whether requests ask for encrypted reasoning: never when responses are stored, and
+    /// otherwise as [`encrypted_reasoning`](Self::encrypted_reasoning) says.
+    pub fn sends_encrypted_reasoning(&self) -> bool {
+        !self.store
+            && self
+                .encrypted_reasoning
+                .unwrap_or_else(|| is_reasoning_model(&self.endpoint.model))
+    }
+}
+
+/// Whether `model` is one of OpenAI's reasoning models, which accept (and, without stored
+/// responses, need) `include: ["reasoning.encrypted_content"]`.
+fn is_reasoning_model(model: &str) -> bool {
+    let model = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    let o_series = model
+        .strip_prefix('o')
+        .is_some_and(|rest| rest.chars().next().is_some_and(|c| c.is_ascii_digit()));
+    let gpt5 = model.starts_with("gpt-5") && !model.contains("chat");
+    o_series || gpt5 || model.contains("codex")
+}
+
+http_client!(
+    /// A client of the OpenAI Responses API (`POST /v1/responses`); see
+    /// [the module documentation](crate::model::responses) for what it sends and reads.
+    ResponsesClient,
+    Responses,
+    ResponsesConfig
+);
+
+/// The Responses wire.
+#[derive(Debug)]
+pub(crate) struct Responses;
+
+impl Wire for Responses {
+    type Config = ResponsesConfig;
+    type Decoder = ResponsesDecoder;
+    const PROVIDER: Provider = PROVIDER;
+    const KEY: KeyHeader = KeyHeader::Bearer;
+    const ACCEPT_EVENT_STREAM: bool = true;
+
+    fn urls(endpoint: &Endpoint) -> (String, String) {
+        let url = endpoint.url("/responses");
+        (url.clone(), url)
+    }
+
+    fn request_body(
+        config: &ResponsesConfig,
+        request: &ChatRequest,
+        stream: bool,
+    ) -> Result<Bytes, ProviderError> {
+        request.tool_choice.check(&request.tools)?;
+        let messages = &request.messages;
+        let leading = messages
+            .iter()
+            .take_while(|message| matches!(message, Message::System { .. }))
+            .count();
+        let instructions = (leading > 0).then(|| {
+            messages[..leading]
+                .iter()
+                .map(Message::content)
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        });
+        let previous = config
+            .store
+            .then(|| previous_response(&messages[leading..]))
+            .flatten();
+        let (previous_response_id, rest) = match previous {
+            Some((id, after)) => (Some(id), &messages[leading + after..]),
+            None => (None, &messages[leading..]),
+        };
+        let mut input = Vec::new();
+        for message in rest {
+            input_items(message, &mut input);
+        }
+        let tools_json = (!request.tools.is_empty())
+            .then(|| tools_text(config, &request.tools))
+            .transpose()?;
+        let nested = tools_json.as_deref().map(nested_tools).transpose()?;
+        let tools = nested
+            .as_ref()
+            .map(|nested| nested.iter().map(FlatTool::from).collect::<Vec<_>>());
+        let body = ResponsesBody {
+            model: &config.endpoint.model,
+            instructions,
+            input,
+            stream,
+            store: config.store,
+            include: config
+                .sends_encrypted_reasoning()
+                .then_some(["reasoning.encrypted_content"]),
+            previous_response_id,
+            tool_choice: tools
+                .as_ref()
+                .and_then(|_| wire_tool_choice(&request.tool_choice)),
+            parallel_tool_calls: tools.as_ref().and(config.parallel_tool_calls),
+            tools,
+            temperature: request.settings.temperature,
+            max_output_tokens: request.settings.max_tokens,
+        };
+        write_json(&body)
+    }
+
+    fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
+        let body = String::from_utf8_lossy(body);
+        // The whole response, read as the stream's last event, which carries it too.
+        let frame = Frame::Event {
+            name: String::from("message"),
+            data: format!(r#"{{"type":"response.completed","response":{body}}}"#),
+            unterminated: false,
+        };
+        decode_whole(ResponsesDecoder::default(), frame, PROVIDER)
+    }
+}
+
+/// A request body (<https://platform.openai.com/docs/api-reference/responses/create>).
+#[skip_serializing_none]
+#[derive(Serialize)]
+struct ResponsesBody<'a> {
+    model: &'a str,
+    instructions: Option<String>,
+    input: Vec<Input<'a>>,
+    stream: bool,
+    store: bool,
+    include: Option<[&'static str; 1]>,
+    previous_response_id: Option<&'a str>,
+    tools: Option<Vec<FlatTool<'a>>>,
+    tool_choice: Option<Value>,
+    parallel_tool_calls: Option<bool>,
+    temperature: Option<f32>,
+    max_output_tokens: Option<u32>,
+}
+
+/// One `input` item.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Input<'a> {
+    /// A `message` item with text content.
+    Message {
+        r#type: &'static str,
+        role: &'static str,
+        content: &'a str,
+    },
+    /// A `function_call` item: a call the model made, echoed.
+    Call {
+        r#type: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a str>,
+        call_id: &'a str,
+        name: &'a str,
+        arguments: &'a str,
+    },
+    /// A `function_call_output` item: a call's result.
+    Output {
+        r#type: &'static str,
+        call_id: &'a str,
+        output: &'a str,
+    },
+    /// An output item sent back as it came (reasoning, and the messages beside it).
+    Verbatim(&'a Value),
+}
+
+fn message_item<'a>(role: &'static str, content: &'a str) -> Input<'a> {
+    Input::Message {
+        r#type: "message",
+        role,
+        content,
+    }
+}
+
+/// Appends the `input` items of one message.
+fn input_items<'a>(message: &'a Message, input: &mut Vec<Input<'a>>) {
+    match message {
+        Message::System { content } => input.push(message_item("system", content)),
+        Message::User { content } => input.push(message_item("user", content)),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => assistant_items(content, tool_calls, input),
+        Message::Tool {
+            tool_call_id,
+            content,
+            ..
+        } => input.push(Input::Output {
+            r#type: "function_call_output",
+            call_id: tool_call_id,
+            output: content,
+        }),
+    }
+}
+
+/// The items of an assistant message: the output items kept with its calls (reasoning, and
+/// the messages between them) in their places, its text unless those items hold it, and its
+/// calls. A call's own item id is sent only beside the items kept with it: OpenAI refuses a
+/// call item with an id whose reasoning is missing.
+fn assistant_items<'a>(content: &'a str, calls: &'a [ToolCall], input: &mut Vec<Input<'a>>) {
+    let kept: Vec<(&ToolCall, Option<&Map<String, Value>>)> = calls
+        .iter()
+        .map(|call| (call, call_metadata(call)))
+        .collect();
+    let items = |metadata: Option<&'a Map<String, Value>>| {
+        metadata
+            .and_then(|metadata| metadata.get("items"))
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    };
+    let replayed = kept
+        .iter()
+        .any(|(_, metadata)| !items(*metadata).is_empty());
+    let kept_text: String = kept
+        .iter()
+        .flat_map(|(_, metadata)| items(*metadata))
+        .map(message_text)
+        .collect();
+    // The text the kept messages hold is sent with them; text that came after them follows
+    // the calls, and text from elsewhere (another wire) goes first.
+    let after = match content.strip_prefix(kept_text.as_str()) {
+        Some(rest) if !kept_text.is_empty() => rest,
+        _ => {
+            if !content.is_empty() {
+                input.push(message_item("assistant", content));
+            }
+            ""
+        }
+    };
+    for (call, metadata) in kept {
+        input.extend(items(metadata).iter().map(Input::Verbatim));
+        input.push(Input::Call {
+            r#type: "function_call",
+            id: metadata
+                .filter(|_| replayed)
+                .and_then(|metadata| metadata.get("id"))
+                .and_then(Value::as_str),
+            call_id: &call.id,
+            name: &call.name,
+            arguments: &call.arguments,
+        });
+    }
+    if !after.is_empty() {
+        input.push(message_item("assistant", after));
+    }
+}
+
+/// The part of a call's metadata this wire wrote.
+fn call_metadata(call: &ToolCall) -> Option<&Map<String, Value>> {
+    call.provider_metadata.as_ref()?.get(METADATA)?.as_object()
+}
+
+/// The text of a kept `message` output item (`""` for other items).
+fn message_text(item: &Value) -> String {
+    if item.get("type").and_then(Value::as_str) != Some("message") {
+        return String::new();
+    }
+    item.get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part.get("text").or_else(|| part.get("refusal")))
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// The stored response to continue from: the id recorded with the calls of the last assistant
+/// message that has them, and the position of the message after it.
+fn previous_response(messages: &[Message]) -> Option<(&str, usize)> {
+    messages
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(position, message)| match message {
+            Message::Assistant { tool_calls, .. } => Some((tool_calls, position)),
+            _ => None,
+        })
+        .and_then(|(calls, position)| {
+            let id = calls
+                .first()
+                .and_then(call_metadata)?
+                .get("response_id")?
+                .as_str()?;
+            Some((id, position + 1))
+        })
+}
+
+/// The offered tools in Chat Completions' shape, as JSON text: the cached list, or with
+/// [`ResponsesConfig::strict_tools`] each tool made strict where its schema allows.
+fn tools_text(
+    config: &ResponsesConfig,
+    tools: &RequestTools,
+) -> Result<std::sync::Arc<RawValue>, ProviderError> {
+    if !config.strict_tools {
+        return Ok(tools.provider_json(PROVIDER));
+    }
+    let strict = FormatOptions::new().strict(true);
+    let list: Vec<Value> = tools
+        .definitions()
+        .iter()
+        .filter_map(|tool| {
+            format_tool(PROVIDER, tool, &strict)
+                .or_else(|error| {
+                    tracing::warn!(%error, "tool sent without strict mode");
+                    format_tool(PROVIDER, tool, &FormatOptions::default())
+                })
+                .map_err(|error| tracing::error!(%error, "tool left out of the request"))
+                .ok()
+        })
+        .collect();
+    serde_json::value::to_raw_value(&list)
+        .map(std::sync::Arc::from)
+        .map_err(|error| ProviderError::Config(format!("cannot encode the tools: {error}")))
+}
+
+/// A tool in Chat Completions' shape, borrowed from its JSON text.
+#[derive(Deserialize)]
+struct NestedTool<'a> {
+    #[serde(borrow)]
+    function: NestedFunction<'a>,
+}
+
+#[derive(Deserialize)]
+struct NestedFunction<'a> {
+    #[serde(borrow)]
+    name: Text<'a>,
+    #[serde(default, borrow)]
+    description: Option<Text<'a>>,
+    #[serde(borrow)]
+    parameters: &'a RawValue,
+    #[serde(default)]
+    strict: Option<bool>,
+}
+
+/// The tools of `text`, in Chat Completions' shape.
+fn nested_tools(text: &RawValue) -> Result<Vec<NestedTool<'_>>, ProviderError> {
+    serde_json::from_str(text.get())
+        .map_err(|error| ProviderError::Config(format!("cannot encode the tools: {error}")))
+}
+
+/// A function tool in the Responses shape
+/// (<https://platform.openai.com/docs/api-reference/responses/create#responses-create-tools>),
+/// `strict` always set: the Responses API takes a missing `strict` as `true`.
+#[skip_serializing_none]
+#[derive(Serialize)]
+struct FlatTool<'a> {
+    r#type: &'static str,
+    name: &'a str,
+    description: Option<&'a str>,
+    parameters: &'a RawValue,
+    strict: bool,
+}
+
+impl<'a> From<&'a NestedTool<'a>> for FlatTool<'a> {
+    fn from(tool: &'a NestedTool<'a>) -> Self {
+        let function = &tool.function;
+        FlatTool {
+            r#type: "function",
+            name: &function.name,
+            description: function.description.as_deref(),
+            parameters: function.parameters,
+            strict: function.strict.unwrap_or(false),
+        }
+    }
+}
+
+/// The `tool_choice` of a request that offers tools
+/// (<https://platform.openai.com/docs/api-reference/responses/create#responses-create-tool_choice>);
+/// `Auto` is the API's default and is not sent.
+fn wire_tool_choice(choice: &ToolChoice) -> Option<Value> {
+    let function = |name: &str| serde_json::json!({ "type": "function", "name": name });
+    match choice {
+        ToolChoice::Auto => None,
+        ToolChoice::None => Some(Value::from("none")),
+        ToolChoice::Required => Some(Value::from("required")),
+        ToolChoice::Tool(name) => Some(function(name)),
+        ToolChoice::Allowed { tools, required } => Some(serde_json::json!({
+            "type": "allowed_tools",
+            "mode": if *required { "required" } else { "auto" },
+            "tools": tools.iter().map(|name| function(name)).collect::<Vec<_>>(),
+        })),
+    }
+}
+
+/// A response object (<https://platform.openai.com/docs/api-reference/responses/object>): its
+/// id, its output items left unread, its status, why it is incomplete or failed, and its token
+/// counts.
+#[derive(Deserialize, Default)]
+struct ResponseObject<'a> {
+    #[serde(default, borrow)]
+    id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    output: Option<Vec<&'a RawValue>>,
+    #[serde(default, borrow)]
+    status: Option<Text<'a>>,
+    #[serde(default)]
+    incomplete_details: Option<IncompleteDetails>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `usage` (<https://platform.openai.com/docs/api-reference/responses/object#responses/object-usage>):
+/// `input_tokens` counts the cached ones, `output_tokens` the reasoning ones.
+#[derive(Deserialize, Clone, Copy)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+    #[serde(default)]
+    output_tokens_details: Option<OutputDetails>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct InputDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+struct OutputDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(usage: WireUsage) -> Self {
+        Usage::new(
+            usage.input_tokens.unwrap_or_default(),
+            usage.output_tokens.unwrap_or_default(),
+        )
+        .cache_read_tokens(
+            usage
+                .input_tokens_details
+                .and_then(|details| details.cached_tokens)
+                .unwrap_or_default(),
+        )
+        .reasoning_tokens(
+            usage
+                .output_tokens_details
+                .and_then(|details| details.reasoning_tokens)
+                .unwrap_or_default(),
+        )
+    }
+}
+
+/// One streamed event: its type, where it belongs, and its payload left unread until the type
+/// says it is needed.
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Text<'a>,
+    #[serde(default)]
+    output_index: Option<u64>,
+    #[serde(default, borrow)]
+    item_id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    delta: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    text: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    refusal: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    item: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    response: Option<&'a RawValue>,
+}
+
+/// An output item's type and the fields of a function call.
+#[derive(Deserialize)]
+struct ItemHead<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Text<'a>,
+    #[serde(default, borrow)]
+    id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    call_id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    name: Option<Text<'a>>,
+    /// Read only when no deltas brought them.
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+/// What an output item is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Message,
+    FunctionCall,
+    /// Reasoning, kept for the next call.
+    Reasoning,
+    /// An item of a hosted tool (web search, code interpreter, …): not ours to read.
+    Other,
+}
+
+impl Kind {
+    fn of(kind: &str) -> Self {
+        match kind {
+            "message" => Self::Message,
+            "function_call" => Self::FunctionCall,
+            "reasoning" => Self::Reasoning,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// An output item seen in the stream.
+struct Item {
+    kind: Kind,
+    /// The call's slot, for a function call.
+    slot: Option<usize>,
+    /// Text or arguments came as deltas (so `.done` repeats them).
+    deltas: bool,
+    /// The item is complete.
+    done: bool,
+}
+
+#[derive(Default)]
+pub(crate) struct ResponsesDecoder {
+    answer: Answer,
+    items: Vec<Item>,
+    by_index: HashMap<u64, usize>,
+    by_id: HashMap<String, usize>,
+    /// Output items (reasoning, messages) since the last call, kept for the next one.
+    pending: Vec<Value>,
+    response_id: Option<String>,
+    refused: bool,
+}
+
+impl ResponsesDecoder {
+    /// The item an event belongs to: by `output_index`, by `item_id`, the last item of `kind`
+    /// for an event that names neither, or a new one of `kind` for an event whose item was
+    /// never announced.
+    fn item(&mut self, index: Option<u64>, id: Option<&str>, kind: Kind) -> usize {
+        let known = match (index, id) {
+            (None, None) => self.items.iter().rposition(|item| item.kind == kind),
+            _ => index
+                .and_then(|index| self.by_index.get(&index))
+                .or_else(|| id.and_then(|id| self.by_id.get(id)))
+                .copied(),
+        };
+        known.unwrap_or_else(|| self.add_item(index, id, kind))
+    }
+
+    fn add_item(&mut self, index: Option<u64>, id: Option<&str>, kind: Kind) -> usize {
+        let at = self.items.len();
+        self.items.push(Item {
+            kind,
+            slot: None,
+            deltas: false,
+            done: false,
+        });
+        if let Some(index) = index {
+            self.by_index.insert(index, at);
+        }
+        if let Some(id) = id.filter(|id| !id.is_empty()) {
+            self.by_id.insert(id.to_owned(), at);
+        }
+        at
+    }
+
+    /// The call slot of item `at`, made (with the calls' metadata) when first needed.
+    fn slot(&mut self, at: usize, item_id: Option<&str>) -> usize {
+        if let Some(slot) = self.items[at].slot {
+            return slot;
+        }
+        let slot = self.answer.calls.push();
+        self.items[at].slot = Some(slot);
+        let mut metadata = Map::new();
+        if let Some(id) = item_id.filter(|id| !id.is_empty()) {
+            metadata.insert("id".into(), Value::from(id));
+        }
+        if let Some(response) = &self.response_id {
+            metadata.insert("response_id".into(), Value::from(response.as_str()));
+        }
+        if !self.pending.is_empty() {
+            metadata.insert(
+                "items".into(),
+                Value::Array(std::mem::take(&mut self.pending)),
+            );
+        }
+        self.answer
+            .calls
+            .set_metadata(slot, serde_json::json!({ METADATA: metadata }));
+        slot
+    }
+
+    /// A function call's id and name, from its item.
+    fn call_head(&mut self, at: usize, head: &ItemHead<'_>, out: &mut Vec<ModelEvent>) -> usize {
+        let slot = self.slot(at, head.id.as_deref());
+        if let Some(call_id) = head.call_id.as_deref().or(head.id.as_deref()) {
+            self.answer.calls.set_id(slot, call_id);
+        }
+        if let Some(name) = &head.name {
+            self.answer.calls.set_name(slot, name, out);
+        }
+        slot
+    }
+
+    fn arguments(&mut self, at: usize, fragment: Text<'_>, out: &mut Vec<ModelEvent>) {
+        let slot = self.slot(at, None);
+        let fragment = match fragment.0 {
+            std::borrow::Cow::Owned(text) => SharedStr::from(text),
+            std::borrow::Cow::Borrowed(text) => SharedStr::from(text),
+        };
+        self.answer.calls.append_shared(slot, fragment, out);
+    }
+
+    fn end_call(&mut self, at: usize, out: &mut Vec<ModelEvent>) {
+        let item = &mut self.items[at];
+        if let (Some(slot), false) = (item.slot, item.done) {
+            item.done = true;
+            self.answer.calls.end(slot, out);
+        }
+    }
+
+    fn text(&mut self, fragment: &str, refusal: bool, out: &mut Vec<ModelEvent>) {
+        if refusal && !fragment.is_empty() {
+            self.refused = true;
+        }
+        self.answer.text(fragment, out);
+    }
+
+    fn feed_event(
+        &mut self,
+        event: Event<'_>,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<bool, ProviderError> {
+        let (index, id) = (event.output_index, event.item_id.as_deref());
+        match &*event.kind {
+            "response.created" | "response.in_progress" => {
+                if let Some(response) = event.response {
+                    let response: ResponseObject<'_> = parse(response, "a response")?;
+                    if let Some(id) = response.id.filter(|id| !id.is_empty()) {
+                        self.response_id.get_or_insert_with(|| id.to_string());
+                    }
+                }
+            }
+            "response.output_item.added" => {
+                let Some(item) = event.item else {
+                    return Ok(false);
+                };
+                let head: ItemHead<'_> = parse(item, "an output item")?;
+                let kind = Kind::of(&head.kind);
+                let at = self.item(index, head.id.as_deref(), kind);
+                if kind == Kind::FunctionCall {
+                    self.call_head(at, &head, out);
+                    if let Some(arguments) = head.arguments {
+                        let arguments: Text<'_> = parse(arguments, "the arguments")?;
+                        if !arguments.is_empty() {
+                            self.items[at].deltas = true;
+                            self.arguments(at, arguments, out);
+                        }
+                    }
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                let at = self.item(index, id, Kind::FunctionCall);
+                if let Some(delta) = event.delta {
+                    self.items[at].deltas = true;
+                    self.arguments(at, parse(delta, "a delta")?, out);
+                }
+            }
+            "response.function_call_arguments.done" => {
+                let at = self.item(index, id, Kind::FunctionCall);
+                if let (false, Some(arguments)) = (self.items[at].deltas, event.arguments) {
+                    self.items[at].deltas = true;
+                    self.arguments(at, parse(arguments, "the arguments")?, out);
+                }
+            }
+            kind @ ("response.output_text.delta" | "response.refusal.delta") => {
+                let at = self.item(index, id, Kind::Message);
+                if let Some(delta) = event.delta {
+                    self.items[at].deltas = true;
+                    let delta: Text<'_> = parse(delta, "a delta")?;
+                    self.text(&delta, kind == "response.refusal.delta", out);
+                }
+            }
+            kind @ ("response.output_text.done" | "response.refusal.done") => {
+                let at = self.item(index, id, Kind::Message);
+                let refusal = kind == "response.refusal.done";
+                let whole = if refusal { event.refusal } else { event.text };
+                if let (false, Some(whole)) = (self.items[at].deltas, whole) {
+                    self.items[at].deltas = true;
+                    let whole: Text<'_> = parse(whole, "a text")?;
+                    self.text(&whole, refusal, out);
+                }
+            }
+            "response.output_item.done" => {
+                if let Some(item) = event.item {
+                    self.item_done(index, item, out)?;
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let response: ResponseObject<'_> = match event.response {
+                    Some(response) => parse(response, "a response")?,
+                    None => ResponseObject::default(),
+                };
+                if let Some(id) = response.id.as_deref().filter(|id| !id.is_empty()) {
+                    self.response_id.get_or_insert_with(|| id.to_owned());
+                }
+                // A server that sent no item events (or a whole, non-streamed response).
+                if self.items.is_empty() {
+                    for item in response.output.as_deref().unwrap_or_default() {
+                        self.whole_item(item, out)?;
+                    }
+                }
+                self.complete(&response, &*event.kind == "response.incomplete", out)?;
+                return Ok(true);
+            }
+            "response.failed" => {
+                let response = event.response.map_or("{}", RawValue::get);
+                return Err(failed(response));
+            }
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    /// `response.output_item.done`: completes a call, takes the text of a message that came
+    /// without deltas, and keeps reasoning and messages for the next call.
+    fn item_done(
+        &mut self,
+        index: Option<u64>,
+        item: &RawValue,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ProviderError> {
+        let known = index.and_then(|index| self.by_index.get(&index)).copied();
+        // The kind is known from `.added`, and a call that had its deltas is not read again.
+        if let Some(at) = known
+            && self.items[at].kind == Kind::FunctionCall
+            && self.items[at].deltas
+        {
+            self.end_call(at, out);
+            return Ok(());
+        }
+        self.whole_item(item, out)
+    }
+
+    /// A whole output item: from a non-streamed response, from `response.completed` when no
+    /// events came before it, or from `response.output_item.done` when its deltas did not
+    /// come.
+    fn whole_item(
+        &mut self,
+        item: &RawValue,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ProviderError> {
+        let head: ItemHead<'_> = parse(item, "an output item")?;
+        let kind = Kind::of(&head.kind);
+        let at = match head.id.as_deref().and_then(|id| self.by_id.get(id)) {
+            Some(&at) => at,
+            None => self.add_item(None, head.id.as_deref(), kind),
+        };
+        match kind {
+            Kind::FunctionCall => {
+                if self.items[at].done {
+                    return Ok(());
+                }
+                self.call_head(at, &head, out);
+                if !self.items[at].deltas {
+                    self.items[at].deltas = true;
+                    if let Some(arguments) = head.arguments {
+                        self.arguments(at, parse(arguments, "the arguments")?, out);
+                    }
+                }
+                self.end_call(at, out);
+            }
+            Kind::Message | Kind::Reasoning => {
+                let value: Value = parse(item, "an output item")?;
+                if kind == Kind::Message && !self.items[at].deltas {
+                    self.items[at].deltas = true;
+                    for part in value
+                        .get("content")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        let refusal = part.get("type").and_then(Value::as_str) == Some("refusal");
+                        let text = part.get(if refusal { "refusal" } else { "text" });
+                        self.text(
+                            text.and_then(Value::as_str).unwrap_or_default(),
+                            refusal,
+                            out,
+                        );
+                    }
+                }
+                self.items[at].done = true;
+                self.pending.push(value);
+            }
+            Kind::Other => self.items[at].done = true,
+        }
+        Ok(())
+    }
+
+    /// Ends the answer: its usage, and why it ended.
+    fn complete(
+        &mut self,
+        tail: &ResponseObject<'_>,
+        incomplete: bool,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ProviderError> {
+        let status = tail.status.as_deref().unwrap_or(if incomplete {
+            "incomplete"
+        } else {
+            "completed"
+        });
+        let mut finish = match status {
+            "completed" => FinishReason::Stop,
+            "incomplete" => match tail
+                .incomplete_details
+                .as_ref()
+                .and_then(|details| details.reason.as_deref())
+            {
+                Some("max_output_tokens") => FinishReason::Length,
+                Some("content_filter") => FinishReason::ContentFilter,
+                Some(other) => FinishReason::Other(other.to_owned()),
+                None => FinishReason::Other(String::from("incomplete")),
+            },
+            "failed" => {
+                let error = tail.error.map_or("null", RawValue::get);
+                return Err(failed(&format!("{{\"error\":{error}}}")));
+            }
+            other => FinishReason::Other(other.to_owned()),
+        };
+        if self.refused && finish == FinishReason::Stop {
+            finish = FinishReason::ContentFilter;
+        }
+        if let Some(usage) = tail.usage {
+            self.answer.usage(usage.into());
+        }
+        std::mem::take(&mut self.answer).done(finish, out);
+        Ok(())
+    }
+}
+
+/// The error of a failed response: the provider's message from the response's `error`.
+fn failed(response: &str) -> ProviderError {
+    match stream_error(PROVIDER, response) {
+        error @ ProviderError::Api { .. } => error,
+        _ => ProviderError::Api {
+            provider: PROVIDER,
+            status: None,
+            code: None,
+            message: String::from("the response failed"),
+        },
+    }
+}
+
+/// Reads a part of an event that its type says is there.
+fn parse<'a, T: Deserialize<'a>>(raw: &'a RawValue, what: &str) -> Result<T, ProviderError> {
+    serde_json::from_str(raw.get()).map_err(|error| ProviderError::Protocol {
+        provider: PROVIDER,
+        message: format!("cannot read {what}: {error}"),
+    })
+}
+
+impl Decoder for ResponsesDecoder {
+    fn open_call(&self) -> Option<&str> {
+        self.answer.open_call()
+    }
+
+    fn feed(&mut self, frame: Frame, out: &mut Vec<ModelEvent>) -> Result<bool, ProviderError> {
+        let sse = sse_event(PROVIDER, frame)?;
+        let data = sse.data.trim();
+        if data.is_empty() || data == "[DONE]" {
+            return Ok(false);
+        }
+        let event: Event<'_> = serde_json::from_str(data)
+            .map_err(|error| unreadable(PROVIDER, sse.unterminated, "an event", &error))?;
+        if &*event.kind == "error" || sse.name == "error" {
+            return Err(stream_error(PROVIDER, data));
+        }
+        self.feed_event(event, out)
+    }
+
+    fn finish(&mut self, _out: &mut Vec<ModelEvent>) -> Result<(), ProviderError> {
+        Err(truncated(PROVIDER))
+    }
+}
