@@ -57,6 +57,7 @@ mod store_preferences;
 mod store_support;
 mod text_arguments;
 mod tool_choice;
+mod typed_output;
 mod web_chat;
 mod web_chat_browser;
 mod web_chat_security;

@@ -1,0 +1,489 @@
+//! Typed output: `Agent::chat_output` ends a turn with a value of a Rust type, given through
+//! the output tool, validated, retried within a budget and checked by the application.
+
+use serde::Deserialize;
+use tool_core::{
+    Agent, AgentError, AgentOptions,
+    agent::{OUTPUT_TOOL, OutputOptions},
+    model::{Message, ScriptedResponse, TestModel},
+    schemars::JsonSchema,
+};
+
+use crate::agent_support::{
+    Echo, assert_every_call_answered, offered, scripted_agent, scripted_agent_with, tool_results,
+};
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct Invoice {
+    number: String,
+    total: f64,
+    lines: Vec<Line>,
+    note: Option<String>,
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct Line {
+    item: String,
+    quantity: u32,
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+#[serde(rename_all = "lowercase")]
+enum Mood {
+    Happy,
+    Sad,
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+enum Shape {
+    Circle { radius: f64 },
+    Square { side: f64 },
+}
+
+fn test_agent(dir: &std::path::Path, model: TestModel) -> Agent {
+    Agent::new(
+        model,
+        AgentOptions::new()
+            .root_dir(dir)
+            .session_context_file_path(dir.join("session.json")),
+    )
+}
+
+fn output_call(id: &str, arguments: &str) -> ScriptedResponse {
+    ScriptedResponse::tool_call(id, OUTPUT_TOOL, arguments)
+}
+
+#[tokio::test]
+async fn test_model_gives_a_valid_struct_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = test_agent(dir.path(), TestModel::new().call_tools([OUTPUT_TOOL]));
+
+    let result = agent.chat_output::<Invoice>("bill me").await.unwrap();
+
+    assert_eq!(result.response.steps, 1);
+    assert_eq!(result.response.tool_calls, 0);
+    assert_eq!(result.output_retries, 0);
+    let messages = agent.messages();
+    assert_every_call_answered(&messages);
+    assert_eq!(
+        tool_results(&messages),
+        vec![(
+            "test_call_0".to_owned(),
+            "Final result accepted.".to_owned()
+        )]
+    );
+}
+
+#[tokio::test]
+async fn test_model_gives_a_valid_enum_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = test_agent(dir.path(), TestModel::new().call_tools([OUTPUT_TOOL]));
+    let mood = agent.chat_output::<Mood>("how are you").await.unwrap();
+    assert!(matches!(mood.output, Mood::Happy | Mood::Sad));
+    let shape = agent.chat_output::<Shape>("draw").await.unwrap();
+    assert!(matches!(
+        shape.output,
+        Shape::Circle { .. } | Shape::Square { .. }
+    ));
+    assert_eq!(shape.output_retries, 0);
+}
+
+#[tokio::test]
+async fn test_model_gives_a_valid_plain_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = test_agent(dir.path(), TestModel::new().call_tools([OUTPUT_TOOL]));
+    let number = agent.chat_output::<u32>("count").await.unwrap();
+    assert_eq!(number.output_retries, 0);
+    let words = agent.chat_output::<Vec<String>>("list").await.unwrap();
+    assert_eq!(words.output_retries, 0);
+}
+
+#[tokio::test]
+async fn a_plain_output_is_wrapped_in_a_value_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent(dir.path(), [output_call("c1", r#"{"value": 7}"#)]);
+
+    let result = agent.chat_output::<u32>("count").await.unwrap();
+
+    assert_eq!(result.output, 7);
+    let request = model.last_request().unwrap();
+    let tool = request
+        .tools
+        .definitions()
+        .iter()
+        .find(|tool| tool.name() == OUTPUT_TOOL)
+        .unwrap()
+        .clone();
+    assert_eq!(
+        tool.parameters(),
+        &serde_json::json!({
+            "type": "object",
+            "properties": { "value": { "type": "integer", "format": "uint32", "minimum": 0 } },
+            "required": ["value"],
+            "additionalProperties": false
+        })
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_output_is_retried_with_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent(
+        dir.path(),
+        [
+            output_call("c1", r#"{"number": 5, "total": 10.5, "lines": []}"#),
+            output_call("c2", r#"{"number": "A-1", "total": 10.5, "lines": []}"#),
+        ],
+    );
+
+    let result = agent.chat_output::<Invoice>("bill me").await.unwrap();
+
+    assert_eq!(
+        result.output,
+        Invoice {
+            number: "A-1".to_owned(),
+            total: 10.5,
+            lines: Vec::new(),
+            note: None,
+        }
+    );
+    assert_eq!(result.output_retries, 1);
+    assert_eq!(result.response.steps, 2);
+    assert_eq!(model.requests().len(), 2);
+    let messages = agent.messages();
+    assert_every_call_answered(&messages);
+    assert_eq!(
+        tool_results(&messages),
+        vec![
+            (
+                "c1".to_owned(),
+                "Error: invalid arguments for final_result: at /number: expected a string, got \
+                 5; call final_result again with a corrected value"
+                    .to_owned()
+            ),
+            ("c2".to_owned(), "Final result accepted.".to_owned()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_output_outside_an_enum_is_refused_with_its_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, _model) = scripted_agent(
+        dir.path(),
+        [
+            output_call("c1", r#"{"value": "angry"}"#),
+            output_call("c2", r#"{"value": "sad"}"#),
+        ],
+    );
+
+    let result = agent.chat_output::<Mood>("how are you").await.unwrap();
+
+    assert_eq!(result.output, Mood::Sad);
+    let results = tool_results(&agent.messages());
+    assert_eq!(
+        results[0].1,
+        "Error: invalid arguments for final_result: at /value: expected one of \"happy\", \
+         \"sad\", got \"angry\"; call final_result again with a corrected value"
+    );
+}
+
+#[tokio::test]
+async fn a_type_error_the_schema_misses_is_described_by_serde() {
+    let dir = tempfile::tempdir().unwrap();
+    // JSON Schema counts 3.0 as an integer; serde does not.
+    let (agent, _model) = scripted_agent(
+        dir.path(),
+        [
+            output_call("c1", r#"{"value": 3.0}"#),
+            output_call("c2", r#"{"value": 3}"#),
+        ],
+    );
+
+    let result = agent.chat_output::<u32>("count").await.unwrap();
+
+    assert_eq!(result.output, 3);
+    assert_eq!(
+        tool_results(&agent.messages())[0].1,
+        "Error: invalid arguments for final_result: at /value: expected an integer from 0 to \
+         4294967295, got 3.0; call final_result again with a corrected value"
+    );
+}
+
+#[tokio::test]
+async fn an_exhausted_budget_fails_with_the_raw_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent(
+        dir.path(),
+        [
+            output_call("c1", r#"{"total": 1}"#),
+            output_call("c2", r#"{"total": "lots"}"#),
+            output_call(
+                "c3",
+                r#"{"number": "never asked", "total": 1, "lines": []}"#,
+            ),
+        ],
+    );
+
+    let error = agent.chat_output::<Invoice>("bill me").await.unwrap_err();
+
+    let AgentError::OutputRetriesExhausted {
+        failures,
+        last_output,
+        last_error,
+    } = error
+    else {
+        panic!("expected OutputRetriesExhausted, got {error:?}");
+    };
+    assert_eq!(failures, 2);
+    assert_eq!(last_output, r#"{"total": "lots"}"#);
+    assert!(
+        last_error.starts_with("Error: invalid arguments for final_result: "),
+        "{last_error}"
+    );
+    assert!(
+        last_error.contains("at /total: expected a number"),
+        "{last_error}"
+    );
+    assert_eq!(model.remaining(), 1);
+    assert_every_call_answered(&agent.messages());
+}
+
+#[tokio::test]
+async fn the_budget_is_set_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent(
+        dir.path(),
+        [
+            output_call("c1", r#"{"value": -1}"#),
+            output_call("c2", r#"{"value": 3}"#),
+        ],
+    );
+
+    let error = agent
+        .chat_output_with::<u32>("count", OutputOptions::new().max_retries(0))
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(
+            &error,
+            AgentError::OutputRetriesExhausted { failures: 1, last_output, .. }
+                if last_output == r#"{"value": -1}"#
+        ),
+        "{error:?}"
+    );
+    assert_eq!(model.remaining(), 1);
+}
+
+#[tokio::test]
+async fn a_validator_rejects_a_value_with_a_message_for_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, _model) = scripted_agent(
+        dir.path(),
+        [
+            output_call("c1", r#"{"number": "A-1", "total": -3, "lines": []}"#),
+            output_call("c2", r#"{"number": "A-1", "total": 3, "lines": []}"#),
+        ],
+    );
+    let options = OutputOptions::new().validator(|invoice: &Invoice| {
+        if invoice.total < 0.0 {
+            Err(format!("the total {} is negative", invoice.total))
+        } else {
+            Ok(())
+        }
+    });
+
+    let result = agent
+        .chat_output_with::<Invoice>("bill me", options)
+        .await
+        .unwrap();
+
+    assert_eq!(result.output.total, 3.0);
+    assert_eq!(result.output_retries, 1);
+    assert_eq!(
+        tool_results(&agent.messages())[0].1,
+        "Error: final_result asks you to try again: the total -3 is negative; call \
+         final_result again with a corrected value"
+    );
+}
+
+#[tokio::test]
+async fn a_validator_rejection_uses_the_same_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, _model) = scripted_agent(
+        dir.path(),
+        [
+            output_call("c1", r#"{"value": 0}"#),
+            output_call("c2", r#"{"value": 0}"#),
+        ],
+    );
+    let options = OutputOptions::new().validator(|n: &u32| {
+        if *n == 0 {
+            Err("zero is not a count".to_owned())
+        } else {
+            Ok(())
+        }
+    });
+
+    let error = agent
+        .chat_output_with::<u32>("count", options)
+        .await
+        .unwrap_err();
+
+    assert!(
+        matches!(
+            &error,
+            AgentError::OutputRetriesExhausted { failures: 2, last_error, .. }
+                if last_error.contains("zero is not a count")
+        ),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_text_answer_counts_as_an_invalid_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent(
+        dir.path(),
+        [
+            ScriptedResponse::text("It is 7."),
+            output_call("c1", r#"{"value": 7}"#),
+        ],
+    );
+
+    let result = agent.chat_output::<u32>("count").await.unwrap();
+
+    assert_eq!(result.output, 7);
+    assert_eq!(result.output_retries, 1);
+    let second = &model.requests()[1];
+    assert_eq!(
+        second.messages.last(),
+        Some(&Message::user(
+            "Error: a plain text answer is not accepted here; give the result by calling \
+             final_result"
+        ))
+    );
+}
+
+#[tokio::test]
+async fn text_answers_exhaust_the_budget_with_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, _model) = scripted_agent(
+        dir.path(),
+        [
+            ScriptedResponse::text("It is 7."),
+            ScriptedResponse::text("Seven."),
+        ],
+    );
+
+    let error = agent.chat_output::<u32>("count").await.unwrap_err();
+
+    assert!(
+        matches!(
+            &error,
+            AgentError::OutputRetriesExhausted { failures: 2, last_output, .. }
+                if last_output == "Seven."
+        ),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_output_comes_after_tool_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent(
+        dir.path(),
+        [
+            ScriptedResponse::tool_call("e1", "echo", r#"{"text": "hi"}"#),
+            output_call("c1", r#"{"value": 2}"#),
+        ],
+    );
+    agent.add_tool(Echo).unwrap();
+
+    let result = agent.chat_output::<u32>("count").await.unwrap();
+
+    assert_eq!(result.output, 2);
+    assert_eq!(result.response.steps, 2);
+    assert_eq!(result.response.tool_calls, 1);
+    let names = offered(&model.requests()[0]);
+    assert!(names.contains(&"echo".to_owned()), "{names:?}");
+    assert_eq!(names.last().map(String::as_str), Some(OUTPUT_TOOL));
+    assert_eq!(
+        tool_results(&agent.messages()),
+        vec![
+            ("e1".to_owned(), "hi".to_owned()),
+            ("c1".to_owned(), "Final result accepted.".to_owned()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn other_calls_of_the_output_step_run_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent_with(
+        AgentOptions::new(),
+        dir.path(),
+        [ScriptedResponse::tool_calls([
+            tool_core::ToolCall::new("e1", "echo", r#"{"text": "ran"}"#),
+            tool_core::ToolCall::new("c1", OUTPUT_TOOL, r#"{"value": 5}"#),
+        ])],
+    );
+    agent.add_tool(Echo).unwrap();
+
+    let result = agent.chat_output::<u32>("count").await.unwrap();
+
+    assert_eq!(result.output, 5);
+    assert_eq!(result.response.steps, 1);
+    assert_eq!(result.response.tool_calls, 1);
+    assert_eq!(model.requests().len(), 1);
+    let messages = agent.messages();
+    assert_every_call_answered(&messages);
+    assert_eq!(
+        tool_results(&messages),
+        vec![
+            ("e1".to_owned(), "ran".to_owned()),
+            ("c1".to_owned(), "Final result accepted.".to_owned()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_test_model_calls_tools_and_gives_the_output_in_one_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = test_agent(
+        dir.path(),
+        TestModel::new().call_tools(["echo", OUTPUT_TOOL]),
+    );
+    agent.add_tool(Echo).unwrap();
+
+    let result = agent.chat_output::<Mood>("how are you").await.unwrap();
+
+    assert!(matches!(result.output, Mood::Happy | Mood::Sad));
+    assert_eq!(result.response.tool_calls, 1);
+    assert_every_call_answered(&agent.messages());
+}
+
+#[tokio::test]
+async fn an_invalid_output_at_the_last_step_ends_at_the_step_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, _model) = scripted_agent_with(
+        AgentOptions::new().max_steps(1),
+        dir.path(),
+        [output_call("c1", r#"{"value": "many"}"#)],
+    );
+
+    let error = agent.chat_output::<u32>("count").await.unwrap_err();
+
+    assert!(
+        matches!(error, AgentError::MaxSteps { steps: 1 }),
+        "{error:?}"
+    );
+    let messages = agent.messages();
+    assert_eq!(messages.len(), 3, "{messages:#?}");
+    assert_every_call_answered(&messages);
+}
