@@ -487,3 +487,144 @@ async fn an_invalid_output_at_the_last_step_ends_at_the_step_limit() {
     assert_eq!(messages.len(), 3, "{messages:#?}");
     assert_every_call_answered(&messages);
 }
+
+/// `{"city": …}`: the arguments of the OpenAI and Anthropic recordings' call.
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct City {
+    city: String,
+}
+
+/// `{"x": …, "y": …}`: the arguments of the Gemini recording's first call.
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct Sum {
+    x: i64,
+    y: i64,
+}
+
+/// `{"format": …, "location": …}`: the arguments of the Ollama recording's call.
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct Forecast {
+    format: String,
+    location: String,
+}
+
+/// The names of the tools a request body offers, in the provider's form.
+fn offered_in(body: &serde_json::Value) -> Vec<String> {
+    let tools = body["tools"].as_array().cloned().unwrap_or_default();
+    let declarations = tools
+        .iter()
+        .flat_map(|tool| {
+            tool.get("functionDeclarations")
+                .and_then(serde_json::Value::as_array)
+                .cloned()
+                .unwrap_or_else(|| vec![tool.clone()])
+        })
+        .collect::<Vec<_>>();
+    declarations
+        .iter()
+        .filter_map(|tool| {
+            tool.pointer("/function/name")
+                .or_else(|| tool.get("name"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// Runs a typed turn against `wire`'s whole-answer recording with its first call renamed to
+/// the output tool; a validator rejects the first output, so the recording is served twice and
+/// the rejection goes back in the wire's tool-result form.
+async fn typed_run_over<T>(wire: crate::provider_wires::Wire, expected: T)
+where
+    T: JsonSchema + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug + Send + 'static,
+{
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::loopback::{Reply, Server, fast_retries};
+
+    let case = &wire.whole[0];
+    let name = case.calls[0].name;
+    let recording = String::from_utf8(case.recording.to_vec())
+        .unwrap()
+        .replacen(&format!("\"{name}\""), &format!("\"{OUTPUT_TOOL}\""), 1);
+    let server = Server::start(vec![
+        Reply::json_owned(recording.clone()),
+        Reply::json_owned(recording),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::new(
+        wire.client(&server, fast_retries()),
+        AgentOptions::new()
+            .root_dir(dir.path())
+            .session_context_file_path(dir.path().join("session.json")),
+    );
+    let seen = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    let options = OutputOptions::new().validator(move |_: &T| {
+        if counter.fetch_add(1, Ordering::Relaxed) == 0 {
+            Err("check it once more".to_owned())
+        } else {
+            Ok(())
+        }
+    });
+
+    let result = agent
+        .chat_output_with::<T>("What is the weather in Paris?", options)
+        .await
+        .unwrap();
+
+    assert_eq!(result.output, expected, "{}", wire.provider);
+    assert_eq!(result.output_retries, 1, "{}", wire.provider);
+    assert_eq!(seen.load(Ordering::Relaxed), 2, "{}", wire.provider);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{}", wire.provider);
+    let offered = offered_in(&requests[0].json());
+    assert_eq!(
+        offered.last().map(String::as_str),
+        Some(OUTPUT_TOOL),
+        "{}: {offered:?}",
+        wire.provider
+    );
+    let second = requests[1].json().to_string();
+    assert!(
+        second.contains("Error: final_result asks you to try again: check it once more"),
+        "{}: {second}",
+        wire.provider
+    );
+    assert_every_call_answered(&agent.messages());
+}
+
+#[tokio::test]
+async fn typed_output_over_openai() {
+    let expected = City {
+        city: "Lyon".to_owned(),
+    };
+    typed_run_over(crate::provider_wires::openai(), expected).await;
+}
+
+#[tokio::test]
+async fn typed_output_over_anthropic() {
+    let expected = City {
+        city: "Lyon".to_owned(),
+    };
+    typed_run_over(crate::provider_wires::anthropic(), expected).await;
+}
+
+#[tokio::test]
+async fn typed_output_over_gemini_after_the_other_call() {
+    // The recording's second call (`current_time`) names no tool here: it is answered first.
+    typed_run_over(crate::provider_wires::gemini(), Sum { x: 1, y: 2 }).await;
+}
+
+#[tokio::test]
+async fn typed_output_over_ollama() {
+    let expected = Forecast {
+        format: "celsius".to_owned(),
+        location: "Paris, FR".to_owned(),
+    };
+    typed_run_over(crate::provider_wires::ollama(), expected).await;
+}

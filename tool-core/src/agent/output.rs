@@ -131,9 +131,9 @@ impl Agent {
     ///   [`OutputOptions::max_retries`] times (1 by default); then the run fails with
     ///   [`AgentError::OutputRetriesExhausted`], which holds the last raw output.
     /// - A text answer counts as an invalid output: the model is asked to call the output tool.
-    /// - The output tool called together with other tools: the other calls run first (their
-    ///   results come first in the conversation), then the output is checked and, when valid,
-    ///   the run ends. Calls that wait for approval stop the run with
+    /// - The output tool called together with other tools: the other calls run first, then the
+    ///   output is checked and, when valid, the run ends (every call's result is kept, in call
+    ///   order). Several output calls in one step: the first valid one is the output. Calls that wait for approval stop the run with
     ///   [`AgentError::ApprovalsPending`]: resuming such a run into a typed output is not
     ///   supported yet.
     ///
@@ -403,6 +403,35 @@ pub(super) fn not_judged(outputs: &[ToolCall]) -> impl Iterator<Item = PendingCa
     })
 }
 
+/// Puts the results of the last step in the order of its calls: the output calls' results were
+/// added after those of the calls that ran first.
+fn results_in_call_order(context: &ToolContext) {
+    let messages = context.session_context().messages;
+    let Some(step) = messages
+        .iter()
+        .rposition(|message| matches!(message, Message::Assistant { .. }))
+    else {
+        return;
+    };
+    let Message::Assistant { tool_calls, .. } = &messages[step] else {
+        return;
+    };
+    let position = |message: &Message| match message {
+        Message::Tool { tool_call_id, .. } => tool_calls
+            .iter()
+            .position(|call| call.id == *tool_call_id)
+            .unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
+    let mut results = messages[step + 1..].to_vec();
+    if results.is_sorted_by_key(position) {
+        return;
+    }
+    results.sort_by_key(position);
+    context.truncate_messages(step + 1);
+    context.extend_messages(results);
+}
+
 /// How a step went for the output.
 pub(super) enum Judged {
     /// The turn ends: an output was accepted, or none was asked for.
@@ -446,6 +475,9 @@ pub(super) fn judge(
                 last = Some((call.arguments.to_string(), error));
             }
         }
+    }
+    if !outputs.is_empty() {
+        results_in_call_order(context);
     }
     if accepted {
         return Judged::Done;
