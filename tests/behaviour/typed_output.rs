@@ -98,7 +98,8 @@ async fn test_model_gives_a_valid_plain_output() {
     let agent = test_agent(dir.path(), TestModel::new().call_tools([OUTPUT_TOOL]));
     let number = agent.chat_output::<u32>("count").await.unwrap();
     assert_eq!(number.output_retries, 0);
-    let words = agent.chat_output::<Vec<String>>("list").await.unwrap();
+    // A list of structs: its `$defs` move to the wrapper's root.
+    let words = agent.chat_output::<Vec<Line>>("list").await.unwrap();
     assert_eq!(words.output_retries, 0);
 }
 
@@ -627,4 +628,46 @@ async fn typed_output_over_ollama() {
         location: "Paris, FR".to_owned(),
     };
     typed_run_over(crate::provider_wires::ollama(), expected).await;
+}
+
+#[tokio::test]
+async fn an_output_beside_a_call_waiting_for_approval_is_not_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent_with(
+        AgentOptions::new()
+            .approval(tool_core::agent::ApprovalPolicy::new().when(|call, _| call.name == "echo")),
+        dir.path(),
+        [
+            ScriptedResponse::tool_calls([
+                tool_core::ToolCall::new("e1", "echo", r#"{"text": "hi"}"#),
+                tool_core::ToolCall::new("c1", OUTPUT_TOOL, r#"{"value": 5}"#),
+            ]),
+            ScriptedResponse::text("done"),
+        ],
+    );
+    agent.add_tool(Echo).unwrap();
+
+    let error = agent.chat_output::<u32>("count").await.unwrap_err();
+
+    assert!(
+        matches!(&error, AgentError::ApprovalsPending { call_ids } if call_ids == &["e1"]),
+        "{error:?}"
+    );
+    let reply = agent
+        .continue_with([("e1", tool_core::agent::ApprovalDecision::deny())])
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "done");
+    let messages = agent.messages();
+    assert_every_call_answered(&messages);
+    assert_eq!(
+        tool_results(&messages)[1],
+        (
+            "c1".to_owned(),
+            "Error: not accepted yet; other calls of this step wait for approval. Give the \
+             result again once they are answered"
+                .to_owned()
+        )
+    );
+    assert_eq!(model.remaining(), 0);
 }

@@ -13,7 +13,7 @@ use std::{
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::{Agent, AgentError, AgentResponse, TurnOptions, run};
 use crate::{
@@ -351,20 +351,16 @@ fn output_parameters<T: JsonSchema>() -> (Value, bool) {
 }
 
 fn wrap(value: Value, definitions: Map<String, Value>) -> Value {
-    let mut properties = Map::new();
-    properties.insert("value".to_owned(), value);
-    let mut root = Map::new();
-    root.insert("type".to_owned(), Value::String("object".to_owned()));
-    root.insert("properties".to_owned(), Value::Object(properties));
-    root.insert(
-        "required".to_owned(),
-        Value::Array(vec![Value::String("value".to_owned())]),
-    );
-    root.insert("additionalProperties".to_owned(), Value::Bool(false));
+    let mut root = json!({
+        "type": "object",
+        "properties": { "value": value },
+        "required": ["value"],
+        "additionalProperties": false,
+    });
     if !definitions.is_empty() {
-        root.insert("$defs".to_owned(), Value::Object(definitions));
+        root["$defs"] = Value::Object(definitions);
     }
-    Value::Object(root)
+    root
 }
 
 /// The step's tools, with the output tool added when the turn asks for an output.
