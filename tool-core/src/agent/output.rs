@@ -137,6 +137,10 @@ impl Agent {
     ///   [`AgentError::ApprovalsPending`]: resuming such a run into a typed output is not
     ///   supported yet.
     ///
+    /// The output call is not counted in [`AgentResponse::tool_calls`] nor its corrections in
+    /// [`AgentResponse::retried_calls`] ([`OutputResponse::output_retries`] counts those). A
+    /// registry tool named `final_result` is shadowed during a typed turn.
+    ///
     /// The provider's native structured output, a prompted mode and streaming of the partial
     /// output are not supported yet; this is the tool mode alone.
     pub async fn chat_output<T>(
