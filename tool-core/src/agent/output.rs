@@ -372,7 +372,13 @@ pub(super) fn offer(output: Option<&dyn OutputSpec>, tools: RequestTools) -> Req
     let Some(output) = output else {
         return tools;
     };
-    let mut definitions = tools.definitions().to_vec();
+    // A registry tool of the same name is shadowed: a request never names a tool twice.
+    let mut definitions: Vec<ChatTool> = tools
+        .definitions()
+        .iter()
+        .filter(|tool| tool.name() != OUTPUT_TOOL)
+        .cloned()
+        .collect();
     definitions.push(output.tool().clone());
     RequestTools::from_definitions(definitions)
 }
