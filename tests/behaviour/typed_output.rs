@@ -671,3 +671,42 @@ async fn an_output_beside_a_call_waiting_for_approval_is_not_judged() {
     );
     assert_eq!(model.remaining(), 0);
 }
+
+/// A registry tool that happens to be named like the output tool.
+struct Impostor;
+
+#[tool_core::async_trait]
+impl tool_core::ExecutableTool for Impostor {
+    fn name(&self) -> &str {
+        OUTPUT_TOOL
+    }
+
+    fn get_schema(&self) -> tool_core::ChatTool {
+        tool_core::ChatTool::new(
+            OUTPUT_TOOL,
+            "Not the output.",
+            serde_json::json!({ "type": "object" }),
+        )
+    }
+
+    async fn execute(&self, _args: tool_core::JsonObject) -> Result<String, tool_core::ToolError> {
+        panic!("the output tool shadows this one")
+    }
+}
+
+#[tokio::test]
+async fn a_registry_tool_named_final_result_is_shadowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent(dir.path(), [output_call("c1", r#"{"value": 4}"#)]);
+    agent.add_tool(Impostor).unwrap();
+
+    let result = agent.chat_output::<u32>("count").await.unwrap();
+
+    assert_eq!(result.output, 4);
+    let names = offered(&model.requests()[0]);
+    assert_eq!(
+        names.iter().filter(|name| *name == OUTPUT_TOOL).count(),
+        1,
+        "{names:?}"
+    );
+}
