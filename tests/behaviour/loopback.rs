@@ -65,6 +65,14 @@ impl Reply {
         Self::new(200, "application/x-ndjson", body)
     }
 
+    /// A 200 `application/json` body built by the test.
+    pub(crate) fn json_owned(body: impl Into<Bytes>) -> Self {
+        Self {
+            body: body.into(),
+            ..Self::json(b"")
+        }
+    }
+
     /// A 200 `application/json` body.
     pub(crate) fn json(body: &'static [u8]) -> Self {
         Self::new(200, "application/json", body)

@@ -36,6 +36,7 @@
 
 mod approval;
 mod events;
+mod output;
 mod run;
 mod step;
 
@@ -46,6 +47,7 @@ use serde_json::Value;
 
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, resolved_path};
 pub use events::{AgentEvent, ToolResultKind};
+pub use output::{OUTPUT_TOOL, OutputOptions, OutputResponse};
 
 use crate::{
     builtin::register_builtins,
@@ -314,6 +316,8 @@ pub struct TurnOptions {
     pub deps: Option<Deps>,
     /// The tool choice of this turn's first step, instead of the agent's.
     pub tool_choice: Option<ToolChoice>,
+    /// The typed output the turn ends with ([`Agent::chat_output`]).
+    pub(crate) output: Option<Arc<dyn output::OutputSpec>>,
 }
 
 impl TurnOptions {
@@ -411,6 +415,18 @@ pub enum AgentError {
         "{0}; fix or disable the tool, or let the agent skip it with `AgentOptions::skip_unsupported_tools`"
     )]
     UnsupportedTools(ToolCheckError),
+    /// The model gave no valid typed output ([`Agent::chat_output`]) within the output retry
+    /// budget. The conversation is kept, every call answered.
+    #[error("the model gave an invalid output {failures} times; last error: {last_error}")]
+    OutputRetriesExhausted {
+        /// The invalid outputs given.
+        failures: u32,
+        /// The last output as the model gave it: the output tool's arguments, or its text when
+        /// it answered with text.
+        last_output: String,
+        /// The last error the model read.
+        last_error: String,
+    },
     /// The decisions given to [`Agent::continue_with`] do not match the waiting calls.
     #[error("cannot apply the approval decisions: {message}")]
     InvalidDecisions {

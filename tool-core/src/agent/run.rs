@@ -12,6 +12,7 @@ use tracing::Instrument as _;
 use super::{
     AgentError, AgentEvent, AgentResponse, Shared, ToolResultKind, TurnOptions,
     approval::{ApprovalDecision, ApprovalRequest, denied_result},
+    output::{self, Judged},
     step::{Prepared, StepFailures, UniqueIds},
 };
 use crate::{
@@ -195,6 +196,7 @@ pub(super) async fn turn(
         } else {
             RequestTools::from_snapshot(snapshot.clone())
         };
+        let tools = output::offer(options.output.as_deref(), tools);
         let choice = if (step == 1 && fresh_turn) || shared.tool_choice_every_step {
             options
                 .tool_choice
@@ -216,6 +218,7 @@ pub(super) async fn turn(
             content: answer.content.clone(),
             tool_calls: calls.clone(),
         });
+        let (calls, outputs) = output::split(options.output.as_deref(), calls);
         let response = |(tool_calls, retried_calls), pending_approvals| AgentResponse {
             text: answer.content.clone(),
             steps: step,
@@ -226,8 +229,21 @@ pub(super) async fn turn(
             pending_approvals,
         };
         if calls.is_empty() {
+            let judged = output::judge(
+                options.output.as_deref(),
+                context,
+                &answer.content,
+                &outputs,
+            );
+            if let Judged::Again = judged {
+                step_finished(events, step, answer.finish_reason.clone(), 0);
+                continue;
+            }
             rollback.armed = false;
             step_finished(events, step, answer.finish_reason.clone(), 0);
+            if let Judged::Failed(error) = judged {
+                return Err(error);
+            }
             return Ok(response((turn.tool_calls, turn.retried_calls), Vec::new()));
         }
         if step == shared.max_steps {
@@ -235,6 +251,7 @@ pub(super) async fn turn(
             // gets a result, so the conversation stays valid for the next turn.
             let results: Vec<Message> = calls
                 .iter()
+                .chain(&outputs)
                 .map(|call| {
                     emit_result(events, call, STEP_LIMIT_RESULT, ToolResultKind::NotRun);
                     Message::tool_error(&call.id, &call.name, STEP_LIMIT_RESULT)
@@ -284,6 +301,7 @@ pub(super) async fn turn(
                     needs_approval: *needs,
                     result: results.remove(&call.id),
                 })
+                .chain(output::not_judged(&outputs))
                 .collect();
             context.set_pending_calls(pending);
             *super::lock(&shared.paused) = Some(Paused {
@@ -303,14 +321,34 @@ pub(super) async fn turn(
         }
         let outcomes = turn.run_calls(&snapshot, &prepared, step).await;
         context.extend_messages(outcomes.into_iter().map(|(message, _)| message));
-        step_finished(events, step, answer.finish_reason, calls.len());
+        step_finished(events, step, answer.finish_reason.clone(), calls.len());
         if let Err(error) = turn.check_retries() {
             // Every call is answered: the conversation stays as it is.
             rollback.armed = false;
             return Err(error);
         }
+        if !outputs.is_empty() {
+            match output::judge(
+                options.output.as_deref(),
+                context,
+                &answer.content,
+                &outputs,
+            ) {
+                Judged::Done => {
+                    rollback.armed = false;
+                    return Ok(response((turn.tool_calls, turn.retried_calls), Vec::new()));
+                }
+                Judged::Again => {}
+                Judged::Failed(error) => {
+                    rollback.armed = false;
+                    return Err(error);
+                }
+            }
+        }
     }
-    // `max_steps` is at least 1, so the loop always returns; this keeps the compiler content.
+    // Reached when the last step's output was invalid (a typed run); other turns return in
+    // the loop, since `max_steps` is at least 1. Every call is answered: the conversation stays.
+    rollback.armed = false;
     Err(AgentError::MaxSteps {
         steps: shared.max_steps,
     })

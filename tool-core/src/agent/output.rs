@@ -1,0 +1,507 @@
+//! Typed output: a turn that ends with a value of a Rust type instead of text
+//! ([`Agent::chat_output`]).
+//!
+//! The agent offers one more tool, the output tool ([`OUTPUT_TOOL`]), whose parameters are the
+//! JSON Schema of the output type; the run ends when the model calls it with a value that the
+//! schema, the type and the application's validators accept. Everything else is a turn like
+//! [`Agent::chat`]'s: the model may call other tools first.
+
+use std::{
+    fmt,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use super::{Agent, AgentError, AgentResponse, TurnOptions, run};
+use crate::{
+    context::{PendingCall, ToolContext},
+    execute::{ExecuteError, describe_schema_errors, describe_serde_error, parse_arguments},
+    message::{Message, ToolCall},
+    model::RequestTools,
+    schema::OptionalNulls,
+    tool::ChatTool,
+};
+
+/// The name of the tool the model calls to give a typed output.
+pub const OUTPUT_TOOL: &str = "final_result";
+
+/// The result the model reads when its output is accepted.
+const ACCEPTED_RESULT: &str = "Final result accepted.";
+
+/// A value the application rejects, with the message the model reads.
+type Validator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
+
+/// Settings of one typed run ([`Agent::chat_output_with`]).
+///
+/// ```
+/// use tool_core::agent::OutputOptions;
+///
+/// let options = OutputOptions::<u32>::new()
+///     .max_retries(2)
+///     .validator(|n: &u32| if *n > 0 { Ok(()) } else { Err("give a positive number".into()) });
+/// # let _ = options;
+/// ```
+pub struct OutputOptions<T> {
+    max_retries: u32,
+    validators: Vec<Validator<T>>,
+    turn: TurnOptions,
+}
+
+impl<T> Default for OutputOptions<T> {
+    fn default() -> Self {
+        Self {
+            max_retries: 1,
+            validators: Vec::new(),
+            turn: TurnOptions::default(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for OutputOptions<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OutputOptions")
+            .field("max_retries", &self.max_retries)
+            .field("validators", &self.validators.len())
+            .field("turn", &self.turn)
+            .finish()
+    }
+}
+
+impl<T> OutputOptions<T> {
+    /// One retry for an invalid output, no validators, the agent's turn settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many invalid outputs the model may correct (1 unless set): one more invalid output
+    /// ends the run with [`AgentError::OutputRetriesExhausted`].
+    #[must_use]
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// Adds a check of the value after it has been deserialized: `Err(message)` rejects it, and
+    /// the model reads the message and tries again (within [`max_retries`](Self::max_retries)).
+    #[must_use]
+    pub fn validator<F>(mut self, validator: F) -> Self
+    where
+        F: Fn(&T) -> Result<(), String> + Send + Sync + 'static,
+    {
+        self.validators.push(Arc::new(validator));
+        self
+    }
+
+    /// The run's other settings (active tools, deps, tool choice).
+    #[must_use]
+    pub fn turn(mut self, options: TurnOptions) -> Self {
+        self.turn = options;
+        self
+    }
+}
+
+/// The outcome of a typed run: the value and the turn that produced it.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct OutputResponse<T> {
+    /// The value the model gave, accepted by its schema, its type and every validator.
+    pub output: T,
+    /// The turn: the text the model wrote alongside (often empty), the steps, the tool calls it
+    /// ran (the output call is not counted), usage and finish reason.
+    pub response: AgentResponse,
+    /// How many invalid outputs the model corrected.
+    pub output_retries: u32,
+}
+
+impl Agent {
+    /// Runs a turn that ends with a value of type `T` instead of text.
+    ///
+    /// **Tool mode**: the model is offered one more tool, [`OUTPUT_TOOL`] (`final_result`),
+    /// whose parameters are `T`'s JSON Schema (a `T` whose schema is not an object, such as an
+    /// enum or a number, is wrapped as `{"value": …}`). The model may call other tools first;
+    /// the run ends when it calls the output tool with a value that validates against the
+    /// schema, deserializes into `T` and passes the validators of
+    /// [`OutputOptions::validator`].
+    ///
+    /// - An invalid output is answered with what is wrong (where, what was expected, what came:
+    ///   the words of the registry's argument errors), and the model tries again, at most
+    ///   [`OutputOptions::max_retries`] times (1 by default); then the run fails with
+    ///   [`AgentError::OutputRetriesExhausted`], which holds the last raw output.
+    /// - A text answer counts as an invalid output: the model is asked to call the output tool.
+    /// - The output tool called together with other tools: the other calls run first, then the
+    ///   output is checked and, when valid, the run ends (every call's result is kept, in call
+    ///   order). Several output calls in one step: the first valid one is the output. Calls
+    ///   that wait for approval stop the run with [`AgentError::AwaitingApproval`]: resuming
+    ///   such a run into a typed output is not supported yet.
+    ///
+    /// The output call is not counted in [`AgentResponse::tool_calls`] nor its corrections in
+    /// [`AgentResponse::retried_calls`] ([`OutputResponse::output_retries`] counts those). A
+    /// registry tool named `final_result` is shadowed during a typed turn.
+    ///
+    /// The provider's native structured output, a prompted mode and streaming of the partial
+    /// output are not supported yet; this is the tool mode alone.
+    pub async fn chat_output<T>(
+        &self,
+        text: impl Into<String>,
+    ) -> Result<OutputResponse<T>, AgentError>
+    where
+        T: JsonSchema + DeserializeOwned + Send + 'static,
+    {
+        self.chat_output_with(text, OutputOptions::new()).await
+    }
+
+    /// Like [`chat_output`](Self::chat_output), with a retry budget, validators and turn
+    /// settings.
+    pub async fn chat_output_with<T>(
+        &self,
+        text: impl Into<String>,
+        options: OutputOptions<T>,
+    ) -> Result<OutputResponse<T>, AgentError>
+    where
+        T: JsonSchema + DeserializeOwned + Send + 'static,
+    {
+        let spec = Arc::new(TypedOutput::<T>::new(
+            options.max_retries,
+            options.validators,
+        ));
+        let mut turn = options.turn;
+        turn.output = Some(spec.clone());
+        let response = run::turn(
+            self.inner.clone(),
+            run::Input::User(text.into()),
+            turn,
+            None,
+        )
+        .await?;
+        if !response.pending_approvals.is_empty() {
+            return Err(AgentError::AwaitingApproval {
+                requests: response.pending_approvals,
+            });
+        }
+        let (value, failures) = spec.take();
+        // A turn with an output spec ends well only once a value is accepted.
+        let output = value.ok_or(AgentError::MaxSteps {
+            steps: response.steps,
+        })?;
+        Ok(OutputResponse {
+            output,
+            response,
+            output_retries: failures,
+        })
+    }
+}
+
+/// The output a turn asks for, without its type: what [`run::turn`] needs.
+pub(crate) trait OutputSpec: Send + Sync + fmt::Debug {
+    /// The output tool.
+    fn tool(&self) -> &ChatTool;
+    /// Checks the output tool's arguments; keeps the value when it is accepted, else returns
+    /// the text the model reads.
+    fn accept(&self, arguments: &str) -> Result<(), String>;
+    /// Counts a failure; `false` once the budget is used up.
+    fn fail(&self) -> (u32, bool);
+}
+
+/// The output tool's definition, validator and the value once accepted.
+struct TypedOutput<T> {
+    tool: ChatTool,
+    /// The schema's validator; `None` if the schema is not one the validator reads (the type
+    /// then checks alone).
+    validator: Option<jsonschema::Validator>,
+    wrapped: bool,
+    max_retries: u32,
+    validators: Vec<Validator<T>>,
+    state: Mutex<State<T>>,
+}
+
+struct State<T> {
+    value: Option<T>,
+    failures: u32,
+}
+
+impl<T> fmt::Debug for TypedOutput<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TypedOutput")
+            .field("tool", &self.tool.name())
+            .field("wrapped", &self.wrapped)
+            .field("max_retries", &self.max_retries)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
+    fn new(max_retries: u32, validators: Vec<Validator<T>>) -> Self {
+        let (parameters, wrapped) = output_parameters::<T>();
+        let validator = jsonschema::validator_for(&parameters).ok();
+        let tool = ChatTool::new(
+            OUTPUT_TOOL,
+            "Give the final result of the task. Call this once, when you have the answer; its \
+             arguments are the result.",
+            parameters,
+        );
+        Self {
+            tool,
+            validator,
+            wrapped,
+            max_retries,
+            validators,
+            state: Mutex::new(State {
+                value: None,
+                failures: 0,
+            }),
+        }
+    }
+
+    fn take(&self) -> (Option<T>, u32) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        (state.value.take(), state.failures)
+    }
+
+    fn check(&self, arguments: &str) -> Result<T, ExecuteError> {
+        let invalid = |message| ExecuteError::InvalidArguments {
+            name: OUTPUT_TOOL.to_owned(),
+            message,
+        };
+        let mut args = parse_arguments(arguments).map_err(invalid)?;
+        // Under OpenAI strict mode a model sends `null` for an optional field it leaves out.
+        OptionalNulls::for_schema(self.tool.parameters()).drop_from(&mut args);
+        let value = Value::Object(args);
+        if let Some(validator) = &self.validator {
+            if !validator.is_valid(&value) {
+                return Err(invalid(describe_schema_errors(validator, &value)));
+            }
+        }
+        let serde_error = |error: serde_path_to_error::Error<serde_json::Error>| {
+            invalid(describe_serde_error(error.path(), error.inner()))
+        };
+        // A wrapped value is read through its wrapper, so an error's place starts at `/value`.
+        let output: T = if self.wrapped {
+            serde_path_to_error::deserialize::<_, Wrapped<T>>(value)
+                .map_err(serde_error)?
+                .value
+        } else {
+            serde_path_to_error::deserialize(value).map_err(serde_error)?
+        };
+        for validator in &self.validators {
+            validator(&output).map_err(|message| ExecuteError::RetryRequested {
+                name: OUTPUT_TOOL.to_owned(),
+                message,
+            })?;
+        }
+        Ok(output)
+    }
+}
+
+impl<T: JsonSchema + DeserializeOwned + Send> OutputSpec for TypedOutput<T> {
+    fn tool(&self) -> &ChatTool {
+        &self.tool
+    }
+
+    fn accept(&self, arguments: &str) -> Result<(), String> {
+        let output = self.check(arguments).map_err(|error| {
+            format!(
+                "{}; call {OUTPUT_TOOL} again with a corrected value",
+                error.to_model_string()
+            )
+        })?;
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .value = Some(output);
+        Ok(())
+    }
+
+    fn fail(&self) -> (u32, bool) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.failures += 1;
+        (state.failures, state.failures <= self.max_retries)
+    }
+}
+
+/// A value whose schema is not an object's, as the output tool takes it.
+#[derive(serde::Deserialize)]
+#[serde(bound = "T: DeserializeOwned")]
+struct Wrapped<T> {
+    value: T,
+}
+
+/// The output tool's parameters for `T`, and whether `T`'s value is wrapped in `{"value": …}`
+/// (its schema is not an object's).
+fn output_parameters<T: JsonSchema>() -> (Value, bool) {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    let Value::Object(mut root) = schema else {
+        return (wrap(Value::Bool(true), Map::new()), true);
+    };
+    root.remove("$schema");
+    if root.get("type").and_then(Value::as_str) == Some("object") {
+        return (Value::Object(root), false);
+    }
+    let definitions = match root.remove("$defs") {
+        Some(Value::Object(definitions)) => definitions,
+        _ => Map::new(),
+    };
+    root.remove("title");
+    (wrap(Value::Object(root), definitions), true)
+}
+
+fn wrap(value: Value, definitions: Map<String, Value>) -> Value {
+    let mut root = json!({
+        "type": "object",
+        "properties": { "value": value },
+        "required": ["value"],
+        "additionalProperties": false,
+    });
+    if !definitions.is_empty() {
+        root["$defs"] = Value::Object(definitions);
+    }
+    root
+}
+
+/// The step's tools, with the output tool added when the turn asks for an output.
+pub(super) fn offer(output: Option<&dyn OutputSpec>, tools: RequestTools) -> RequestTools {
+    let Some(output) = output else {
+        return tools;
+    };
+    // A registry tool of the same name is shadowed: a request never names a tool twice.
+    let mut definitions: Vec<ChatTool> = tools
+        .definitions()
+        .iter()
+        .filter(|tool| tool.name() != OUTPUT_TOOL)
+        .cloned()
+        .collect();
+    definitions.push(output.tool().clone());
+    RequestTools::from_definitions(definitions)
+}
+
+/// The model's calls apart from the output tool's, and the output tool's.
+pub(super) fn split(
+    output: Option<&dyn OutputSpec>,
+    calls: Vec<ToolCall>,
+) -> (Vec<ToolCall>, Vec<ToolCall>) {
+    if output.is_none() {
+        return (calls, Vec::new());
+    }
+    calls.into_iter().partition(|call| call.name != OUTPUT_TOOL)
+}
+
+/// The output calls of a step whose other calls wait for approval, as pending calls that
+/// already have their result: the output is not judged, the model gives it again later.
+pub(super) fn not_judged(outputs: &[ToolCall]) -> impl Iterator<Item = PendingCall> + '_ {
+    outputs.iter().map(|call| PendingCall {
+        call: call.clone(),
+        needs_approval: false,
+        result: Some(Message::tool_error(
+            &call.id,
+            &call.name,
+            "Error: not accepted yet; other calls of this step wait for approval. Give the \
+             result again once they are answered",
+        )),
+    })
+}
+
+/// Puts the results of the last step in the order of its calls: the output calls' results were
+/// added after those of the calls that ran first.
+fn results_in_call_order(context: &ToolContext) {
+    let messages = context.session_context().messages;
+    let Some(step) = messages
+        .iter()
+        .rposition(|message| matches!(message, Message::Assistant { .. }))
+    else {
+        return;
+    };
+    let Message::Assistant { tool_calls, .. } = &messages[step] else {
+        return;
+    };
+    let position = |message: &Message| match message {
+        Message::Tool { tool_call_id, .. } => tool_calls
+            .iter()
+            .position(|call| call.id == *tool_call_id)
+            .unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
+    let mut results = messages[step + 1..].to_vec();
+    if results.is_sorted_by_key(position) {
+        return;
+    }
+    results.sort_by_key(position);
+    context.truncate_messages(step + 1);
+    context.extend_messages(results);
+}
+
+/// How a step went for the output.
+pub(super) enum Judged {
+    /// The turn ends: an output was accepted, or none was asked for.
+    Done,
+    /// The model tries again at the next step.
+    Again,
+    /// The output retry budget is used up.
+    Failed(AgentError),
+}
+
+/// Judges a step's output calls (the other calls have run), or its text when it made no call:
+/// each output call gets its result; a text answer where an output was required is an invalid
+/// output.
+pub(super) fn judge(
+    output: Option<&dyn OutputSpec>,
+    context: &ToolContext,
+    text: &str,
+    outputs: &[ToolCall],
+) -> Judged {
+    let Some(output) = output else {
+        return Judged::Done;
+    };
+    let mut accepted = false;
+    let mut last = None;
+    for call in outputs {
+        if accepted {
+            context.push_message(Message::tool_error(
+                &call.id,
+                &call.name,
+                "Error: not used; an earlier final_result was accepted",
+            ));
+            continue;
+        }
+        match output.accept(&call.arguments) {
+            Ok(()) => {
+                accepted = true;
+                context.push_message(Message::tool_result(&call.id, &call.name, ACCEPTED_RESULT));
+            }
+            Err(error) => {
+                context.push_message(Message::tool_error(&call.id, &call.name, error.clone()));
+                last = Some((call.arguments.to_string(), error));
+            }
+        }
+    }
+    if !outputs.is_empty() {
+        results_in_call_order(context);
+    }
+    if accepted {
+        return Judged::Done;
+    }
+    let (last_output, last_error) = last.unwrap_or_else(|| {
+        let error = format!(
+            "Error: a plain text answer is not accepted here; give the result by calling \
+             {OUTPUT_TOOL}"
+        );
+        context.push_message(Message::user(error.clone()));
+        (text.to_owned(), error)
+    });
+    let (failures, within_budget) = output.fail();
+    if within_budget {
+        tracing::debug!(failures, "the model gave an invalid output");
+        Judged::Again
+    } else {
+        tracing::warn!(failures, "the model used up its output retries");
+        Judged::Failed(AgentError::OutputRetriesExhausted {
+            failures,
+            last_output,
+            last_error,
+        })
+    }
+}
