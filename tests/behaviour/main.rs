@@ -55,6 +55,7 @@ mod store_preferences;
 mod store_support;
 mod text_arguments;
 mod tool_choice;
+mod tool_search;
 mod web_chat;
 mod web_chat_browser;
 mod web_chat_security;

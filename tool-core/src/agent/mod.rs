@@ -37,6 +37,7 @@
 mod approval;
 mod events;
 mod run;
+mod search;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -45,6 +46,7 @@ use serde_json::Value;
 
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest};
 pub use events::{AgentEvent, ToolResultKind};
+pub use search::SEARCH_TOOL;
 
 use crate::{
     builtin::register_builtins,
@@ -61,6 +63,9 @@ pub const DEFAULT_MAX_STEPS: usize = 10;
 
 /// The default of [`AgentOptions::tool_concurrency`].
 pub const DEFAULT_TOOL_CONCURRENCY: usize = 8;
+
+/// The default of [`AgentOptions::search_results`].
+pub const DEFAULT_SEARCH_RESULTS: usize = 5;
 
 /// The default of [`AgentOptions::max_tool_retries`].
 pub const DEFAULT_MAX_TOOL_RETRIES: u32 = 2;
@@ -125,6 +130,10 @@ pub struct AgentOptions {
     /// Apply [`tool_choice`](Self::tool_choice) to every step of a turn, not just the first
     /// (default `false`; the turn then ends only at `max_steps` if the choice forces a call).
     pub tool_choice_every_step: bool,
+    /// The most tools one `search_tools` call loads (default 5, at least 1). The agent offers
+    /// that tool when some enabled tools are deferred (see
+    /// [`ToolMetadata::defer_loading`](crate::ToolMetadata::defer_loading)).
+    pub search_results: usize,
 }
 
 impl Default for AgentOptions {
@@ -144,6 +153,7 @@ impl Default for AgentOptions {
             max_tool_retries: DEFAULT_MAX_TOOL_RETRIES,
             tool_choice: ToolChoice::Auto,
             tool_choice_every_step: false,
+            search_results: DEFAULT_SEARCH_RESULTS,
         }
     }
 }
@@ -269,6 +279,13 @@ impl AgentOptions {
     #[must_use]
     pub fn tool_choice_every_step(mut self, value: bool) -> Self {
         self.tool_choice_every_step = value;
+        self
+    }
+
+    /// Sets the most tools one `search_tools` call loads.
+    #[must_use]
+    pub fn search_results(mut self, limit: usize) -> Self {
+        self.search_results = limit;
         self
     }
 }
@@ -431,6 +448,7 @@ pub(crate) struct Shared {
     max_tool_retries: u32,
     tool_choice: ToolChoice,
     tool_choice_every_step: bool,
+    search: search::ToolSearch,
     /// Turns started so far.
     turns: std::sync::atomic::AtomicU64,
     turn: Arc<tokio::sync::Mutex<()>>,
@@ -489,6 +507,7 @@ impl Agent {
                 max_tool_retries: options.max_tool_retries,
                 tool_choice: options.tool_choice,
                 tool_choice_every_step: options.tool_choice_every_step,
+                search: search::ToolSearch::new(options.search_results),
                 turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),
             }),
@@ -700,6 +719,7 @@ impl Agent {
     pub fn load_context(&self, path: impl Into<PathBuf>) -> Result<SavedConversation, AgentError> {
         let saved = SavedConversation::load(path.into())?;
         self.inner.context.replace(saved.context.clone());
+        self.inner.search.clear();
         Ok(saved)
     }
 
@@ -732,6 +752,14 @@ impl Agent {
         self.inner.snapshot().is_enabled(name)
     }
 
+    /// The deferred tools loaded in this conversation (by a search, or by a call by name), in
+    /// the order they were loaded: after the tools that are not deferred and `search_tools`,
+    /// they are the tools the model is offered. Forgotten with the conversation
+    /// ([`clear_context`](Self::clear_context), [`load_context`](Self::load_context)).
+    pub fn loaded_tools(&self) -> Vec<String> {
+        self.inner.search.loaded()
+    }
+
     /// Every tool with its metadata and its enabled state for this agent, in registration order.
     pub fn list_tools(&self) -> Vec<crate::ToolInfo> {
         self.inner.snapshot().list_tools()
@@ -740,6 +768,7 @@ impl Agent {
     /// Forgets the conversation (messages and notes); the system prompt stays.
     pub fn clear_context(&self) {
         self.inner.context.clear();
+        self.inner.search.clear();
     }
 
     /// Replaces the system prompt; the next request uses it.

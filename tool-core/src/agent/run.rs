@@ -18,7 +18,7 @@ use crate::{
     context::{PendingCall, ToolContext},
     execute::{ExecuteError, parse_arguments},
     message::{FinishReason, Message, ToolCall, Usage},
-    model::{ChatRequest, ModelEvent, ProviderError, RequestTools, ToolChoice},
+    model::{ChatRequest, ModelEvent, ProviderError, ToolChoice},
     registry::RegistrySnapshot,
     schema::Coercion,
     tool::JsonObject,
@@ -141,7 +141,7 @@ pub(super) async fn turn(
                 }
             };
             context.set_pending_calls(Vec::new());
-            let snapshot = shared.snapshot();
+            let (snapshot, _) = shared.search.prepare(shared.snapshot());
             let results = turn.resolve(&snapshot, pending, decided).await;
             context.extend_messages(results);
             if let Err(error) = turn.check_retries() {
@@ -162,11 +162,7 @@ pub(super) async fn turn(
                 }))
             }
         };
-        let tools = if snapshot.is_empty() {
-            RequestTools::default()
-        } else {
-            RequestTools::from_snapshot(snapshot.clone())
-        };
+        let (snapshot, tools) = shared.search.prepare(snapshot);
         let choice = if (step == 1 && fresh_turn) || shared.tool_choice_every_step {
             options
                 .tool_choice
@@ -188,6 +184,9 @@ pub(super) async fn turn(
             content: answer.content.clone(),
             tool_calls: calls.clone(),
         });
+        for event in shared.search.load_called(&snapshot, &calls) {
+            emit(events, event);
+        }
         let response = |(tool_calls, retried_calls), pending_approvals| AgentResponse {
             text: answer.content.clone(),
             steps: step,
@@ -457,6 +456,9 @@ impl Turn<'_> {
                 messages.push((message, kind));
             }
             start = end;
+        }
+        for event in shared.search.take_events() {
+            emit(self.events, event);
         }
         messages
     }
