@@ -229,18 +229,8 @@ impl RegistrySnapshot {
     /// snapshot and provider (cloning the result is an `Arc` clone). Tools the provider cannot
     /// accept are left out with an error logged; [`check`](Self::check) first to fail instead.
     pub fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
-        let options = FormatOptions::default();
-        self.lists.get(provider, || {
-            self.enabled()
-                .filter_map(|entry| match entry.format(provider, &options) {
-                    Ok((_, text)) => Some(&**text),
-                    Err(error) => {
-                        tracing::error!(tool = %entry.name(), %provider, %error, "tool left out of the request");
-                        None
-                    }
-                })
-                .collect()
-        })
+        self.lists
+            .get(provider, || fragments(self.enabled(), provider))
     }
 
     /// Whether `provider` (with `options`) accepts every enabled tool of this snapshot, that is
@@ -468,17 +458,25 @@ impl ToolList for OfferedTools {
     }
 
     fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
-        let options = FormatOptions::default();
-        self.lists.get(provider, || {
-            self.entries()
-                .filter_map(|entry| match entry.format(provider, &options) {
-                    Ok((_, text)) => Some(&**text),
-                    Err(error) => {
-                        tracing::error!(tool = %entry.name(), %provider, %error, "tool left out of the request");
-                        None
-                    }
-                })
-                .collect()
-        })
+        self.lists
+            .get(provider, || fragments(self.entries(), provider))
     }
+}
+
+/// Each entry in `provider`'s format (default options) as JSON text, from the entry's cache;
+/// a tool the provider cannot accept is left out with an error logged.
+fn fragments<'a>(
+    entries: impl Iterator<Item = &'a Arc<ToolEntry>>,
+    provider: Provider,
+) -> Vec<&'a RawValue> {
+    let options = FormatOptions::default();
+    entries
+        .filter_map(|entry| match entry.format(provider, &options) {
+            Ok((_, text)) => Some(&**text),
+            Err(error) => {
+                tracing::error!(tool = %entry.name(), %provider, %error, "tool left out of the request");
+                None
+            }
+        })
+        .collect()
 }
