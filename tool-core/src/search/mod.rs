@@ -111,9 +111,9 @@ pub struct SearchMatches {
 pub struct ToolIndex {
     names: Vec<Arc<str>>,
     descriptions: Vec<Arc<str>>,
-    by_name: HashMap<Arc<str>, u32>,
+    by_name: HashMap<Arc<str>, u32, foldhash::fast::RandomState>,
     /// The words of the index, numbered.
-    vocabulary: HashMap<String, u32>,
+    vocabulary: HashMap<String, u32, foldhash::fast::RandomState>,
     /// Per word, the tools that have it with their length-normalized, weighted count.
     postings: Vec<Vec<(u32, f32)>>,
     /// Per tool, its words with their count in each field (sorted by word): what the postings
@@ -141,8 +141,8 @@ impl ToolIndex {
         let mut index = Self {
             names: Vec::new(),
             descriptions: Vec::new(),
-            by_name: HashMap::new(),
-            vocabulary: HashMap::new(),
+            by_name: HashMap::default(),
+            vocabulary: HashMap::default(),
             postings: Vec::new(),
             forward: Vec::new(),
             lengths: Vec::new(),
@@ -274,14 +274,24 @@ impl ToolIndex {
     }
 
     fn score_postings(&self, terms: &[u32]) -> Vec<(u32, f32)> {
-        let mut scores: HashMap<u32, f32> = HashMap::new();
+        // One slot per tool: adding to it costs less than hashing the tool's number, and
+        // zeroing 10,000 slots takes a few microseconds.
+        let mut scores = vec![0.0_f32; self.names.len()];
+        let mut touched: Vec<u32> = Vec::new();
         for &term in terms {
             let idf = self.idf(term);
             for &(doc, weighted) in &self.postings[term as usize] {
-                *scores.entry(doc).or_default() += idf * saturate(weighted);
+                let slot = &mut scores[doc as usize];
+                if *slot == 0.0 {
+                    touched.push(doc);
+                }
+                *slot += idf * saturate(weighted);
             }
         }
-        scores.into_iter().collect()
+        touched
+            .into_iter()
+            .map(|doc| (doc, scores[doc as usize]))
+            .collect()
     }
 
     /// The best `limit` of `scores`, best first, ties to the tool indexed first.
@@ -354,8 +364,13 @@ impl ToolIndex {
         for (field, words) in fields.iter().enumerate() {
             lengths[field] = u32::try_from(words.len()).unwrap_or(u32::MAX);
             for word in words {
-                let next = u32::try_from(self.vocabulary.len()).unwrap_or(u32::MAX);
-                let term = *self.vocabulary.entry(word.clone()).or_insert(next);
+                let term = if let Some(&term) = self.vocabulary.get(word.as_str()) {
+                    term
+                } else {
+                    let term = u32::try_from(self.vocabulary.len()).unwrap_or(u32::MAX);
+                    self.vocabulary.insert(word.clone(), term);
+                    term
+                };
                 if let Some((_, field_counts)) = counts.iter_mut().find(|(known, _)| *known == term)
                 {
                     field_counts[field] = field_counts[field].saturating_add(1);
