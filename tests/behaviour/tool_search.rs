@@ -217,6 +217,12 @@ async fn a_search_loads_the_best_matches_and_answers_in_a_few_lines() {
         ["get_time", "search_tools", "create_directory"]
     );
     assert_eq!(agent.loaded_tools(), ["create_directory"]);
+    let offered: Vec<String> = agent
+        .get_tools()
+        .iter()
+        .map(|tool| tool.name().to_owned())
+        .collect();
+    assert_eq!(offered, ["get_time", "search_tools", "create_directory"]);
 }
 
 #[tokio::test]

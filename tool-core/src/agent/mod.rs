@@ -526,9 +526,12 @@ impl Agent {
     }
 
     /// The schemas of the tools the model is offered now (the enabled ones, with this session's
-    /// toggles applied), in registration order.
+    /// toggles applied), in the order of a request: in registration order, unless some are
+    /// deferred; then the tools that are not, `search_tools`, and the loaded tools in the order
+    /// they were loaded (see [`loaded_tools`](Self::loaded_tools)).
     pub fn get_tools(&self) -> Vec<ChatTool> {
-        self.inner.snapshot().definitions()
+        let (_, tools) = self.inner.search.prepare(self.inner.snapshot());
+        tools.definitions().to_vec()
     }
 
     /// Sends the user's `text` and runs the tool-call loop until the model answers (or a call
