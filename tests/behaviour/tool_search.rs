@@ -310,6 +310,20 @@ async fn a_deferred_tool_called_without_a_search_is_loaded_and_runs() {
 }
 
 #[tokio::test]
+async fn an_unknown_tool_is_answered_with_the_eager_tools_not_every_deferred_one() {
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "make_folder", "{}"),
+        ScriptedResponse::text("Sorry."),
+    ]);
+    let agent = agent(&model, registry());
+    agent.chat("make a folder").await.unwrap();
+    assert_eq!(
+        result_of(&agent, "c1"),
+        "Error: tool 'make_folder' not found. Available tools: get_time, search_tools."
+    );
+}
+
+#[tokio::test]
 async fn a_switched_off_tool_is_neither_offered_nor_found() {
     let registry = registry();
     assert!(registry.disable("send_email"));

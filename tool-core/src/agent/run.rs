@@ -12,6 +12,7 @@ use tracing::Instrument as _;
 use super::{
     AgentError, AgentEvent, AgentResponse, Shared, ToolResultKind, TurnOptions,
     approval::{ApprovalDecision, ApprovalRequest, denied_result},
+    search,
 };
 use crate::{
     call::{CallContext, Deps},
@@ -665,7 +666,7 @@ async fn run_call<'c>(
     let mut coercions = Vec::new();
     let outcome = async {
         if snapshot.metadata(&call.name).is_none() {
-            let available = snapshot.enabled_names();
+            let available = search::available(snapshot);
             tracing::warn!(
                 tool = %call.name,
                 ?available,
@@ -682,7 +683,7 @@ async fn run_call<'c>(
                 name: call.name.clone(),
             };
             return Err((
-                with_available(&error, &snapshot.enabled_names()),
+                with_available(&error, &search::available(snapshot)),
                 ToolResultKind::Error,
             ));
         }

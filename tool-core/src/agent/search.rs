@@ -148,6 +148,16 @@ impl ToolSearch {
     }
 }
 
+/// The tools an error about an unknown or disabled tool lists: every enabled tool, or, when
+/// some are deferred, those that are not and `search_tools`, so that thousands of deferred
+/// names are not listed (the model searches for them instead).
+pub(super) fn available(snapshot: &RegistrySnapshot) -> Vec<&str> {
+    if snapshot.deferred_names().is_empty() {
+        return snapshot.enabled_names();
+    }
+    snapshot.eager_names()
+}
+
 /// `search_tools(query)`: searches the deferred tools of one snapshot and loads the best
 /// matches into the conversation's session.
 struct SearchTool {
