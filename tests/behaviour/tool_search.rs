@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tool_core::{
     Agent, AgentEvent, AgentOptions, ChatTool, ExecutableTool, HandlerTable, JsonObject,
     RegistryOptions, ToolConfig, ToolError, ToolMetadata, ToolRegistry, ToolToggles, async_trait,
-    model::{ChatRequest, Message, ScriptedModel, ScriptedResponse},
+    model::{ChatRequest, Message, ScriptedModel, ScriptedResponse, TestModel, ToolChoice},
     tool,
 };
 
@@ -321,6 +321,23 @@ async fn an_unknown_tool_is_answered_with_the_eager_tools_not_every_deferred_one
         result_of(&agent, "c1"),
         "Error: tool 'make_folder' not found. Available tools: get_time, search_tools."
     );
+}
+
+/// A tool choice that forces a deferred tool loads it, so the request can honour the choice.
+#[tokio::test]
+async fn a_forced_choice_of_a_deferred_tool_loads_it() {
+    let agent = Agent::new(
+        TestModel::new(),
+        AgentOptions::new()
+            .registry(registry())
+            .tool_choice(ToolChoice::Tool("weather_forecast".to_owned())),
+    );
+    let reply = tokio::time::timeout(Duration::from_secs(20), agent.chat("weather?"))
+        .await
+        .expect("the turn ends")
+        .unwrap();
+    assert_eq!(reply.tool_calls, 1);
+    assert_eq!(agent.loaded_tools(), ["weather_forecast"]);
 }
 
 #[tokio::test]

@@ -163,7 +163,6 @@ pub(super) async fn turn(
                 }))
             }
         };
-        let (snapshot, tools) = shared.search.prepare(snapshot);
         let choice = if (step == 1 && fresh_turn) || shared.tool_choice_every_step {
             options
                 .tool_choice
@@ -172,6 +171,8 @@ pub(super) async fn turn(
         } else {
             ToolChoice::Auto
         };
+        shared.search.load_chosen(&snapshot, &choice);
+        let (snapshot, tools) = shared.search.prepare(snapshot);
         let request = ChatRequest::new(request_messages(context))
             .tools(tools)
             .tool_choice(choice)

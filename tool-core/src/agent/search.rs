@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::AgentEvent;
 use crate::{
     message::ToolCall,
-    model::RequestTools,
+    model::{RequestTools, ToolChoice},
     registry::RegistrySnapshot,
     search::{MAX_QUERY_BYTES, SearchMatches, ToolIndex},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError},
@@ -33,6 +33,17 @@ struct Session {
     loaded: Vec<String>,
     /// Searches not yet reported as events.
     searches: Vec<AgentEvent>,
+}
+
+impl Session {
+    /// Loads a tool; returns whether it was not loaded yet.
+    fn load(&mut self, name: &str) -> bool {
+        let new = !self.loaded.iter().any(|loaded| loaded == name);
+        if new {
+            self.loaded.push(name.to_owned());
+        }
+        new
+    }
 }
 
 /// A base snapshot with the search tool added, built once per snapshot.
@@ -92,9 +103,8 @@ impl ToolSearch {
         for call in calls {
             if snapshot.is_deferred(&call.name)
                 && snapshot.is_enabled(&call.name)
-                && !session.loaded.contains(&call.name)
+                && session.load(&call.name)
             {
-                session.loaded.push(call.name.clone());
                 events.push(AgentEvent::DeferredToolCalled {
                     id: call.id.clone(),
                     name: call.name.clone(),
@@ -102,6 +112,15 @@ impl ToolSearch {
             }
         }
         events
+    }
+
+    /// Loads the deferred tool a forced tool choice names, so the request offers it.
+    pub(super) fn load_chosen(&self, snapshot: &RegistrySnapshot, choice: &ToolChoice) {
+        if let ToolChoice::Tool(name) = choice {
+            if snapshot.is_deferred(name) && snapshot.is_enabled(name) {
+                lock(&self.session).load(name);
+            }
+        }
     }
 
     /// The searches made since the last call, as events.
@@ -203,8 +222,7 @@ impl ExecutableTool for SearchTool {
             .map_or_else(|_| SearchMatches::default(), Clone::clone);
         let mut loaded = Vec::new();
         for hit in &matches.hits {
-            if !session.loaded.contains(&hit.name) {
-                session.loaded.push(hit.name.clone());
+            if session.load(&hit.name) {
                 loaded.push(hit.name.clone());
             }
         }
