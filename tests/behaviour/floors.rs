@@ -75,6 +75,11 @@ fn the_architecture_invariants_hold() {
         &schema,
         "schemas know tools, not who holds or sends them",
     );
+    only(
+        "search",
+        &["tool"],
+        "search indexes tool definitions, whoever holds them",
+    );
     let execute = ["message", "context", "call", "tool", "schema"];
     only(
         "execute",

@@ -63,6 +63,7 @@ mod store_support;
 mod text_arguments;
 mod tool_choice;
 mod tool_choice_allowed;
+mod tool_search;
 mod typed_output;
 mod web_chat;
 mod web_chat_browser;

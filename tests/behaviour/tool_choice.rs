@@ -20,17 +20,17 @@ use crate::loopback::{Collected, Reply, Server, fast_retries, question_about, to
 
 /// One of the four provider clients, streaming or not, connected to a loopback server that
 /// answers each request with a successful answer of the right kind.
-struct Link {
+pub(crate) struct Link {
     provider: Provider,
     streamed: bool,
-    server: Server,
-    model: Box<dyn ChatModel>,
+    pub(crate) server: Server,
+    pub(crate) model: Box<dyn ChatModel>,
 }
 
 /// More answers than any test sends requests over one link.
 const ANSWERS: usize = 16;
 
-async fn link(provider: Provider, streamed: bool) -> Link {
+pub(crate) async fn link(provider: Provider, streamed: bool) -> Link {
     let wire = match provider {
         Provider::OpenAi => crate::provider_wires::openai(),
         Provider::Anthropic => crate::provider_wires::anthropic(),
@@ -50,7 +50,7 @@ async fn link(provider: Provider, streamed: bool) -> Link {
     }
 }
 
-const ALL: [Provider; 4] = [
+pub(crate) const ALL: [Provider; 4] = [
     Provider::OpenAi,
     Provider::Anthropic,
     Provider::Gemini,

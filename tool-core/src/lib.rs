@@ -114,6 +114,7 @@ pub mod message;
 pub mod model;
 pub mod registry;
 pub mod schema;
+pub mod search;
 mod secrets;
 pub mod session;
 pub mod store;
@@ -433,6 +434,7 @@ pub use tool::{
 /// | `max_retries` | `= 3` (a whole number) | [`ToolMetadata::max_retries`]: steps in a row in which a call of the tool may fail (invalid arguments, [`ToolError::retry`]) in one turn, a step counting once however many of its calls failed (default: [`AgentOptions::max_tool_retries`]) |
 /// | `timeout` | `"500ms"`, `"30s"`, `"5m"`, `"1h"` | [`ToolMetadata::timeout`] (default: the registry's) |
 /// | `lenient` | bare, or `= true`/`= false` | [`ToolMetadata::lenient_arguments`]: `"30"` read as `30`, a stringified object as the object, … (`false` keeps the tool strict in a lenient registry) |
+/// | `defer_loading` | bare, or `= true`/`= false` | [`ToolMetadata::defer_loading`]: an agent leaves the definition out of requests until a search loads it |
 ///
 /// An unknown or repeated argument is a compile error (a misspelt one names the closest
 /// argument). Parameter attributes: `#[context]`, `#[args]` (neither takes arguments), docs,
@@ -456,6 +458,7 @@ pub use tool::{
 ///     timeout = "5s",
 ///     sequential,
 ///     lenient = false,
+///     defer_loading,
 ///     enabled = false,
 /// )]
 /// async fn remove(title: String) -> String {
@@ -470,6 +473,7 @@ pub use tool::{
 /// assert_eq!(metadata.max_retries, Some(1));
 /// assert_eq!(metadata.timeout, Some(Duration::from_secs(5)));
 /// assert_eq!(metadata.lenient_arguments, Some(false));
+/// assert!(metadata.defer_loading);
 /// ```
 ///
 /// # Limitations

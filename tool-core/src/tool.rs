@@ -375,6 +375,8 @@ impl From<&'static str> for ToolError {
 /// assert!(metadata.default_enabled);
 /// assert_eq!(metadata.category.as_deref(), Some("files"));
 /// ```
+// Each flag is an independent fact about the tool, set from its own attribute argument.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 #[non_exhaustive]
@@ -419,6 +421,13 @@ pub struct ToolMetadata {
     /// plain text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<serde_json::Value>,
+    /// When `true`, the tool is *deferred*: registered and enabled, but an agent leaves its
+    /// definition out of requests until a search loads it (or the model calls it by name); the
+    /// model finds it with the `search_tools` tool the agent then offers. See
+    /// [`RegistryOptions::defer_loading`](crate::RegistryOptions::defer_loading) to defer every
+    /// tool of a registry.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defer_loading: bool,
 }
 
 impl Default for ToolMetadata {
@@ -447,6 +456,7 @@ impl ToolMetadata {
         max_retries: None,
         lenient_arguments: None,
         output_schema: None,
+        defer_loading: false,
     };
 
     /// The defaults: enabled, no title, icon, category, hints or timeout.
@@ -544,6 +554,14 @@ impl ToolMetadata {
     #[must_use]
     pub fn lenient_arguments(mut self, value: bool) -> Self {
         self.lenient_arguments = Some(value);
+        self
+    }
+
+    /// Sets whether the tool is deferred: left out of an agent's requests until a search loads
+    /// it (see [`ToolMetadata::defer_loading`]).
+    #[must_use]
+    pub fn defer_loading(mut self, value: bool) -> Self {
+        self.defer_loading = value;
         self
     }
 

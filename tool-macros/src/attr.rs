@@ -28,12 +28,13 @@ mod kw {
     syn::custom_keyword!(needs_approval);
     syn::custom_keyword!(max_retries);
     syn::custom_keyword!(lenient);
+    syn::custom_keyword!(defer_loading);
 }
 
 /// The keys `#[tool(...)]` accepts, for the unknown-key message.
 const KEYS: &str = "`name`, `description`, `rename_struct`, `title`, `category`, `icon`, \
                     `enabled`, `read_only`, `destructive`, `idempotent`, `open_world`, `sequential`, \
-                    `timeout`, `needs_approval`, `max_retries`, `lenient`";
+                    `timeout`, `needs_approval`, `max_retries`, `lenient`, `defer_loading`";
 
 /// A boolean argument, written `key` (true) or `key = true|false`.
 #[derive(Clone, Copy)]
@@ -61,6 +62,7 @@ pub(crate) struct ToolArgs {
     pub(crate) needs_approval: Option<Flag>,
     pub(crate) max_retries: Option<syn::LitInt>,
     pub(crate) lenient: Option<Flag>,
+    pub(crate) defer_loading: Option<Flag>,
     /// Whether every argument parsed; checks that depend on the arguments (the name, the
     /// description) are skipped otherwise, so a typo does not cause a cascade of errors.
     pub(crate) complete: bool,
@@ -187,6 +189,10 @@ impl ToolArgs {
             let key = input.parse::<kw::lenient>()?;
             let value = flag(input, key.span)?;
             set(&mut self.lenient, key.span, "lenient", value)
+        } else if lookahead.peek(kw::defer_loading) {
+            let key = input.parse::<kw::defer_loading>()?;
+            let value = flag(input, key.span)?;
+            set(&mut self.defer_loading, key.span, "defer_loading", value)
         } else if input.peek(syn::Ident) {
             let key: syn::Ident = input.parse()?;
             let hint = closest(&key.to_string()).map_or_else(

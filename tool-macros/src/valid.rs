@@ -439,6 +439,7 @@ fn metadata(args: &ToolArgs, errors: &mut Errors) -> Vec<TokenStream> {
     flag("open_world", &args.open_world);
     // Both values are kept: `lenient = false` keeps a tool strict in a lenient registry.
     flag("lenient_arguments", &args.lenient);
+    flag("defer_loading", &args.defer_loading);
     if let Some(sequential) = &args.sequential {
         if sequential.value {
             calls.push(quote::quote!(.sequential(true)));

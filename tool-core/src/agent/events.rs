@@ -69,6 +69,24 @@ pub enum AgentEvent {
     /// otherwise the turn fails with
     /// [`AgentError::UnsupportedTools`](super::AgentError::UnsupportedTools).
     ToolsSkipped(ToolCheckError),
+    /// The model searched the deferred tools with `search_tools`; sent after the step's
+    /// results.
+    ToolSearch {
+        /// The query (its first hundred characters).
+        query: String,
+        /// The tools found, best first (empty when the query was refused).
+        matches: Vec<String>,
+        /// Those of them this search loaded (the others were loaded already).
+        loaded: Vec<String>,
+    },
+    /// The model called a deferred tool it had not searched for: the tool is loaded for the
+    /// rest of the conversation and the call runs. Sent before the call's result.
+    DeferredToolCalled {
+        /// The call's id.
+        id: String,
+        /// The tool's name.
+        name: String,
+    },
     /// A running tool reported its progress
     /// ([`CallContext::report_progress`](crate::CallContext::report_progress)).
     ToolProgress(Progress),

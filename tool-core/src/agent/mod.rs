@@ -38,6 +38,7 @@ mod approval;
 mod events;
 mod output;
 mod run;
+mod search;
 mod step;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
@@ -48,6 +49,7 @@ use serde_json::Value;
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, resolved_path};
 pub use events::{AgentEvent, ToolResultKind};
 pub use output::{OUTPUT_TOOL, OutputOptions, OutputResponse};
+pub use search::SEARCH_TOOL;
 
 use crate::{
     builtin::register_builtins,
@@ -65,6 +67,9 @@ pub const DEFAULT_MAX_STEPS: usize = 10;
 
 /// The default of [`AgentOptions::tool_concurrency`].
 pub const DEFAULT_TOOL_CONCURRENCY: usize = 8;
+
+/// The default of [`AgentOptions::search_results`].
+pub const DEFAULT_SEARCH_RESULTS: usize = 5;
 
 /// The default of [`AgentOptions::max_tool_retries`].
 pub const DEFAULT_MAX_TOOL_RETRIES: u32 = 2;
@@ -137,6 +142,10 @@ pub struct AgentOptions {
     /// failing the turn with [`AgentError::UnsupportedTools`] (default `false`). A skipped
     /// tool is not offered and does not run that turn, as if it were disabled.
     pub skip_unsupported_tools: bool,
+    /// The most tools one `search_tools` call loads (default 5, at least 1). The agent offers
+    /// that tool when some enabled tools are deferred (see
+    /// [`ToolMetadata::defer_loading`](crate::ToolMetadata::defer_loading)).
+    pub search_results: usize,
 }
 
 impl Default for AgentOptions {
@@ -157,6 +166,7 @@ impl Default for AgentOptions {
             tool_choice: ToolChoice::Auto,
             tool_choice_every_step: false,
             skip_unsupported_tools: false,
+            search_results: DEFAULT_SEARCH_RESULTS,
         }
     }
 }
@@ -290,6 +300,13 @@ impl AgentOptions {
     #[must_use]
     pub fn skip_unsupported_tools(mut self, skip: bool) -> Self {
         self.skip_unsupported_tools = skip;
+        self
+    }
+
+    /// Sets the most tools one `search_tools` call loads.
+    #[must_use]
+    pub fn search_results(mut self, limit: usize) -> Self {
+        self.search_results = limit;
         self
     }
 }
@@ -495,6 +512,7 @@ pub(crate) struct Shared {
     skip_unsupported_tools: bool,
     /// Where the turn that stopped for approval had got to, for its continuation.
     paused: std::sync::Mutex<Option<run::Paused>>,
+    search: search::ToolSearch,
     /// Turns started so far.
     turns: std::sync::atomic::AtomicU64,
     turn: Arc<tokio::sync::Mutex<()>>,
@@ -555,6 +573,7 @@ impl Agent {
                 tool_choice_every_step: options.tool_choice_every_step,
                 skip_unsupported_tools: options.skip_unsupported_tools,
                 paused: std::sync::Mutex::new(None),
+                search: search::ToolSearch::new(options.search_results),
                 turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),
             }),
@@ -573,9 +592,12 @@ impl Agent {
     }
 
     /// The schemas of the tools the model is offered now (the enabled ones, with this session's
-    /// toggles applied), in registration order.
+    /// toggles applied), in the order of a request: in registration order, unless some are
+    /// deferred; then the tools that are not, `search_tools`, and the loaded tools in the order
+    /// they were loaded (see [`loaded_tools`](Self::loaded_tools)).
     pub fn get_tools(&self) -> Vec<ChatTool> {
-        self.inner.snapshot().definitions()
+        let (_, tools) = self.inner.search.prepare(self.inner.snapshot());
+        tools.definitions().to_vec()
     }
 
     /// Sends the user's `text` and runs the tool-call loop until the model answers.
@@ -786,6 +808,7 @@ impl Agent {
         let saved = SavedConversation::load(path.into())?;
         self.inner.context.replace(saved.context.clone());
         self.inner.forget_paused_turn();
+        self.inner.search.clear();
         Ok(saved)
     }
 
@@ -818,6 +841,14 @@ impl Agent {
         self.inner.snapshot().is_enabled(name)
     }
 
+    /// The deferred tools loaded in this conversation (by a search, or by a call by name), in
+    /// the order they were loaded: after the tools that are not deferred and `search_tools`,
+    /// they are the tools the model is offered. Forgotten with the conversation
+    /// ([`clear_context`](Self::clear_context), [`load_context`](Self::load_context)).
+    pub fn loaded_tools(&self) -> Vec<String> {
+        self.inner.search.loaded()
+    }
+
     /// Every tool with its metadata and its enabled state for this agent, in registration order.
     pub fn list_tools(&self) -> Vec<crate::ToolInfo> {
         self.inner.snapshot().list_tools()
@@ -827,6 +858,7 @@ impl Agent {
     pub fn clear_context(&self) {
         self.inner.context.clear();
         self.inner.forget_paused_turn();
+        self.inner.search.clear();
     }
 
     /// Replaces the system prompt; the next request uses it.

@@ -13,6 +13,7 @@ use super::{
     AgentError, AgentEvent, AgentResponse, Shared, ToolResultKind, TurnOptions,
     approval::{ApprovalDecision, ApprovalRequest, denied_result},
     output::{self, Judged},
+    search,
     step::{Prepared, StepFailures, UniqueIds},
 };
 use crate::{
@@ -20,7 +21,7 @@ use crate::{
     context::{PendingCall, ToolContext},
     execute::{ExecuteError, parse_arguments},
     message::{FinishReason, Message, ToolCall, Usage},
-    model::{ChatRequest, ModelEvent, ProviderError, RequestTools, ToolChoice},
+    model::{ChatRequest, ModelEvent, ProviderError, ToolChoice},
     registry::RegistrySnapshot,
     schema::FormatOptions,
 };
@@ -167,7 +168,7 @@ pub(super) async fn turn(
                 }
             };
             context.set_pending_calls(Vec::new());
-            let snapshot = shared.snapshot();
+            let (snapshot, _) = shared.search.prepare(shared.snapshot());
             let step = resumed.as_ref().map_or(0, |paused| paused.steps);
             let results = turn.resolve(&snapshot, pending, decided, step).await;
             context.extend_messages(results);
@@ -191,12 +192,6 @@ pub(super) async fn turn(
             }
         };
         let snapshot = turn.supported(snapshot)?;
-        let tools = if snapshot.is_empty() {
-            RequestTools::default()
-        } else {
-            RequestTools::from_snapshot(snapshot.clone())
-        };
-        let tools = output::offer(options.output.as_deref(), tools);
         let choice = if (step == 1 && fresh_turn) || shared.tool_choice_every_step {
             options
                 .tool_choice
@@ -205,6 +200,9 @@ pub(super) async fn turn(
         } else {
             ToolChoice::Auto
         };
+        shared.search.load_chosen(&snapshot, &choice);
+        let (snapshot, tools) = shared.search.prepare(snapshot);
+        let tools = output::offer(options.output.as_deref(), tools);
         let request = ChatRequest::new(request_messages(context))
             .tools(tools)
             .tool_choice(choice)
@@ -219,6 +217,9 @@ pub(super) async fn turn(
             tool_calls: calls.clone(),
         });
         let (calls, outputs) = output::split(options.output.as_deref(), calls);
+        for event in shared.search.load_called(&snapshot, &calls) {
+            emit(events, event);
+        }
         let response = |(tool_calls, retried_calls), pending_approvals| AgentResponse {
             text: answer.content.clone(),
             steps: step,
@@ -584,6 +585,9 @@ impl Turn<'_> {
             start = end;
         }
         self.count(step_failures);
+        for event in shared.search.take_events() {
+            emit(self.events, event);
+        }
         messages
     }
 
@@ -788,7 +792,7 @@ async fn run_call<'c>(
     let span = tracing::info_span!("tool.call", tool = %call.name, id = %call.id);
     let outcome = async {
         if snapshot.metadata(&call.name).is_none() {
-            let available = snapshot.enabled_names();
+            let available = search::available(snapshot);
             tracing::warn!(
                 tool = %call.name,
                 ?available,
@@ -805,7 +809,7 @@ async fn run_call<'c>(
                 name: call.name.clone(),
             };
             return Err((
-                with_available(&error, &snapshot.enabled_names()),
+                with_available(&error, &search::available(snapshot)),
                 ToolResultKind::Error,
             ));
         }

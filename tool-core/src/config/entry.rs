@@ -255,6 +255,8 @@ struct MetadataSpec {
     max_retries: Option<u32>,
     #[serde(alias = "lenientArguments")]
     lenient_arguments: Option<bool>,
+    #[serde(alias = "deferLoading")]
+    defer_loading: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -299,6 +301,9 @@ fn overlay_metadata(base: ToolMetadata, value: &Value) -> Result<ToolMetadata, E
     }
     if let Some(lenient) = spec.lenient_arguments {
         metadata = metadata.lenient_arguments(lenient);
+    }
+    if let Some(defer) = spec.defer_loading {
+        metadata = metadata.defer_loading(defer);
     }
     if let Some(hints) = spec.hints {
         if let Some(value) = hints.read_only {

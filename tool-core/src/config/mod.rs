@@ -32,7 +32,7 @@
 //! | `handler` | yes | the entry's handler label (builtin and internal entries name the function they run in `implementation.handler`) |
 //! | `parameters` | yes | a JSON Schema whose `type` is `"object"` |
 //! | `implementation` | yes | `{ type = "mock" \| "builtin" \| "internal" \| "http", ... }` |
-//! | `metadata` | no | `title`, `icon`, `category`, `default_enabled` (default `true`), `hints` (`read_only`, `destructive`, `idempotent`, `open_world`), `timeout_ms`, `sequential`, `lenient_arguments` (read arguments of the wrong JSON type as the schema's type, see [`coerce_arguments`](crate::schema::coerce_arguments)); unknown keys are an error. Builtin and internal entries backed by a tool inherit its metadata for the keys they leave out |
+//! | `metadata` | no | `title`, `icon`, `category`, `default_enabled` (default `true`), `hints` (`read_only`, `destructive`, `idempotent`, `open_world`), `timeout_ms`, `sequential`, `defer_loading` (left out of an agent's requests until a search loads it), `lenient_arguments` (read arguments of the wrong JSON type as the schema's type, see [`coerce_arguments`](crate::schema::coerce_arguments)); unknown keys are an error. Builtin and internal entries backed by a tool inherit its metadata for the keys they leave out |
 //!
 //! Unknown fields elsewhere in an entry are ignored with a warning.
 //!

@@ -42,6 +42,10 @@ pub struct ToolInfo {
     pub enabled: bool,
     /// Behaviour hints.
     pub hints: ToolHints,
+    /// Whether the tool is deferred: left out of an agent's requests until a search loads it
+    /// (its [`ToolMetadata::defer_loading`], or the registry's
+    /// [`RegistryOptions::defer_loading`]).
+    pub deferred: bool,
 }
 
 /// A registered tool with everything worked out from it once: definition and metadata when it
@@ -107,7 +111,12 @@ impl ToolEntry {
         self.derived.get_or_init(Box::default)
     }
 
-    pub(super) fn info(&self, enabled: bool) -> ToolInfo {
+    /// Whether the tool is deferred in a registry with `options`.
+    pub(super) fn is_deferred(&self, options: &RegistryOptions) -> bool {
+        options.defer_loading || self.metadata().defer_loading
+    }
+
+    pub(super) fn info(&self, enabled: bool, options: &RegistryOptions) -> ToolInfo {
         let metadata = self.metadata();
         ToolInfo {
             name: self.name().to_string(),
@@ -118,6 +127,7 @@ impl ToolEntry {
             default_enabled: metadata.default_enabled,
             enabled,
             hints: metadata.hints,
+            deferred: self.is_deferred(options),
         }
     }
 

@@ -269,6 +269,16 @@ impl ToolRegistry {
         self.read().tools.get(name).is_some_and(|slot| slot.enabled)
     }
 
+    /// Whether the tool is registered and deferred: left out of an agent's requests until a
+    /// search loads it (see [`ToolMetadata::defer_loading`] and
+    /// [`RegistryOptions::defer_loading`]); `false` for an unknown name.
+    pub fn is_deferred(&self, name: &str) -> bool {
+        self.read()
+            .tools
+            .get(name)
+            .is_some_and(|slot| slot.entry.is_deferred(&self.options))
+    }
+
     /// The tool with this name, enabled or not; `None` when unknown. O(1).
     pub fn get(&self, name: &str) -> Option<Arc<dyn ExecutableTool>> {
         self.read()
@@ -290,7 +300,7 @@ impl ToolRegistry {
         self.read()
             .tools
             .values()
-            .map(|slot| slot.entry.info(slot.enabled))
+            .map(|slot| slot.entry.info(slot.enabled, &self.options))
             .collect()
     }
 

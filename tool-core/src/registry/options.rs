@@ -17,6 +17,11 @@ pub struct RegistryOptions {
     /// Read arguments of the wrong JSON type as the type the schema asks for, for every tool
     /// whose [`ToolMetadata::lenient_arguments`] is `None` (default `false`).
     pub lenient_arguments: bool,
+    /// Defer every tool of this registry, whatever its metadata says (default `false`): an
+    /// agent leaves their definitions out of its requests and offers a `search_tools` tool
+    /// instead, loading what the model finds (see [`ToolMetadata::defer_loading`] to defer
+    /// single tools).
+    pub defer_loading: bool,
 }
 
 impl Default for RegistryOptions {
@@ -25,6 +30,7 @@ impl Default for RegistryOptions {
             validate_arguments: true,
             default_timeout: None,
             lenient_arguments: false,
+            defer_loading: false,
         }
     }
 }
@@ -54,6 +60,14 @@ impl RegistryOptions {
     #[must_use]
     pub fn lenient_arguments(mut self, lenient: bool) -> Self {
         self.lenient_arguments = lenient;
+        self
+    }
+
+    /// Defers every tool of the registry, or none but those whose metadata asks for it (see
+    /// [`defer_loading`](Self::defer_loading)).
+    #[must_use]
+    pub fn defer_loading(mut self, defer: bool) -> Self {
+        self.defer_loading = defer;
         self
     }
 }

@@ -10,7 +10,7 @@ use std::{
 
 use serde_json::{Value, value::RawValue};
 
-use super::{RegistryOptions, ToolInfo, entry::ToolEntry};
+use super::{RegistryError, RegistryOptions, ToolInfo, entry::ToolEntry};
 use crate::{
     call::CallContext,
     execute::{Call, ExecuteError, model_text, outcome_of},
@@ -18,7 +18,8 @@ use crate::{
         Coercion, FormatOptions, Provider, SchemaError, ToolCheckError, ToolList,
         list::{self, ListCache},
     },
-    tool::{ChatTool, JsonObject, ToolMetadata},
+    search::ToolIndex,
+    tool::{ChatTool, ExecutableTool, JsonObject, ToolMetadata},
 };
 
 /// An immutable view of a registry at one version: which tools exist, which are enabled, and
@@ -121,6 +122,77 @@ impl RegistrySnapshot {
         self.slot(name).is_some_and(|(_, enabled)| *enabled)
     }
 
+    /// Whether the tool exists in this snapshot and is deferred (enabled or not; see
+    /// [`ToolRegistry::is_deferred`](super::ToolRegistry::is_deferred)).
+    pub fn is_deferred(&self, name: &str) -> bool {
+        self.slot(name)
+            .is_some_and(|(entry, _)| entry.is_deferred(&self.options))
+    }
+
+    /// The names of the enabled tools that are not deferred, in registration order: what an
+    /// agent offers before any search.
+    pub fn eager_names(&self) -> Vec<&str> {
+        self.enabled()
+            .filter(|entry| !entry.is_deferred(&self.options))
+            .map(|entry| &**entry.name())
+            .collect()
+    }
+
+    /// The names of the enabled tools that are deferred, in registration order.
+    pub fn deferred_names(&self) -> Vec<&str> {
+        self.enabled()
+            .filter(|entry| entry.is_deferred(&self.options))
+            .map(|entry| &**entry.name())
+            .collect()
+    }
+
+    /// A search index over the enabled deferred tools (see [`ToolIndex`]): what a
+    /// `search_tools` call of an agent looks in. A switched-off tool is not in it.
+    pub fn search_index(&self) -> ToolIndex {
+        ToolIndex::new(
+            self.enabled()
+                .filter(|entry| entry.is_deferred(&self.options))
+                .map(|entry| (entry.definition(), entry.metadata().title.as_deref())),
+        )
+    }
+
+    /// This snapshot with one more tool, enabled and not deferred (an agent's `search_tools`),
+    /// checked as `register` checks it; an error when the name is taken.
+    pub(crate) fn with_tool(&self, tool: Arc<dyn ExecutableTool>) -> Result<Self, RegistryError> {
+        let entry = Arc::new(ToolEntry::new(tool)?);
+        if self.slot(entry.name()).is_some() {
+            return Err(RegistryError::Duplicate {
+                name: entry.name().to_string(),
+            });
+        }
+        Ok(Self::new(
+            self.version,
+            self.tools.iter().cloned().chain([(entry, true)]),
+            self.options.clone(),
+        ))
+    }
+
+    /// The enabled tools among `names`, in the order given (each once): a request's tools in an
+    /// order the caller chooses, each tool's provider format taken from this snapshot's cache.
+    pub(crate) fn offer<'a>(
+        self: &Arc<Self>,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> OfferedTools {
+        let mut positions: Vec<usize> = Vec::new();
+        for name in names {
+            if let Some(&position) = self.position(name) {
+                if self.tools[position].1 && !positions.contains(&position) {
+                    positions.push(position);
+                }
+            }
+        }
+        OfferedTools {
+            snapshot: self.clone(),
+            positions,
+            lists: ListCache::default(),
+        }
+    }
+
     /// The metadata of a tool of this snapshot (enabled or not).
     pub fn metadata(&self, name: &str) -> Option<&ToolMetadata> {
         self.slot(name).map(|(entry, _)| entry.metadata())
@@ -149,7 +221,7 @@ impl RegistrySnapshot {
     pub fn list_tools(&self) -> Vec<ToolInfo> {
         self.tools
             .iter()
-            .map(|(entry, enabled)| entry.info(*enabled))
+            .map(|(entry, enabled)| entry.info(*enabled, &self.options))
             .collect()
     }
 
@@ -157,18 +229,8 @@ impl RegistrySnapshot {
     /// snapshot and provider (cloning the result is an `Arc` clone). Tools the provider cannot
     /// accept are left out with an error logged; [`check`](Self::check) first to fail instead.
     pub fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
-        let options = FormatOptions::default();
-        self.lists.get(provider, || {
-            self.enabled()
-                .filter_map(|entry| match entry.format(provider, &options) {
-                    Ok((_, text)) => Some(&**text),
-                    Err(error) => {
-                        tracing::error!(tool = %entry.name(), %provider, %error, "tool left out of the request");
-                        None
-                    }
-                })
-                .collect()
-        })
+        self.lists
+            .get(provider, || fragments(self.enabled(), provider))
     }
 
     /// Whether `provider` (with `options`) accepts every enabled tool of this snapshot, that is
@@ -339,6 +401,11 @@ impl RegistrySnapshot {
 
     #[inline]
     fn slot(&self, name: &str) -> Option<&(Arc<ToolEntry>, bool)> {
+        self.position(name).map(|&position| &self.tools[position])
+    }
+
+    #[inline]
+    fn position(&self, name: &str) -> Option<&usize> {
         let index = self.index.get_or_init(|| {
             self.tools
                 .iter()
@@ -346,6 +413,70 @@ impl RegistrySnapshot {
                 .map(|(position, (entry, _))| (entry.name().clone(), position))
                 .collect()
         });
-        index.get(name).map(|&position| &self.tools[position])
+        index.get(name)
     }
+}
+
+/// Some enabled tools of a snapshot in a chosen order (see `RegistrySnapshot::offer`), as the
+/// tools of a request: each tool's provider format comes from the snapshot's cache, and the
+/// whole list is assembled once per provider.
+pub(crate) struct OfferedTools {
+    snapshot: Arc<RegistrySnapshot>,
+    positions: Vec<usize>,
+    lists: ListCache,
+}
+
+impl fmt::Debug for OfferedTools {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OfferedTools")
+            .field("tools", &ToolList::names(self))
+            .finish_non_exhaustive()
+    }
+}
+
+impl OfferedTools {
+    fn entries(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
+        self.positions
+            .iter()
+            .map(|&position| &self.snapshot.tools[position].0)
+    }
+}
+
+impl ToolList for OfferedTools {
+    fn definitions(&self) -> Vec<ChatTool> {
+        self.entries()
+            .map(|entry| entry.definition().clone())
+            .collect()
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.entries().map(|entry| &**entry.name()).collect()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    fn provider_json(&self, provider: Provider) -> Arc<RawValue> {
+        self.lists
+            .get(provider, || fragments(self.entries(), provider))
+    }
+}
+
+/// Each entry in `provider`'s format (default options) as JSON text, from the entry's cache;
+/// a tool the provider cannot accept is left out with an error logged.
+fn fragments<'a>(
+    entries: impl Iterator<Item = &'a Arc<ToolEntry>>,
+    provider: Provider,
+) -> Vec<&'a RawValue> {
+    let options = FormatOptions::default();
+    entries
+        .filter_map(|entry| match entry.format(provider, &options) {
+            Ok((_, text)) => Some(&**text),
+            Err(error) => {
+                tracing::error!(tool = %entry.name(), %provider, %error, "tool left out of the request");
+                None
+            }
+        })
+        .collect()
 }

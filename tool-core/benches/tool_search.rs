@@ -1,0 +1,136 @@
+//! Tool search over 10,000 tools: one query through the index's postings, against a scan that
+//! scores every tool with the same BM25F formula, in the same run. Prints the median of each,
+//! their ratio, and the median time to build the index.
+
+use std::{
+    hint::black_box,
+    time::{Duration, Instant},
+};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use tool_core::{ChatTool, search::ToolIndex};
+
+const TOOLS: usize = 10_000;
+const QUERY: &str = "create a new calendar event for a meeting";
+
+const DOMAINS: [&str; 20] = [
+    "github",
+    "slack",
+    "calendar",
+    "files",
+    "postgres",
+    "browser",
+    "email",
+    "jira",
+    "notion",
+    "drive",
+    "weather",
+    "maps",
+    "shop",
+    "crm",
+    "docker",
+    "kubernetes",
+    "spotify",
+    "photos",
+    "notes",
+    "billing",
+];
+const VERBS: [&str; 10] = [
+    "create", "list", "get", "update", "delete", "search", "move", "share", "archive", "export",
+];
+const NOUNS: [&str; 10] = [
+    "item", "event", "message", "folder", "record", "comment", "user", "label", "report", "page",
+];
+
+/// Distinct tools that read like those of real MCP servers: a verb on a noun of a domain,
+/// with a description and two described parameters.
+fn tools() -> Vec<ChatTool> {
+    (0..TOOLS)
+        .map(|i| {
+            let domain = DOMAINS[i % DOMAINS.len()];
+            let verb = VERBS[(i / DOMAINS.len()) % VERBS.len()];
+            let noun = NOUNS[(i / (DOMAINS.len() * VERBS.len())) % NOUNS.len()];
+            let name = format!("{domain}_{verb}_{noun}_{i}");
+            let description = format!(
+                "{verb} a {noun} in {domain}. Returns the {noun} as JSON, with its id, its \
+                 owner and when it was last changed. Use it when the user asks to {verb} \
+                 {noun}s of their {domain} account."
+            );
+            ChatTool::new(
+                &name,
+                description,
+                json!({
+                    "type": "object",
+                    "properties": {
+                        format!("{noun}_id"): { "type": "string", "description": format!("The {noun}'s id in {domain}.") },
+                        "limit": { "type": "integer", "description": "The most results to return." }
+                    },
+                    "required": [format!("{noun}_id")]
+                }),
+            )
+        })
+        .collect()
+}
+
+fn build(tools: &[ChatTool]) -> ToolIndex {
+    ToolIndex::new(tools.iter().map(|tool| (tool, None)))
+}
+
+fn search(c: &mut Criterion) {
+    let tools = tools();
+    let index = build(&tools);
+    let by_index = index.search(QUERY, 5).map(|found| found.hits);
+    let by_scan = index.search_by_scan(QUERY, 5).map(|found| found.hits);
+    assert_eq!(by_index, by_scan, "both ways find the same tools");
+    let mut group = c.benchmark_group("tool_search");
+    group.bench_function("index, 10,000 tools", |b| {
+        b.iter(|| index.search(black_box(QUERY), 5));
+    });
+    group.bench_function("scan, 10,000 tools", |b| {
+        b.iter(|| index.search_by_scan(black_box(QUERY), 5));
+    });
+    group.finish();
+    print_medians(&tools, &index);
+}
+
+/// Medians of interleaved single runs, so both ways see the same machine load.
+fn print_medians(tools: &[ChatTool], index: &ToolIndex) {
+    fn median(mut times: Vec<Duration>) -> Duration {
+        times.sort_unstable();
+        times[times.len() / 2]
+    }
+    fn once(run: impl FnOnce()) -> Duration {
+        let start = Instant::now();
+        run();
+        start.elapsed()
+    }
+    let rounds = 501;
+    let mut postings = Vec::with_capacity(rounds);
+    let mut scan = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        postings.push(once(|| {
+            black_box(index.search(black_box(QUERY), 5)).ok();
+        }));
+        scan.push(once(|| {
+            black_box(index.search_by_scan(black_box(QUERY), 5)).ok();
+        }));
+    }
+    let builds: Vec<Duration> = (0..11)
+        .map(|_| {
+            once(|| {
+                black_box(build(tools));
+            })
+        })
+        .collect();
+    let (postings, scan) = (median(postings), median(scan));
+    println!(
+        "tool_search, {TOOLS} tools: index {postings:?}, scan {scan:?} (median of {rounds}); \
+         scan/index = {:.1}; index build {:?} (median of 11)",
+        scan.as_secs_f64() / postings.as_secs_f64().max(1e-12),
+        median(builds),
+    );
+}
+
+criterion_group!(benches, search);
+criterion_main!(benches);

@@ -1,0 +1,283 @@
+//! Tool search in an agent: when the tools of a request include deferred ones, their
+//! definitions stay out and a `search_tools` tool is offered instead; what a search finds is
+//! loaded for the rest of the conversation, appended after the tools already offered.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Value, json};
+
+use super::AgentEvent;
+use crate::{
+    message::ToolCall,
+    model::{RequestTools, ToolChoice},
+    registry::RegistrySnapshot,
+    search::{MAX_QUERY_BYTES, SearchMatches, ToolIndex},
+    tool::{ChatTool, ExecutableTool, JsonObject, ToolError},
+};
+
+/// The name of the search tool an agent offers when some tools are deferred.
+pub const SEARCH_TOOL: &str = "search_tools";
+
+/// The search state of one agent: the tools loaded in this conversation, the index of the
+/// current snapshot, and the searches made since the application last heard of them.
+#[derive(Default)]
+pub(super) struct ToolSearch {
+    session: Arc<Mutex<Session>>,
+    prepared: Mutex<Option<Prepared>>,
+    limit: usize,
+}
+
+#[derive(Default)]
+struct Session {
+    /// Loaded tools, in the order they were loaded.
+    loaded: Vec<String>,
+    /// Searches not yet reported as events.
+    searches: Vec<AgentEvent>,
+}
+
+impl Session {
+    /// Loads a tool; returns whether it was not loaded yet.
+    fn load(&mut self, name: &str) -> bool {
+        let new = !self.loaded.iter().any(|loaded| loaded == name);
+        if new {
+            self.loaded.push(name.to_owned());
+        }
+        new
+    }
+}
+
+/// A base snapshot with the search tool added, built once per snapshot.
+struct Prepared {
+    base: Arc<RegistrySnapshot>,
+    extended: Arc<RegistrySnapshot>,
+}
+
+impl ToolSearch {
+    /// A search that loads at most `limit` tools per query.
+    pub(super) fn new(limit: usize) -> Self {
+        Self {
+            limit: limit.max(1),
+            ..Self::default()
+        }
+    }
+
+    /// The snapshot a step runs its calls in, and the tools its request offers: without
+    /// deferred tools, `base` and all its enabled tools; with them, `base` plus the search
+    /// tool, and the eager tools, then the search tool, then the loaded tools in load order.
+    pub(super) fn prepare(
+        &self,
+        base: Arc<RegistrySnapshot>,
+    ) -> (Arc<RegistrySnapshot>, RequestTools) {
+        if base.deferred_names().is_empty() {
+            let tools = if base.is_empty() {
+                RequestTools::default()
+            } else {
+                RequestTools::from_snapshot(base.clone())
+            };
+            return (base, tools);
+        }
+        let snapshot = self.extended(base.clone());
+        let loaded = lock(&self.session).loaded.clone();
+        let deferred_loaded = loaded
+            .iter()
+            .map(String::as_str)
+            .filter(|name| base.is_deferred(name));
+        let names = base
+            .eager_names()
+            .into_iter()
+            .chain([SEARCH_TOOL])
+            .chain(deferred_loaded);
+        let offered = snapshot.offer(names);
+        (snapshot, RequestTools::from_snapshot(Arc::new(offered)))
+    }
+
+    /// Loads the deferred tools the model called without searching for them (they exist and
+    /// are enabled, so the calls run), and returns an event for each.
+    pub(super) fn load_called(
+        &self,
+        snapshot: &RegistrySnapshot,
+        calls: &[ToolCall],
+    ) -> Vec<AgentEvent> {
+        let mut session = lock(&self.session);
+        let mut events = Vec::new();
+        for call in calls {
+            if snapshot.is_deferred(&call.name)
+                && snapshot.is_enabled(&call.name)
+                && session.load(&call.name)
+            {
+                events.push(AgentEvent::DeferredToolCalled {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+            }
+        }
+        events
+    }
+
+    /// Loads the deferred tool a forced tool choice names, so the request offers it.
+    pub(super) fn load_chosen(&self, snapshot: &RegistrySnapshot, choice: &ToolChoice) {
+        if let ToolChoice::Tool(name) = choice {
+            if snapshot.is_deferred(name) && snapshot.is_enabled(name) {
+                lock(&self.session).load(name);
+            }
+        }
+    }
+
+    /// The searches made since the last call, as events.
+    pub(super) fn take_events(&self) -> Vec<AgentEvent> {
+        std::mem::take(&mut lock(&self.session).searches)
+    }
+
+    /// The tools loaded in this conversation, in load order.
+    pub(super) fn loaded(&self) -> Vec<String> {
+        lock(&self.session).loaded.clone()
+    }
+
+    /// Forgets the loaded tools (a new conversation).
+    pub(super) fn clear(&self) {
+        lock(&self.session).loaded.clear();
+    }
+
+    fn extended(&self, base: Arc<RegistrySnapshot>) -> Arc<RegistrySnapshot> {
+        let mut prepared = lock(&self.prepared);
+        if let Some(ready) = prepared.as_ref() {
+            if Arc::ptr_eq(&ready.base, &base) {
+                return ready.extended.clone();
+            }
+        }
+        let tool = SearchTool {
+            session: self.session.clone(),
+            index: Arc::new(base.search_index()),
+            limit: self.limit,
+        };
+        let extended = match base.with_tool(Arc::new(tool)) {
+            Ok(extended) => Arc::new(extended),
+            Err(error) => {
+                // The registry has a tool of this name: it is offered as any tool, and the
+                // deferred tools are reached only by calling them by name.
+                tracing::warn!(%error, "the search tool is not offered");
+                base.clone()
+            }
+        };
+        *prepared = Some(Prepared {
+            base,
+            extended: extended.clone(),
+        });
+        extended
+    }
+}
+
+/// The tools an error about an unknown or disabled tool lists: every enabled tool, or, when
+/// some are deferred, those that are not and `search_tools`, so that thousands of deferred
+/// names are not listed (the model searches for them instead).
+pub(super) fn available(snapshot: &RegistrySnapshot) -> Vec<&str> {
+    if snapshot.deferred_names().is_empty() {
+        return snapshot.enabled_names();
+    }
+    snapshot.eager_names()
+}
+
+/// `search_tools(query)`: searches the deferred tools of one snapshot and loads the best
+/// matches into the conversation's session.
+struct SearchTool {
+    session: Arc<Mutex<Session>>,
+    index: Arc<ToolIndex>,
+    limit: usize,
+}
+
+#[async_trait::async_trait]
+impl ExecutableTool for SearchTool {
+    fn name(&self) -> &str {
+        SEARCH_TOOL
+    }
+
+    fn get_schema(&self) -> ChatTool {
+        ChatTool::new(
+            SEARCH_TOOL,
+            "Find tools that are not loaded yet and load the best matches, so you can call \
+             them. Search whenever no loaded tool fits the task.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {
+                        "type": "string",
+                        "description": "A few words saying what the tool should do, or \
+                                        `select:NAME,NAME` to load tools by exact name"
+                    }
+                },
+                "required": ["query"]
+            }),
+        )
+    }
+
+    async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
+        let query = args
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let outcome = self.index.search(query, self.limit);
+        let mut session = lock(&self.session);
+        let matches = outcome
+            .as_ref()
+            .map_or_else(|_| SearchMatches::default(), Clone::clone);
+        let mut loaded = Vec::new();
+        for hit in &matches.hits {
+            if session.load(&hit.name) {
+                loaded.push(hit.name.clone());
+            }
+        }
+        session.searches.push(AgentEvent::ToolSearch {
+            query: shortened(query),
+            matches: matches.hits.iter().map(|hit| hit.name.clone()).collect(),
+            loaded,
+        });
+        drop(session);
+        let matches = outcome.map_err(|error| ToolError::new(error.to_string()))?;
+        Ok(answer(query, &matches))
+    }
+}
+
+/// What the model reads: one line per tool found, then the names not found.
+fn answer(query: &str, matches: &SearchMatches) -> String {
+    use std::fmt::Write as _;
+
+    // Writing to a `String` cannot fail.
+    let mut text = String::new();
+    if matches.hits.is_empty() {
+        let _ = write!(
+            text,
+            "No tool matches \"{}\". Try other words, or `select:NAME`.",
+            shortened(query.trim()).escape_debug()
+        );
+    } else {
+        text.push_str("Loaded; call them like any other tool:");
+        for hit in &matches.hits {
+            let _ = write!(text, "\n- {}: {}", hit.name, hit.summary);
+        }
+    }
+    if !matches.missing.is_empty() {
+        let _ = write!(
+            text,
+            "\nNo deferred tool is named {}.",
+            matches.missing.join(", ")
+        );
+    }
+    text
+}
+
+/// A query as events and answers repeat it: at most a hundred characters.
+fn shortened(query: &str) -> String {
+    const MAX: usize = 100;
+    const { assert!(MAX < MAX_QUERY_BYTES) };
+    if query.chars().count() <= MAX {
+        query.to_owned()
+    } else {
+        let mut cut: String = query.chars().take(MAX).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
