@@ -40,6 +40,7 @@ mod output;
 mod run;
 mod search;
 mod step;
+mod typed;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 

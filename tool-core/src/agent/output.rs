@@ -1,10 +1,10 @@
 //! Typed output: a turn that ends with a value of a Rust type instead of text
-//! ([`Agent::chat_output`]).
+//! ([`Agent::chat_output`](super::Agent::chat_output)).
 //!
 //! The agent offers one more tool, the output tool ([`OUTPUT_TOOL`]), whose parameters are the
 //! JSON Schema of the output type; the run ends when the model calls it with a value that the
 //! schema, the type and the application's validators accept. Everything else is a turn like
-//! [`Agent::chat`]'s: the model may call other tools first.
+//! [`Agent::chat`](super::Agent::chat)'s: the model may call other tools first.
 
 use std::{
     fmt,
@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::{Agent, AgentError, AgentResponse, TurnOptions, run};
+use super::{AgentError, AgentResponse, TurnOptions};
 use crate::{
     context::{PendingCall, ToolContext},
     execute::{ExecuteError, describe_schema_errors, describe_serde_error, parse_arguments},
@@ -34,7 +34,7 @@ const ACCEPTED_RESULT: &str = "Final result accepted.";
 /// A value the application rejects, with the message the model reads.
 type Validator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
 
-/// Settings of one typed run ([`Agent::chat_output_with`]).
+/// Settings of one typed run ([`Agent::chat_output_with`](super::Agent::chat_output_with)).
 ///
 /// ```
 /// use tool_core::agent::OutputOptions;
@@ -45,9 +45,9 @@ type Validator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
 /// # let _ = options;
 /// ```
 pub struct OutputOptions<T> {
-    max_retries: u32,
-    validators: Vec<Validator<T>>,
-    turn: TurnOptions,
+    pub(super) max_retries: u32,
+    pub(super) validators: Vec<Validator<T>>,
+    pub(super) turn: TurnOptions,
 }
 
 impl<T> Default for OutputOptions<T> {
@@ -116,84 +116,6 @@ pub struct OutputResponse<T> {
     pub output_retries: u32,
 }
 
-impl Agent {
-    /// Runs a turn that ends with a value of type `T` instead of text.
-    ///
-    /// **Tool mode**: the model is offered one more tool, [`OUTPUT_TOOL`] (`final_result`),
-    /// whose parameters are `T`'s JSON Schema (a `T` whose schema is not an object, such as an
-    /// enum or a number, is wrapped as `{"value": …}`). The model may call other tools first;
-    /// the run ends when it calls the output tool with a value that validates against the
-    /// schema, deserializes into `T` and passes the validators of
-    /// [`OutputOptions::validator`].
-    ///
-    /// - An invalid output is answered with what is wrong (where, what was expected, what came:
-    ///   the words of the registry's argument errors), and the model tries again, at most
-    ///   [`OutputOptions::max_retries`] times (1 by default); then the run fails with
-    ///   [`AgentError::OutputRetriesExhausted`], which holds the last raw output.
-    /// - A text answer counts as an invalid output: the model is asked to call the output tool.
-    /// - The output tool called together with other tools: the other calls run first, then the
-    ///   output is checked and, when valid, the run ends (every call's result is kept, in call
-    ///   order). Several output calls in one step: the first valid one is the output. Calls
-    ///   that wait for approval stop the run with [`AgentError::AwaitingApproval`]: resuming
-    ///   such a run into a typed output is not supported yet.
-    ///
-    /// The output call is not counted in [`AgentResponse::tool_calls`] nor its corrections in
-    /// [`AgentResponse::retried_calls`] ([`OutputResponse::output_retries`] counts those). A
-    /// registry tool named `final_result` is shadowed during a typed turn.
-    ///
-    /// The provider's native structured output, a prompted mode and streaming of the partial
-    /// output are not supported yet; this is the tool mode alone.
-    pub async fn chat_output<T>(
-        &self,
-        text: impl Into<String>,
-    ) -> Result<OutputResponse<T>, AgentError>
-    where
-        T: JsonSchema + DeserializeOwned + Send + 'static,
-    {
-        self.chat_output_with(text, OutputOptions::new()).await
-    }
-
-    /// Like [`chat_output`](Self::chat_output), with a retry budget, validators and turn
-    /// settings.
-    pub async fn chat_output_with<T>(
-        &self,
-        text: impl Into<String>,
-        options: OutputOptions<T>,
-    ) -> Result<OutputResponse<T>, AgentError>
-    where
-        T: JsonSchema + DeserializeOwned + Send + 'static,
-    {
-        let spec = Arc::new(TypedOutput::<T>::new(
-            options.max_retries,
-            options.validators,
-        ));
-        let mut turn = options.turn;
-        turn.output = Some(spec.clone());
-        let response = run::turn(
-            self.inner.clone(),
-            run::Input::User(text.into()),
-            turn,
-            None,
-        )
-        .await?;
-        if !response.pending_approvals.is_empty() {
-            return Err(AgentError::AwaitingApproval {
-                requests: response.pending_approvals,
-            });
-        }
-        let (value, failures) = spec.take();
-        // A turn with an output spec ends well only once a value is accepted.
-        let output = value.ok_or(AgentError::MaxSteps {
-            steps: response.steps,
-        })?;
-        Ok(OutputResponse {
-            output,
-            response,
-            output_retries: failures,
-        })
-    }
-}
-
 /// The output a turn asks for, without its type: what [`run::turn`] needs.
 pub(crate) trait OutputSpec: Send + Sync + fmt::Debug {
     /// The output tool.
@@ -206,7 +128,7 @@ pub(crate) trait OutputSpec: Send + Sync + fmt::Debug {
 }
 
 /// The output tool's definition, validator and the value once accepted.
-struct TypedOutput<T> {
+pub(super) struct TypedOutput<T> {
     tool: ChatTool,
     /// The schema's validator; `None` if the schema is not one the validator reads (the type
     /// then checks alone).
@@ -233,7 +155,7 @@ impl<T> fmt::Debug for TypedOutput<T> {
 }
 
 impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
-    fn new(max_retries: u32, validators: Vec<Validator<T>>) -> Self {
+    pub(super) fn new(max_retries: u32, validators: Vec<Validator<T>>) -> Self {
         let (parameters, wrapped) = output_parameters::<T>();
         let validator = jsonschema::validator_for(&parameters).ok();
         let tool = ChatTool::new(
@@ -255,7 +177,7 @@ impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
         }
     }
 
-    fn take(&self) -> (Option<T>, u32) {
+    pub(super) fn take(&self) -> (Option<T>, u32) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         (state.value.take(), state.failures)
     }
