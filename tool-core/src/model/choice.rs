@@ -156,6 +156,7 @@ impl ToolChoice {
 
     /// Fails with [`ProviderError::Config`] for an `Allowed` choice, which the wire `provider`
     /// has no form for.
+    #[cfg(feature = "anthropic")]
     pub(crate) fn reject_allowed(&self, provider: &str) -> Result<(), ProviderError> {
         match self {
             Self::Allowed { .. } => Err(ProviderError::Config(format!(
