@@ -160,7 +160,7 @@ impl LlamaServer {
     }
 
     async fn wait_until_healthy(&mut self) {
-        let client = reqwest::Client::new();
+        let client = crate::http_client::client();
         let deadline = Instant::now() + STARTUP;
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {

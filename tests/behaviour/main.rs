@@ -18,6 +18,7 @@ mod builtin_tools;
 mod config_tools;
 mod examples_cli;
 mod floors;
+mod http_client;
 mod https;
 mod lenient_arguments;
 mod llama_server;

@@ -280,7 +280,7 @@ impl RoundRobin {
             urls,
             next: AtomicUsize::new(0),
             answered: [AtomicUsize::new(0), AtomicUsize::new(0)],
-            http: reqwest::Client::builder()
+            http: crate::http_client::builder()
                 .timeout(Duration::from_secs(60))
                 .build()
                 .unwrap(),

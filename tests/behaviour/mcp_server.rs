@@ -778,7 +778,7 @@ async fn mcp_http_answers_a_body_over_the_limit_with_413() {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "x".repeat(4096), "version": "1"}}});
-    let response = reqwest::Client::new()
+    let response = crate::http_client::client()
         .post(http.url())
         .header("accept", "application/json, text/event-stream")
         .json(&body)
@@ -896,7 +896,7 @@ async fn mcp_http_serves_raw_json_rpc_initialize() {
         .start_http("127.0.0.1:0")
         .await
         .unwrap();
-    let response = reqwest::Client::new()
+    let response = crate::http_client::client()
         .post(http.url())
         .header("Accept", "application/json, text/event-stream")
         .json(&json!({
@@ -938,7 +938,7 @@ async fn mcp_http_rejects_foreign_host_headers() {
         .start_http("127.0.0.1:0")
         .await
         .unwrap();
-    let response = reqwest::Client::new()
+    let response = crate::http_client::client()
         .post(http.url())
         .header("Host", "attacker.invalid")
         .header("Accept", "application/json, text/event-stream")
@@ -1068,7 +1068,7 @@ async fn mcp_applies_its_default_tool_timeout_to_tools_that_set_none() {
 /// answer's JSON body.
 async fn post_2026(url: &str, body: Value) -> (reqwest::StatusCode, Value) {
     let method = body["method"].as_str().unwrap().to_owned();
-    let mut request = reqwest::Client::new()
+    let mut request = crate::http_client::client()
         .post(url)
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")

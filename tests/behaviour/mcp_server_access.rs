@@ -88,7 +88,7 @@ impl Answer {
 
 /// POSTs `body` to `url` with `headers`.
 pub(crate) async fn post(url: &str, headers: &[(&str, &str)], body: Value) -> Answer {
-    let mut request = reqwest::Client::new()
+    let mut request = crate::http_client::client()
         .post(url)
         .header("accept", "application/json, text/event-stream");
     for (name, value) in headers {
@@ -229,7 +229,7 @@ async fn mcp_http_with_a_bearer_token_answers_401_without_it_on_every_method() {
         assert!(!wrong.body.contains("s3cret"), "{}", wrong.body);
     }
 
-    let client = reqwest::Client::new();
+    let client = crate::http_client::client();
     for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
         let response = client
             .request(method.clone(), &url)

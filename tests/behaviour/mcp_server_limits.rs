@@ -34,7 +34,7 @@ fn server(options: McpOptions) -> McpServer {
 }
 
 async fn delete_session(url: &str, session: &str) -> u16 {
-    reqwest::Client::new()
+    crate::http_client::client()
         .delete(url)
         .header("mcp-session-id", session)
         .header("mcp-protocol-version", "2025-06-18")
@@ -127,7 +127,7 @@ async fn mcp_http_frees_the_slot_of_a_session_idle_past_its_timeout() {
     let (second, _) = initialize_when_admitted(&url, 1).await;
     assert_ne!(first, second);
     // The expired session is gone, not merely over the count.
-    let gone = reqwest::Client::new()
+    let gone = crate::http_client::client()
         .post(&url)
         .header("accept", "application/json, text/event-stream")
         .header("mcp-session-id", &first)

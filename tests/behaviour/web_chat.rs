@@ -128,7 +128,7 @@ pub(crate) struct Browser {
 impl Browser {
     pub(crate) fn new(server: &WebChat) -> Self {
         Self {
-            http: reqwest::Client::builder()
+            http: crate::http_client::builder()
                 .timeout(DEADLINE)
                 .build()
                 .expect("a client"),

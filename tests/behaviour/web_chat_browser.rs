@@ -102,7 +102,7 @@ async fn start_chromedriver() -> (Group, String) {
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let driver = Group(command.spawn().expect("chromedriver starts"));
     let url = format!("http://127.0.0.1:{port}");
-    let http = reqwest::Client::builder()
+    let http = crate::http_client::builder()
         .timeout(Duration::from_secs(2))
         .build()
         .expect("a client");
