@@ -68,7 +68,7 @@ impl ExecutableTool for Forecast {
 
 /// `get_time` eager; `create_directory`, `send_email` (macro), `weather_forecast` (metadata)
 /// and `translate_text` (a configuration entry) deferred.
-fn registry() -> Arc<ToolRegistry> {
+pub(crate) fn registry() -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
     registry.register(GetTime).unwrap();
     registry.register(CreateDirectory).unwrap();
@@ -92,11 +92,11 @@ fn agent(model: &ScriptedModel, registry: Arc<ToolRegistry>) -> Agent {
     Agent::new(model.clone(), AgentOptions::new().registry(registry))
 }
 
-fn search(id: &str, query: &str) -> ScriptedResponse {
+pub(crate) fn search(id: &str, query: &str) -> ScriptedResponse {
     ScriptedResponse::tool_call(id, "search_tools", json!({ "query": query }).to_string())
 }
 
-fn names(request: &ChatRequest) -> Vec<String> {
+pub(crate) fn names(request: &ChatRequest) -> Vec<String> {
     request
         .tools
         .names()

@@ -555,6 +555,7 @@ impl Agent {
             register_builtins(&registry, &context);
             Arc::new(registry)
         });
+        let search = search::ToolSearch::new(context.clone(), options.search_results);
         Self {
             inner: Arc::new(Shared {
                 model,
@@ -573,7 +574,7 @@ impl Agent {
                 tool_choice_every_step: options.tool_choice_every_step,
                 skip_unsupported_tools: options.skip_unsupported_tools,
                 paused: std::sync::Mutex::new(None),
-                search: search::ToolSearch::new(options.search_results),
+                search,
                 turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),
             }),
@@ -808,7 +809,6 @@ impl Agent {
         let saved = SavedConversation::load(path.into())?;
         self.inner.context.replace(saved.context.clone());
         self.inner.forget_paused_turn();
-        self.inner.search.clear();
         Ok(saved)
     }
 
@@ -843,10 +843,12 @@ impl Agent {
 
     /// The deferred tools loaded in this conversation (by a search, or by a call by name), in
     /// the order they were loaded: after the tools that are not deferred and `search_tools`,
-    /// they are the tools the model is offered. Forgotten with the conversation
-    /// ([`clear_context`](Self::clear_context), [`load_context`](Self::load_context)).
+    /// they are the tools the model is offered. They are part of the conversation
+    /// ([`Conversation::loaded_tools`]): saved and resumed with it, shared by every agent on
+    /// the same [`ToolContext`], forgotten by [`clear_context`](Self::clear_context) and
+    /// replaced by [`load_context`](Self::load_context).
     pub fn loaded_tools(&self) -> Vec<String> {
-        self.inner.search.loaded()
+        self.inner.context.loaded_tools()
     }
 
     /// Every tool with its metadata and its enabled state for this agent, in registration order.
@@ -858,7 +860,6 @@ impl Agent {
     pub fn clear_context(&self) {
         self.inner.context.clear();
         self.inner.forget_paused_turn();
-        self.inner.search.clear();
     }
 
     /// Replaces the system prompt; the next request uses it.

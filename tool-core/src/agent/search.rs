@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::AgentEvent;
 use crate::{
+    context::ToolContext,
     message::ToolCall,
     model::{RequestTools, ToolChoice},
     registry::RegistrySnapshot,
@@ -18,32 +19,13 @@ use crate::{
 /// The name of the search tool an agent offers when some tools are deferred.
 pub const SEARCH_TOOL: &str = "search_tools";
 
-/// The search state of one agent: the tools loaded in this conversation, the index of the
-/// current snapshot, and the searches made since the application last heard of them.
-#[derive(Default)]
+/// The search state of one agent: the conversation whose loaded tools it extends, the index
+/// of the current snapshot, and the searches made since the application last heard of them.
 pub(super) struct ToolSearch {
-    session: Arc<Mutex<Session>>,
+    context: ToolContext,
+    searches: Arc<Mutex<Vec<AgentEvent>>>,
     prepared: Mutex<Option<Prepared>>,
     limit: usize,
-}
-
-#[derive(Default)]
-struct Session {
-    /// Loaded tools, in the order they were loaded.
-    loaded: Vec<String>,
-    /// Searches not yet reported as events.
-    searches: Vec<AgentEvent>,
-}
-
-impl Session {
-    /// Loads a tool; returns whether it was not loaded yet.
-    fn load(&mut self, name: &str) -> bool {
-        let new = !self.loaded.iter().any(|loaded| loaded == name);
-        if new {
-            self.loaded.push(name.to_owned());
-        }
-        new
-    }
 }
 
 /// A base snapshot with the search tool added, built once per snapshot.
@@ -53,11 +35,13 @@ struct Prepared {
 }
 
 impl ToolSearch {
-    /// A search that loads at most `limit` tools per query.
-    pub(super) fn new(limit: usize) -> Self {
+    /// A search that loads at most `limit` tools per query into `context`'s conversation.
+    pub(super) fn new(context: ToolContext, limit: usize) -> Self {
         Self {
+            context,
+            searches: Arc::default(),
+            prepared: Mutex::default(),
             limit: limit.max(1),
-            ..Self::default()
         }
     }
 
@@ -77,7 +61,7 @@ impl ToolSearch {
             return (base, tools);
         }
         let snapshot = self.extended(base.clone());
-        let loaded = lock(&self.session).loaded.clone();
+        let loaded = self.context.loaded_tools();
         let deferred_loaded = loaded
             .iter()
             .map(String::as_str)
@@ -98,12 +82,11 @@ impl ToolSearch {
         snapshot: &RegistrySnapshot,
         calls: &[ToolCall],
     ) -> Vec<AgentEvent> {
-        let mut session = lock(&self.session);
         let mut events = Vec::new();
         for call in calls {
             if snapshot.is_deferred(&call.name)
                 && snapshot.is_enabled(&call.name)
-                && session.load(&call.name)
+                && self.context.load_tool(&call.name)
             {
                 events.push(AgentEvent::DeferredToolCalled {
                     id: call.id.clone(),
@@ -118,24 +101,14 @@ impl ToolSearch {
     pub(super) fn load_chosen(&self, snapshot: &RegistrySnapshot, choice: &ToolChoice) {
         if let ToolChoice::Tool(name) = choice {
             if snapshot.is_deferred(name) && snapshot.is_enabled(name) {
-                lock(&self.session).load(name);
+                self.context.load_tool(name);
             }
         }
     }
 
     /// The searches made since the last call, as events.
     pub(super) fn take_events(&self) -> Vec<AgentEvent> {
-        std::mem::take(&mut lock(&self.session).searches)
-    }
-
-    /// The tools loaded in this conversation, in load order.
-    pub(super) fn loaded(&self) -> Vec<String> {
-        lock(&self.session).loaded.clone()
-    }
-
-    /// Forgets the loaded tools (a new conversation).
-    pub(super) fn clear(&self) {
-        lock(&self.session).loaded.clear();
+        std::mem::take(&mut lock(&self.searches))
     }
 
     fn extended(&self, base: Arc<RegistrySnapshot>) -> Arc<RegistrySnapshot> {
@@ -146,7 +119,8 @@ impl ToolSearch {
             }
         }
         let tool = SearchTool {
-            session: self.session.clone(),
+            context: self.context.clone(),
+            searches: self.searches.clone(),
             index: Arc::new(base.search_index()),
             limit: self.limit,
         };
@@ -178,9 +152,10 @@ pub(super) fn available(snapshot: &RegistrySnapshot) -> Vec<&str> {
 }
 
 /// `search_tools(query)`: searches the deferred tools of one snapshot and loads the best
-/// matches into the conversation's session.
+/// matches into the conversation.
 struct SearchTool {
-    session: Arc<Mutex<Session>>,
+    context: ToolContext,
+    searches: Arc<Mutex<Vec<AgentEvent>>>,
     index: Arc<ToolIndex>,
     limit: usize,
 }
@@ -216,22 +191,20 @@ impl ExecutableTool for SearchTool {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let outcome = self.index.search(query, self.limit);
-        let mut session = lock(&self.session);
         let matches = outcome
             .as_ref()
             .map_or_else(|_| SearchMatches::default(), Clone::clone);
         let mut loaded = Vec::new();
         for hit in &matches.hits {
-            if session.load(&hit.name) {
+            if self.context.load_tool(&hit.name) {
                 loaded.push(hit.name.clone());
             }
         }
-        session.searches.push(AgentEvent::ToolSearch {
+        lock(&self.searches).push(AgentEvent::ToolSearch {
             query: shortened(query),
             matches: matches.hits.iter().map(|hit| hit.name.clone()).collect(),
             loaded,
         });
-        drop(session);
         let matches = outcome.map_err(|error| ToolError::new(error.to_string()))?;
         Ok(answer(query, &matches))
     }
