@@ -106,7 +106,7 @@ pub(crate) fn names(request: &ChatRequest) -> Vec<String> {
 }
 
 /// The result the conversation holds for the call `id`.
-fn result_of(agent: &Agent, id: &str) -> String {
+pub(crate) fn result_of(agent: &Agent, id: &str) -> String {
     agent
         .messages()
         .into_iter()
