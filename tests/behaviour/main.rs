@@ -64,6 +64,7 @@ mod text_arguments;
 mod tool_choice;
 mod tool_choice_allowed;
 mod tool_search;
+mod tool_search_budget;
 mod tool_search_mcp;
 mod tool_search_sessions;
 mod typed_output;

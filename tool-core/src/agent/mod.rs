@@ -49,7 +49,7 @@ use serde_json::Value;
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, resolved_path};
 pub use events::{AgentEvent, ToolResultKind};
 pub use output::{OUTPUT_TOOL, OutputOptions, OutputResponse};
-pub use search::SEARCH_TOOL;
+pub use search::{DeferBudget, SEARCH_TOOL};
 
 use crate::{
     builtin::register_builtins,
@@ -146,6 +146,11 @@ pub struct AgentOptions {
     /// that tool when some enabled tools are deferred (see
     /// [`ToolMetadata::defer_loading`](crate::ToolMetadata::defer_loading)).
     pub search_results: usize,
+    /// Defer tools by a budget (default `None`: only tools declared deferred are): once the
+    /// tools the agent would offer in full pass a number or an estimated token count, every
+    /// one of them but the pinned ones is deferred, and found with `search_tools`. See
+    /// [`DeferBudget`].
+    pub defer_budget: Option<DeferBudget>,
 }
 
 impl Default for AgentOptions {
@@ -167,6 +172,7 @@ impl Default for AgentOptions {
             tool_choice_every_step: false,
             skip_unsupported_tools: false,
             search_results: DEFAULT_SEARCH_RESULTS,
+            defer_budget: None,
         }
     }
 }
@@ -307,6 +313,13 @@ impl AgentOptions {
     #[must_use]
     pub fn search_results(mut self, limit: usize) -> Self {
         self.search_results = limit;
+        self
+    }
+
+    /// Defers tools past `budget` (see [`defer_budget`](Self::defer_budget)).
+    #[must_use]
+    pub fn defer_budget(mut self, budget: DeferBudget) -> Self {
+        self.defer_budget = Some(budget);
         self
     }
 }
@@ -555,7 +568,12 @@ impl Agent {
             register_builtins(&registry, &context);
             Arc::new(registry)
         });
-        let search = search::ToolSearch::new(context.clone(), options.search_results);
+        let search = search::ToolSearch::new(
+            context.clone(),
+            options.search_results,
+            options.defer_budget,
+            model.provider(),
+        );
         Self {
             inner: Arc::new(Shared {
                 model,

@@ -11,13 +11,79 @@ use crate::{
     context::ToolContext,
     message::ToolCall,
     model::{RequestTools, ToolChoice},
-    registry::RegistrySnapshot,
+    registry::{OfferedTools, RegistrySnapshot},
+    schema::{Provider, ToolList},
     search::{MAX_QUERY_BYTES, SearchMatches, ToolIndex},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError},
 };
 
 /// The name of the search tool an agent offers when some tools are deferred.
 pub const SEARCH_TOOL: &str = "search_tools";
+
+/// When an agent defers tools by itself ([`AgentOptions::defer_budget`]): once the tools it
+/// would offer in full pass a number or an estimated token count, it defers every one of them
+/// but the pinned ones, and offers `search_tools` instead.
+///
+/// The estimate is a quarter of the bytes of those tools' definitions in the model's provider
+/// format (what the request's tools part carries). The budget is checked whenever the tools
+/// change (a registration, a switch, an MCP `list_changed`), over the tools the agent offers:
+/// switched-off tools do not count, and tools deferred by their own declaration are not
+/// counted again.
+///
+/// ```
+/// use tool_core::{AgentOptions, agent::DeferBudget};
+///
+/// let options = AgentOptions::new()
+///     .defer_budget(DeferBudget::tools(30).pin(["read_file", "write_file"]));
+/// # let _ = options;
+/// ```
+///
+/// [`AgentOptions::defer_budget`]: super::AgentOptions::defer_budget
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeferBudget {
+    /// The most tools offered in full; past it, tools are deferred.
+    pub max_tools: Option<usize>,
+    /// The most estimated tokens (bytes / 4) of the definitions offered in full; past it,
+    /// tools are deferred.
+    pub max_tokens: Option<usize>,
+    /// The tools the budget never defers (a tool deferred by its own declaration stays so).
+    pub pinned: Vec<String>,
+}
+
+impl DeferBudget {
+    /// Defers tools once more than `max` would be offered in full.
+    pub fn tools(max: usize) -> Self {
+        Self {
+            max_tools: Some(max),
+            ..Self::default()
+        }
+    }
+
+    /// Defers tools once their definitions pass about `max` tokens (bytes / 4).
+    pub fn tokens(max: usize) -> Self {
+        Self {
+            max_tokens: Some(max),
+            ..Self::default()
+        }
+    }
+
+    /// Keeps these tools eager when the budget defers the others. Calls add to the list.
+    #[must_use]
+    pub fn pin(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.pinned.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Whether `offered` tools, in `provider`'s format, pass the budget.
+    fn passed(&self, offered: &OfferedTools, provider: Provider) -> bool {
+        self.max_tools
+            .is_some_and(|max| ToolList::names(offered).len() > max)
+            || self
+                .max_tokens
+                .is_some_and(|max| offered.provider_json(provider).get().len() / 4 > max)
+    }
+}
 
 /// The search state of one agent: the conversation whose loaded tools it extends, the index
 /// of the current snapshot, and the searches made since the application last heard of them.
@@ -26,6 +92,10 @@ pub(super) struct ToolSearch {
     searches: Arc<Mutex<Vec<AgentEvent>>>,
     prepared: Mutex<Option<Prepared>>,
     limit: usize,
+    budget: Option<DeferBudget>,
+    provider: Provider,
+    /// The last snapshot the budget was checked on, and the snapshot it gave.
+    budgeted: Mutex<Option<(Arc<RegistrySnapshot>, Arc<RegistrySnapshot>)>>,
 }
 
 /// A base snapshot with the search tool added, built once per snapshot.
@@ -35,13 +105,22 @@ struct Prepared {
 }
 
 impl ToolSearch {
-    /// A search that loads at most `limit` tools per query into `context`'s conversation.
-    pub(super) fn new(context: ToolContext, limit: usize) -> Self {
+    /// A search that loads at most `limit` tools per query into `context`'s conversation, and
+    /// defers tools past `budget` (estimated in `provider`'s format).
+    pub(super) fn new(
+        context: ToolContext,
+        limit: usize,
+        budget: Option<DeferBudget>,
+        provider: Provider,
+    ) -> Self {
         Self {
             context,
             searches: Arc::default(),
             prepared: Mutex::default(),
             limit: limit.max(1),
+            budget,
+            provider,
+            budgeted: Mutex::default(),
         }
     }
 
@@ -52,6 +131,7 @@ impl ToolSearch {
         &self,
         base: Arc<RegistrySnapshot>,
     ) -> (Arc<RegistrySnapshot>, RequestTools) {
+        let base = self.budgeted(base);
         if base.deferred_names().is_empty() {
             let tools = if base.is_empty() {
                 RequestTools::default()
@@ -98,8 +178,9 @@ impl ToolSearch {
     }
 
     /// Loads the deferred tool a forced tool choice names, so the request offers it.
-    pub(super) fn load_chosen(&self, snapshot: &RegistrySnapshot, choice: &ToolChoice) {
+    pub(super) fn load_chosen(&self, snapshot: &Arc<RegistrySnapshot>, choice: &ToolChoice) {
         if let ToolChoice::Tool(name) = choice {
+            let snapshot = self.budgeted(snapshot.clone());
             if snapshot.is_deferred(name) && snapshot.is_enabled(name) {
                 self.context.load_tool(name);
             }
@@ -109,6 +190,28 @@ impl ToolSearch {
     /// The searches made since the last call, as events.
     pub(super) fn take_events(&self) -> Vec<AgentEvent> {
         std::mem::take(&mut lock(&self.searches))
+    }
+
+    /// `base`, or, when its eager tools pass the budget, `base` with all of them deferred but
+    /// the pinned ones; checked once per snapshot.
+    fn budgeted(&self, base: Arc<RegistrySnapshot>) -> Arc<RegistrySnapshot> {
+        let Some(budget) = &self.budget else {
+            return base;
+        };
+        let mut budgeted = lock(&self.budgeted);
+        if let Some((checked, result)) = budgeted.as_ref() {
+            if Arc::ptr_eq(checked, &base) {
+                return result.clone();
+            }
+        }
+        let offered = base.offer(base.eager_names());
+        let result = if budget.passed(&offered, self.provider) {
+            Arc::new(base.deferring_all_but(&budget.pinned))
+        } else {
+            base.clone()
+        };
+        *budgeted = Some((base, result.clone()));
+        result
     }
 
     fn extended(&self, base: Arc<RegistrySnapshot>) -> Arc<RegistrySnapshot> {
