@@ -310,6 +310,46 @@ async fn a_deferred_tool_called_without_a_search_is_loaded_and_runs() {
 }
 
 #[tokio::test]
+async fn an_unknown_tool_is_answered_with_the_tools_that_best_match_its_name() {
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "create_dir", "{}"),
+        ScriptedResponse::text("Sorry."),
+    ]);
+    let agent = agent(&model, registry());
+    agent.chat("make a folder").await.unwrap();
+    assert_eq!(
+        result_of(&agent, "c1"),
+        "Error: tool 'create_dir' not found. Closest tools: create_directory."
+    );
+
+    // At most five, the best first, among every enabled tool.
+    let registry = crate::tool_search_budget::generated(200);
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "git_commits", "{}"),
+        ScriptedResponse::text("Sorry."),
+    ]);
+    let agent = Agent::new(
+        model,
+        AgentOptions::new()
+            .registry(registry)
+            .defer_budget(tool_core::agent::DeferBudget::tools(10)),
+    );
+    agent.chat("commit").await.unwrap();
+    let text = result_of(&agent, "c1");
+    let listed = text
+        .strip_prefix("Error: tool 'git_commits' not found. Closest tools: ")
+        .and_then(|rest| rest.strip_suffix('.'))
+        .unwrap_or_else(|| panic!("{text}"));
+    let listed: Vec<&str> = listed.split(", ").collect();
+    assert_eq!(listed.len(), 5, "{text}");
+    assert!(
+        listed.iter().all(|name| name.starts_with("git_commit_")),
+        "{text}"
+    );
+}
+
+/// A name that matches no tool gets the tools the model is offered.
+#[tokio::test]
 async fn an_unknown_tool_is_answered_with_the_eager_tools_not_every_deferred_one() {
     let model = ScriptedModel::new([
         ScriptedResponse::tool_call("c1", "make_folder", "{}"),

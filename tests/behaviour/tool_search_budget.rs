@@ -16,7 +16,11 @@ use tool_core::{
 use crate::tool_search::{names, result_of, search};
 
 /// A tool's name, description, and parameters with their descriptions.
-type Template = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+type Template = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
 
 /// Definitions shaped like those of the reference filesystem, git and fetch MCP servers (their
 /// names, descriptions and parameters), repeated with distinct names by [`generated`].

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::AgentEvent;
 use crate::{
     context::ToolContext,
+    execute::ExecuteError,
     message::ToolCall,
     model::{RequestTools, ToolChoice},
     registry::{OfferedTools, RegistrySnapshot},
@@ -244,14 +245,57 @@ impl ToolSearch {
     }
 }
 
-/// The tools an error about an unknown or disabled tool lists: every enabled tool, or, when
-/// some are deferred, those that are not and `search_tools`, so that thousands of deferred
-/// names are not listed (the model searches for them instead).
-pub(super) fn available(snapshot: &RegistrySnapshot) -> Vec<&str> {
-    if snapshot.deferred_names().is_empty() {
-        return snapshot.enabled_names();
+/// The most tools an error about an unknown tool names when some tools are deferred.
+const CLOSEST: usize = 5;
+
+/// The model-facing text of `error`, about the unknown or disabled tool `name`, with the tools
+/// the model may call instead: every enabled tool; or, when some are deferred (so that
+/// thousands of names are not listed), the enabled tools whose name, title, description and
+/// parameters best match `name` (at most five, the best first), else the eager tools and
+/// `search_tools`.
+pub(super) fn not_available(
+    error: &ExecuteError,
+    snapshot: &RegistrySnapshot,
+    name: &str,
+) -> String {
+    use std::fmt::Write as _;
+
+    let mut text = error.to_model_string();
+    let deferring = !snapshot.deferred_names().is_empty();
+    if deferring {
+        let closest = closest(snapshot, name);
+        if !closest.is_empty() {
+            // Writing to a `String` cannot fail.
+            let _ = write!(text, ". Closest tools: {}.", closest.join(", "));
+            return text;
+        }
     }
-    snapshot.eager_names()
+    let available = if deferring {
+        snapshot.eager_names()
+    } else {
+        snapshot.enabled_names()
+    };
+    if available.is_empty() {
+        text.push_str(". No tools are available.");
+    } else {
+        let _ = write!(text, ". Available tools: {}.", available.join(", "));
+    }
+    text
+}
+
+/// The enabled tools that best match the words of `name`, best first.
+fn closest(snapshot: &RegistrySnapshot, name: &str) -> Vec<String> {
+    let definitions = snapshot.definitions();
+    let index = ToolIndex::new(definitions.iter().map(|definition| {
+        let title = snapshot
+            .metadata(&definition.function.name)
+            .and_then(|metadata| metadata.title.as_deref());
+        (definition, title)
+    }));
+    index
+        .search(name, CLOSEST)
+        .map(|matches| matches.hits.into_iter().map(|hit| hit.name).collect())
+        .unwrap_or_default()
 }
 
 /// `search_tools(query)`: searches the deferred tools of one snapshot and loads the best
