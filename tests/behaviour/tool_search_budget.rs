@@ -262,3 +262,52 @@ fn past_a_token_estimate_the_tools_are_deferred_and_a_search_finds_them() {
     );
     assert_eq!(result_of(&agent, "c1"), "git_commit_0007 done");
 }
+
+/// The bytes of the `tools` part of the first request each wire sends over real HTTP for
+/// `count` generated tools, every one offered (search off) or deferred (search on), printed
+/// with their estimated tokens; with 1,000 tools, search sends at most 5% of the bytes.
+#[tokio::test]
+async fn request_size_with_search_on_and_off() {
+    for provider in crate::tool_choice::ALL {
+        for count in [10, 100, 1_000] {
+            let registry = generated(count);
+            let off = tools_bytes(provider, &registry, None).await;
+            let on = tools_bytes(provider, &registry, Some(DeferBudget::tools(0))).await;
+            #[allow(clippy::cast_precision_loss)]
+            let share = on as f64 / off as f64 * 100.0;
+            println!(
+                "{provider}: {count:>5} tools: search off {off:>8} bytes (~{:>6} tokens), \
+                 on {on:>5} bytes (~{:>4} tokens), {share:.2}%",
+                off / 4,
+                on / 4,
+            );
+            if count == 1_000 {
+                assert!(on * 20 <= off, "{provider}: {on} of {off} bytes");
+            }
+        }
+    }
+}
+
+/// The length of the first request's `tools` value, as the provider client sent it.
+async fn tools_bytes(
+    provider: Provider,
+    registry: &Arc<ToolRegistry>,
+    budget: Option<DeferBudget>,
+) -> usize {
+    let link = crate::tool_choice::link(provider, false).await;
+    let mut options = AgentOptions::new().registry(registry.clone()).max_steps(1);
+    if let Some(budget) = budget {
+        options = options.defer_budget(budget);
+    }
+    let agent = Agent::with_model(link.model.into(), options);
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), agent.chat("hello"))
+        .await
+        .expect("an answer in time");
+    assert!(
+        !matches!(outcome, Err(tool_core::AgentError::Model(_))),
+        "{provider}: {outcome:?}"
+    );
+    let requests = link.server.requests();
+    let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    body["tools"].to_string().len()
+}
