@@ -148,3 +148,27 @@ async fn the_loaded_tools_survive_a_provider_switch_mid_conversation() {
         assert!(!text.contains("send_email"), "{provider}: {text}");
     }
 }
+
+/// A saved document is input: its `loaded_tools` can only bring back deferred tools that exist
+/// and are enabled for this session; other names are ignored.
+#[tokio::test]
+async fn a_saved_loaded_set_never_offers_a_switched_off_or_unknown_tool() {
+    let context: tool_core::Conversation = serde_json::from_value(serde_json::json!({
+        "system_prompt": "",
+        "loaded_tools": ["send_email", "no_such_tool", "get_time", "weather_forecast", "search_tools"]
+    }))
+    .unwrap();
+    let toggles = tool_core::ToolToggles::new();
+    toggles.set("send_email", false);
+    let model = ScriptedModel::new([ScriptedResponse::text("Hello.")]);
+    let agent = Agent::new(
+        model.clone(),
+        AgentOptions::new().registry(registry()).toggles(toggles),
+    );
+    agent.context().replace(context);
+    agent.chat("hello").await.unwrap();
+    assert_eq!(
+        names(&model.requests()[0]),
+        ["get_time", "search_tools", "weather_forecast"]
+    );
+}
