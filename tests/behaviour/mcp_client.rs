@@ -47,7 +47,7 @@ fn server_script() -> PathBuf {
 }
 
 /// The Python test server over stdio, its tools prefixed `py`.
-fn python_server(python: &Path, extra: &[&str]) -> McpServerConfig {
+pub(crate) fn python_server(python: &Path, extra: &[&str]) -> McpServerConfig {
     let mut argv = vec![
         server_script().to_string_lossy().into_owned(),
         "stdio".to_owned(),

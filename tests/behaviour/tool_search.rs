@@ -68,7 +68,7 @@ impl ExecutableTool for Forecast {
 
 /// `get_time` eager; `create_directory`, `send_email` (macro), `weather_forecast` (metadata)
 /// and `translate_text` (a configuration entry) deferred.
-fn registry() -> Arc<ToolRegistry> {
+pub(crate) fn registry() -> Arc<ToolRegistry> {
     let registry = ToolRegistry::new();
     registry.register(GetTime).unwrap();
     registry.register(CreateDirectory).unwrap();
@@ -92,11 +92,11 @@ fn agent(model: &ScriptedModel, registry: Arc<ToolRegistry>) -> Agent {
     Agent::new(model.clone(), AgentOptions::new().registry(registry))
 }
 
-fn search(id: &str, query: &str) -> ScriptedResponse {
+pub(crate) fn search(id: &str, query: &str) -> ScriptedResponse {
     ScriptedResponse::tool_call(id, "search_tools", json!({ "query": query }).to_string())
 }
 
-fn names(request: &ChatRequest) -> Vec<String> {
+pub(crate) fn names(request: &ChatRequest) -> Vec<String> {
     request
         .tools
         .names()
@@ -106,7 +106,7 @@ fn names(request: &ChatRequest) -> Vec<String> {
 }
 
 /// The result the conversation holds for the call `id`.
-fn result_of(agent: &Agent, id: &str) -> String {
+pub(crate) fn result_of(agent: &Agent, id: &str) -> String {
     agent
         .messages()
         .into_iter()
@@ -309,6 +309,46 @@ async fn a_deferred_tool_called_without_a_search_is_loaded_and_runs() {
     );
 }
 
+#[tokio::test]
+async fn an_unknown_tool_is_answered_with_the_tools_that_best_match_its_name() {
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "create_dir", "{}"),
+        ScriptedResponse::text("Sorry."),
+    ]);
+    let agent = agent(&model, registry());
+    agent.chat("make a folder").await.unwrap();
+    assert_eq!(
+        result_of(&agent, "c1"),
+        "Error: tool 'create_dir' not found. Closest tools: create_directory."
+    );
+
+    // At most five, the best first, among every enabled tool.
+    let registry = crate::tool_search_budget::generated(200);
+    let model = ScriptedModel::new([
+        ScriptedResponse::tool_call("c1", "git_commits", "{}"),
+        ScriptedResponse::text("Sorry."),
+    ]);
+    let agent = Agent::new(
+        model,
+        AgentOptions::new()
+            .registry(registry)
+            .defer_budget(tool_core::agent::DeferBudget::tools(10)),
+    );
+    agent.chat("commit").await.unwrap();
+    let text = result_of(&agent, "c1");
+    let listed = text
+        .strip_prefix("Error: tool 'git_commits' not found. Closest tools: ")
+        .and_then(|rest| rest.strip_suffix('.'))
+        .unwrap_or_else(|| panic!("{text}"));
+    let listed: Vec<&str> = listed.split(", ").collect();
+    assert_eq!(listed.len(), 5, "{text}");
+    assert!(
+        listed.iter().all(|name| name.starts_with("git_commit_")),
+        "{text}"
+    );
+}
+
+/// A name that matches no tool gets the tools the model is offered.
 #[tokio::test]
 async fn an_unknown_tool_is_answered_with_the_eager_tools_not_every_deferred_one() {
     let model = ScriptedModel::new([

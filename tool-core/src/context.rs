@@ -205,6 +205,7 @@ impl ToolContext {
                     messages: Vec::new(),
                     notes: Vec::new(),
                     pending_calls: Vec::new(),
+                    loaded_tools: Vec::new(),
                 }),
                 file_path: RwLock::new(options.session_context_file_path),
                 root,
@@ -286,13 +287,34 @@ impl ToolContext {
         self.write(|session| session.notes.push(note));
     }
 
-    /// Forgets the messages, notes and pending approvals; the system prompt stays.
+    /// Forgets the messages, notes, pending approvals and loaded tools; the system prompt
+    /// stays.
     pub fn clear(&self) {
         self.write(|session| {
             session.messages.clear();
             session.notes.clear();
             session.pending_calls.clear();
+            session.loaded_tools.clear();
         });
+    }
+
+    /// The deferred tools loaded in this conversation (see [`Conversation::loaded_tools`]), in
+    /// the order they were loaded.
+    pub fn loaded_tools(&self) -> Vec<String> {
+        self.read(|session| session.loaded_tools.clone())
+    }
+
+    /// Loads a deferred tool into the conversation, after those already loaded; returns
+    /// whether it was not loaded yet.
+    pub(crate) fn load_tool(&self, name: &str) -> bool {
+        let mut new = false;
+        self.write(|session| {
+            new = !session.loaded_tools.iter().any(|loaded| loaded == name);
+            if new {
+                session.loaded_tools.push(name.to_owned());
+            }
+        });
+        new
     }
 
     /// The calls waiting for approvals (with the results of the others), in call order.
@@ -342,6 +364,12 @@ pub struct Conversation {
     /// approval, in call order, with the results of those already run. Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_calls: Vec<PendingCall>,
+    /// The deferred tools a search (or a call by name) loaded, in the order they were loaded:
+    /// after the eager tools and `search_tools`, they are offered in every request of the
+    /// conversation, so a resumed conversation (or one taken over by another model) offers
+    /// what the model found. Left out of the saved document when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded_tools: Vec<String>,
 }
 
 /// A call of the last assistant message, kept while the turn waits for approvals.
@@ -364,7 +392,8 @@ pub const CONVERSATION_FILE_FORMAT: &str = "tool-core/session-context";
 /// A saved conversation, as `save_session_context` writes it: pretty-printed JSON that a
 /// person can read and an agent can load back. The result of a failed tool call carries
 /// `"is_error": true`; the key is left out otherwise, so files written before it existed load
-/// unchanged.
+/// unchanged. The deferred tools a search loaded are listed in `"loaded_tools"` (left out when
+/// there are none).
 ///
 /// ```json
 /// {

@@ -50,7 +50,7 @@ use serde_json::Value;
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, resolved_path};
 pub use events::{AgentEvent, ToolResultKind};
 pub use output::{OUTPUT_TOOL, OutputOptions, OutputResponse};
-pub use search::SEARCH_TOOL;
+pub use search::{DeferBudget, SEARCH_TOOL};
 
 use crate::{
     builtin::register_builtins,
@@ -147,6 +147,11 @@ pub struct AgentOptions {
     /// that tool when some enabled tools are deferred (see
     /// [`ToolMetadata::defer_loading`](crate::ToolMetadata::defer_loading)).
     pub search_results: usize,
+    /// Defer tools by a budget (default `None`: only tools declared deferred are): once the
+    /// tools the agent would offer in full pass a number or an estimated token count, every
+    /// one of them but the pinned ones is deferred, and found with `search_tools`. See
+    /// [`DeferBudget`].
+    pub defer_budget: Option<DeferBudget>,
 }
 
 impl Default for AgentOptions {
@@ -168,6 +173,7 @@ impl Default for AgentOptions {
             tool_choice_every_step: false,
             skip_unsupported_tools: false,
             search_results: DEFAULT_SEARCH_RESULTS,
+            defer_budget: None,
         }
     }
 }
@@ -308,6 +314,13 @@ impl AgentOptions {
     #[must_use]
     pub fn search_results(mut self, limit: usize) -> Self {
         self.search_results = limit;
+        self
+    }
+
+    /// Defers tools past `budget` (see [`defer_budget`](Self::defer_budget)).
+    #[must_use]
+    pub fn defer_budget(mut self, budget: DeferBudget) -> Self {
+        self.defer_budget = Some(budget);
         self
     }
 }
@@ -556,6 +569,12 @@ impl Agent {
             register_builtins(&registry, &context);
             Arc::new(registry)
         });
+        let search = search::ToolSearch::new(
+            context.clone(),
+            options.search_results,
+            options.defer_budget,
+            model.provider(),
+        );
         Self {
             inner: Arc::new(Shared {
                 model,
@@ -574,7 +593,7 @@ impl Agent {
                 tool_choice_every_step: options.tool_choice_every_step,
                 skip_unsupported_tools: options.skip_unsupported_tools,
                 paused: std::sync::Mutex::new(None),
-                search: search::ToolSearch::new(options.search_results),
+                search,
                 turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),
             }),
@@ -809,7 +828,6 @@ impl Agent {
         let saved = SavedConversation::load(path.into())?;
         self.inner.context.replace(saved.context.clone());
         self.inner.forget_paused_turn();
-        self.inner.search.clear();
         Ok(saved)
     }
 
@@ -844,10 +862,12 @@ impl Agent {
 
     /// The deferred tools loaded in this conversation (by a search, or by a call by name), in
     /// the order they were loaded: after the tools that are not deferred and `search_tools`,
-    /// they are the tools the model is offered. Forgotten with the conversation
-    /// ([`clear_context`](Self::clear_context), [`load_context`](Self::load_context)).
+    /// they are the tools the model is offered. They are part of the conversation
+    /// ([`Conversation::loaded_tools`]): saved and resumed with it, shared by every agent on
+    /// the same [`ToolContext`], forgotten by [`clear_context`](Self::clear_context) and
+    /// replaced by [`load_context`](Self::load_context).
     pub fn loaded_tools(&self) -> Vec<String> {
-        self.inner.search.loaded()
+        self.inner.context.loaded_tools()
     }
 
     /// Every tool with its metadata and its enabled state for this agent, in registration order.
@@ -859,7 +879,6 @@ impl Agent {
     pub fn clear_context(&self) {
         self.inner.context.clear();
         self.inner.forget_paused_turn();
-        self.inner.search.clear();
     }
 
     /// Replaces the system prompt; the next request uses it.

@@ -792,16 +792,14 @@ async fn run_call<'c>(
     let span = tracing::info_span!("tool.call", tool = %call.name, id = %call.id);
     let outcome = async {
         if snapshot.metadata(&call.name).is_none() {
-            let available = search::available(snapshot);
-            tracing::warn!(
-                tool = %call.name,
-                ?available,
-                "the model called a tool that does not exist"
-            );
+            tracing::warn!(tool = %call.name, "the model called a tool that does not exist");
             let error = ExecuteError::NotFound {
                 name: call.name.clone(),
             };
-            return Err((with_available(&error, &available), ToolResultKind::Error));
+            return Err((
+                search::not_available(&error, snapshot, &call.name),
+                ToolResultKind::Error,
+            ));
         }
         if !snapshot.is_enabled(&call.name) {
             tracing::warn!(tool = %call.name, "the model called a disabled tool");
@@ -809,7 +807,7 @@ async fn run_call<'c>(
                 name: call.name.clone(),
             };
             return Err((
-                with_available(&error, &search::available(snapshot)),
+                search::not_available(&error, snapshot, &call.name),
                 ToolResultKind::Error,
             ));
         }
@@ -845,18 +843,6 @@ async fn run_call<'c>(
     .instrument(span)
     .await;
     (prepared, outcome)
-}
-
-fn with_available(error: &ExecuteError, available: &[&str]) -> String {
-    let mut text = error.to_model_string();
-    if available.is_empty() {
-        text.push_str(". No tools are available.");
-    } else {
-        text.push_str(". Available tools: ");
-        text.push_str(&available.join(", "));
-        text.push('.');
-    }
-    text
 }
 
 /// The system prompt (when there is one) and the conversation.

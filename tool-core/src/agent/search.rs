@@ -8,9 +8,12 @@ use serde_json::{Value, json};
 
 use super::AgentEvent;
 use crate::{
+    context::ToolContext,
+    execute::ExecuteError,
     message::ToolCall,
     model::{RequestTools, ToolChoice},
-    registry::RegistrySnapshot,
+    registry::{OfferedTools, RegistrySnapshot},
+    schema::{Provider, ToolList},
     search::{MAX_QUERY_BYTES, SearchMatches, ToolIndex},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError},
 };
@@ -18,32 +21,82 @@ use crate::{
 /// The name of the search tool an agent offers when some tools are deferred.
 pub const SEARCH_TOOL: &str = "search_tools";
 
-/// The search state of one agent: the tools loaded in this conversation, the index of the
-/// current snapshot, and the searches made since the application last heard of them.
-#[derive(Default)]
+/// When an agent defers tools by itself ([`AgentOptions::defer_budget`]): once the tools it
+/// would offer in full pass a number or an estimated token count, it defers every one of them
+/// but the pinned ones, and offers `search_tools` instead.
+///
+/// The estimate is a quarter of the bytes of those tools' definitions in the model's provider
+/// format (what the request's tools part carries). The budget is checked whenever the tools
+/// change (a registration, a switch, an MCP `list_changed`), over the tools the agent offers:
+/// switched-off tools do not count, and tools deferred by their own declaration are not
+/// counted again.
+///
+/// ```
+/// use tool_core::{AgentOptions, agent::DeferBudget};
+///
+/// let options = AgentOptions::new()
+///     .defer_budget(DeferBudget::tools(30).pin(["read_file", "write_file"]));
+/// # let _ = options;
+/// ```
+///
+/// [`AgentOptions::defer_budget`]: super::AgentOptions::defer_budget
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeferBudget {
+    /// The most tools offered in full; past it, tools are deferred.
+    pub max_tools: Option<usize>,
+    /// The most estimated tokens (bytes / 4) of the definitions offered in full; past it,
+    /// tools are deferred.
+    pub max_tokens: Option<usize>,
+    /// The tools the budget never defers (a tool deferred by its own declaration stays so).
+    pub pinned: Vec<String>,
+}
+
+impl DeferBudget {
+    /// Defers tools once more than `max` would be offered in full.
+    pub fn tools(max: usize) -> Self {
+        Self {
+            max_tools: Some(max),
+            ..Self::default()
+        }
+    }
+
+    /// Defers tools once their definitions pass about `max` tokens (bytes / 4).
+    pub fn tokens(max: usize) -> Self {
+        Self {
+            max_tokens: Some(max),
+            ..Self::default()
+        }
+    }
+
+    /// Keeps these tools eager when the budget defers the others. Calls add to the list.
+    #[must_use]
+    pub fn pin(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.pinned.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Whether `offered` tools, in `provider`'s format, pass the budget.
+    fn passed(&self, offered: &OfferedTools, provider: Provider) -> bool {
+        self.max_tools
+            .is_some_and(|max| ToolList::names(offered).len() > max)
+            || self
+                .max_tokens
+                .is_some_and(|max| offered.provider_json(provider).get().len() / 4 > max)
+    }
+}
+
+/// The search state of one agent: the conversation whose loaded tools it extends, the index
+/// of the current snapshot, and the searches made since the application last heard of them.
 pub(super) struct ToolSearch {
-    session: Arc<Mutex<Session>>,
+    context: ToolContext,
+    searches: Arc<Mutex<Vec<AgentEvent>>>,
     prepared: Mutex<Option<Prepared>>,
     limit: usize,
-}
-
-#[derive(Default)]
-struct Session {
-    /// Loaded tools, in the order they were loaded.
-    loaded: Vec<String>,
-    /// Searches not yet reported as events.
-    searches: Vec<AgentEvent>,
-}
-
-impl Session {
-    /// Loads a tool; returns whether it was not loaded yet.
-    fn load(&mut self, name: &str) -> bool {
-        let new = !self.loaded.iter().any(|loaded| loaded == name);
-        if new {
-            self.loaded.push(name.to_owned());
-        }
-        new
-    }
+    budget: Option<DeferBudget>,
+    provider: Provider,
+    /// The last snapshot the budget was checked on, and the snapshot it gave.
+    budgeted: Mutex<Option<(Arc<RegistrySnapshot>, Arc<RegistrySnapshot>)>>,
 }
 
 /// A base snapshot with the search tool added, built once per snapshot.
@@ -53,11 +106,22 @@ struct Prepared {
 }
 
 impl ToolSearch {
-    /// A search that loads at most `limit` tools per query.
-    pub(super) fn new(limit: usize) -> Self {
+    /// A search that loads at most `limit` tools per query into `context`'s conversation, and
+    /// defers tools past `budget` (estimated in `provider`'s format).
+    pub(super) fn new(
+        context: ToolContext,
+        limit: usize,
+        budget: Option<DeferBudget>,
+        provider: Provider,
+    ) -> Self {
         Self {
+            context,
+            searches: Arc::default(),
+            prepared: Mutex::default(),
             limit: limit.max(1),
-            ..Self::default()
+            budget,
+            provider,
+            budgeted: Mutex::default(),
         }
     }
 
@@ -68,6 +132,7 @@ impl ToolSearch {
         &self,
         base: Arc<RegistrySnapshot>,
     ) -> (Arc<RegistrySnapshot>, RequestTools) {
+        let base = self.budgeted(base);
         if base.deferred_names().is_empty() {
             let tools = if base.is_empty() {
                 RequestTools::default()
@@ -77,7 +142,7 @@ impl ToolSearch {
             return (base, tools);
         }
         let snapshot = self.extended(base.clone());
-        let loaded = lock(&self.session).loaded.clone();
+        let loaded = self.context.loaded_tools();
         let deferred_loaded = loaded
             .iter()
             .map(String::as_str)
@@ -98,12 +163,11 @@ impl ToolSearch {
         snapshot: &RegistrySnapshot,
         calls: &[ToolCall],
     ) -> Vec<AgentEvent> {
-        let mut session = lock(&self.session);
         let mut events = Vec::new();
         for call in calls {
             if snapshot.is_deferred(&call.name)
                 && snapshot.is_enabled(&call.name)
-                && session.load(&call.name)
+                && self.context.load_tool(&call.name)
             {
                 events.push(AgentEvent::DeferredToolCalled {
                     id: call.id.clone(),
@@ -115,27 +179,40 @@ impl ToolSearch {
     }
 
     /// Loads the deferred tool a forced tool choice names, so the request offers it.
-    pub(super) fn load_chosen(&self, snapshot: &RegistrySnapshot, choice: &ToolChoice) {
+    pub(super) fn load_chosen(&self, snapshot: &Arc<RegistrySnapshot>, choice: &ToolChoice) {
         if let ToolChoice::Tool(name) = choice {
+            let snapshot = self.budgeted(snapshot.clone());
             if snapshot.is_deferred(name) && snapshot.is_enabled(name) {
-                lock(&self.session).load(name);
+                self.context.load_tool(name);
             }
         }
     }
 
     /// The searches made since the last call, as events.
     pub(super) fn take_events(&self) -> Vec<AgentEvent> {
-        std::mem::take(&mut lock(&self.session).searches)
+        std::mem::take(&mut lock(&self.searches))
     }
 
-    /// The tools loaded in this conversation, in load order.
-    pub(super) fn loaded(&self) -> Vec<String> {
-        lock(&self.session).loaded.clone()
-    }
-
-    /// Forgets the loaded tools (a new conversation).
-    pub(super) fn clear(&self) {
-        lock(&self.session).loaded.clear();
+    /// `base`, or, when its eager tools pass the budget, `base` with all of them deferred but
+    /// the pinned ones; checked once per snapshot.
+    fn budgeted(&self, base: Arc<RegistrySnapshot>) -> Arc<RegistrySnapshot> {
+        let Some(budget) = &self.budget else {
+            return base;
+        };
+        let mut budgeted = lock(&self.budgeted);
+        if let Some((checked, result)) = budgeted.as_ref() {
+            if Arc::ptr_eq(checked, &base) {
+                return result.clone();
+            }
+        }
+        let offered = base.offer(base.eager_names());
+        let result = if budget.passed(&offered, self.provider) {
+            Arc::new(base.deferring_all_but(&budget.pinned))
+        } else {
+            base.clone()
+        };
+        *budgeted = Some((base, result.clone()));
+        result
     }
 
     fn extended(&self, base: Arc<RegistrySnapshot>) -> Arc<RegistrySnapshot> {
@@ -146,7 +223,8 @@ impl ToolSearch {
             }
         }
         let tool = SearchTool {
-            session: self.session.clone(),
+            context: self.context.clone(),
+            searches: self.searches.clone(),
             index: Arc::new(base.search_index()),
             limit: self.limit,
         };
@@ -167,20 +245,64 @@ impl ToolSearch {
     }
 }
 
-/// The tools an error about an unknown or disabled tool lists: every enabled tool, or, when
-/// some are deferred, those that are not and `search_tools`, so that thousands of deferred
-/// names are not listed (the model searches for them instead).
-pub(super) fn available(snapshot: &RegistrySnapshot) -> Vec<&str> {
-    if snapshot.deferred_names().is_empty() {
-        return snapshot.enabled_names();
+/// The most tools an error about an unknown tool names when some tools are deferred.
+const CLOSEST: usize = 5;
+
+/// The model-facing text of `error`, about the unknown or disabled tool `name`, with the tools
+/// the model may call instead: every enabled tool; or, when some are deferred (so that
+/// thousands of names are not listed), the enabled tools whose name, title, description and
+/// parameters best match `name` (at most five, the best first), else the eager tools and
+/// `search_tools`.
+pub(super) fn not_available(
+    error: &ExecuteError,
+    snapshot: &RegistrySnapshot,
+    name: &str,
+) -> String {
+    use std::fmt::Write as _;
+
+    let mut text = error.to_model_string();
+    let deferring = !snapshot.deferred_names().is_empty();
+    if deferring {
+        let closest = closest(snapshot, name);
+        if !closest.is_empty() {
+            // Writing to a `String` cannot fail.
+            let _ = write!(text, ". Closest tools: {}.", closest.join(", "));
+            return text;
+        }
     }
-    snapshot.eager_names()
+    let available = if deferring {
+        snapshot.eager_names()
+    } else {
+        snapshot.enabled_names()
+    };
+    if available.is_empty() {
+        text.push_str(". No tools are available.");
+    } else {
+        let _ = write!(text, ". Available tools: {}.", available.join(", "));
+    }
+    text
+}
+
+/// The enabled tools that best match the words of `name`, best first.
+fn closest(snapshot: &RegistrySnapshot, name: &str) -> Vec<String> {
+    let definitions = snapshot.definitions();
+    let index = ToolIndex::new(definitions.iter().map(|definition| {
+        let title = snapshot
+            .metadata(&definition.function.name)
+            .and_then(|metadata| metadata.title.as_deref());
+        (definition, title)
+    }));
+    index
+        .search(name, CLOSEST)
+        .map(|matches| matches.hits.into_iter().map(|hit| hit.name).collect())
+        .unwrap_or_default()
 }
 
 /// `search_tools(query)`: searches the deferred tools of one snapshot and loads the best
-/// matches into the conversation's session.
+/// matches into the conversation.
 struct SearchTool {
-    session: Arc<Mutex<Session>>,
+    context: ToolContext,
+    searches: Arc<Mutex<Vec<AgentEvent>>>,
     index: Arc<ToolIndex>,
     limit: usize,
 }
@@ -216,22 +338,20 @@ impl ExecutableTool for SearchTool {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let outcome = self.index.search(query, self.limit);
-        let mut session = lock(&self.session);
         let matches = outcome
             .as_ref()
             .map_or_else(|_| SearchMatches::default(), Clone::clone);
         let mut loaded = Vec::new();
         for hit in &matches.hits {
-            if session.load(&hit.name) {
+            if self.context.load_tool(&hit.name) {
                 loaded.push(hit.name.clone());
             }
         }
-        session.searches.push(AgentEvent::ToolSearch {
+        lock(&self.searches).push(AgentEvent::ToolSearch {
             query: shortened(query),
             matches: matches.hits.iter().map(|hit| hit.name.clone()).collect(),
             loaded,
         });
-        drop(session);
         let matches = outcome.map_err(|error| ToolError::new(error.to_string()))?;
         Ok(answer(query, &matches))
     }

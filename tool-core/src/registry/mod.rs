@@ -41,6 +41,7 @@ use entry::ToolEntry;
 pub use entry::ToolInfo;
 pub use events::RegistryEvent;
 pub use options::RegistryOptions;
+pub(crate) use snapshot::OfferedTools;
 pub use snapshot::RegistrySnapshot;
 pub use toggles::ToolToggles;
 

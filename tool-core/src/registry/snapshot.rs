@@ -30,6 +30,10 @@ pub struct RegistrySnapshot {
     index: OnceLock<HashMap<Arc<str>, usize, foldhash::fast::RandomState>>,
     lists: ListCache,
     options: RegistryOptions,
+    /// When an agent's budget defers tools: the tools it keeps eager; every other is deferred.
+    eager_only: Option<Arc<[String]>>,
+    /// Tools an agent added to the snapshot (its search tool): never deferred.
+    added: Vec<Arc<str>>,
 }
 
 impl fmt::Debug for RegistrySnapshot {
@@ -90,6 +94,8 @@ impl RegistrySnapshot {
             index: OnceLock::new(),
             lists: ListCache::default(),
             options,
+            eager_only: None,
+            added: Vec::new(),
         }
     }
 
@@ -125,15 +131,14 @@ impl RegistrySnapshot {
     /// Whether the tool exists in this snapshot and is deferred (enabled or not; see
     /// [`ToolRegistry::is_deferred`](super::ToolRegistry::is_deferred)).
     pub fn is_deferred(&self, name: &str) -> bool {
-        self.slot(name)
-            .is_some_and(|(entry, _)| entry.is_deferred(&self.options))
+        self.slot(name).is_some_and(|(entry, _)| self.defers(entry))
     }
 
     /// The names of the enabled tools that are not deferred, in registration order: what an
     /// agent offers before any search.
     pub fn eager_names(&self) -> Vec<&str> {
         self.enabled()
-            .filter(|entry| !entry.is_deferred(&self.options))
+            .filter(|entry| !self.defers(entry))
             .map(|entry| &**entry.name())
             .collect()
     }
@@ -141,7 +146,7 @@ impl RegistrySnapshot {
     /// The names of the enabled tools that are deferred, in registration order.
     pub fn deferred_names(&self) -> Vec<&str> {
         self.enabled()
-            .filter(|entry| entry.is_deferred(&self.options))
+            .filter(|entry| self.defers(entry))
             .map(|entry| &**entry.name())
             .collect()
     }
@@ -151,7 +156,7 @@ impl RegistrySnapshot {
     pub fn search_index(&self) -> ToolIndex {
         ToolIndex::new(
             self.enabled()
-                .filter(|entry| entry.is_deferred(&self.options))
+                .filter(|entry| self.defers(entry))
                 .map(|entry| (entry.definition(), entry.metadata().title.as_deref())),
         )
     }
@@ -165,11 +170,44 @@ impl RegistrySnapshot {
                 name: entry.name().to_string(),
             });
         }
-        Ok(Self::new(
-            self.version,
-            self.tools.iter().cloned().chain([(entry, true)]),
-            self.options.clone(),
-        ))
+        let mut added = self.added.clone();
+        added.push(entry.name().clone());
+        Ok(Self {
+            eager_only: self.eager_only.clone(),
+            added,
+            ..Self::new(
+                self.version,
+                self.tools.iter().cloned().chain([(entry, true)]),
+                self.options.clone(),
+            )
+        })
+    }
+
+    /// This snapshot with every tool deferred but those of `eager` (an agent's budget): a tool
+    /// named there is deferred only when it is by itself.
+    pub(crate) fn deferring_all_but(&self, eager: &[String]) -> Self {
+        Self {
+            eager_only: Some(eager.into()),
+            added: self.added.clone(),
+            ..Self::new(
+                self.version,
+                self.tools.iter().cloned(),
+                self.options.clone(),
+            )
+        }
+    }
+
+    /// Whether this snapshot defers the tool of `entry`: its own metadata or the registry's
+    /// options say so, or an agent's budget does, unless the agent added it.
+    fn defers(&self, entry: &ToolEntry) -> bool {
+        if self.added.contains(entry.name()) {
+            return false;
+        }
+        entry.is_deferred(&self.options)
+            || self
+                .eager_only
+                .as_ref()
+                .is_some_and(|eager| !eager.iter().any(|name| **name == **entry.name()))
     }
 
     /// The enabled tools among `names`, in the order given (each once): a request's tools in an
@@ -221,7 +259,11 @@ impl RegistrySnapshot {
     pub fn list_tools(&self) -> Vec<ToolInfo> {
         self.tools
             .iter()
-            .map(|(entry, enabled)| entry.info(*enabled, &self.options))
+            .map(|(entry, enabled)| {
+                let mut info = entry.info(*enabled, &self.options);
+                info.deferred = self.defers(entry);
+                info
+            })
             .collect()
     }
 

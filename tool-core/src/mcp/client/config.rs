@@ -71,6 +71,8 @@ pub struct McpServerConfig {
     pub(super) reconnect: ReconnectPolicy,
     pub(super) trust_annotations: bool,
     pub(super) read_only_tools: Vec<String>,
+    pub(super) defer_loading: bool,
+    pub(super) eager_tools: Vec<String>,
 }
 
 /// The transport to an MCP server.
@@ -230,6 +232,8 @@ impl McpServerConfig {
             reconnect: ReconnectPolicy::default(),
             trust_annotations: false,
             read_only_tools: Vec::new(),
+            defer_loading: false,
+            eager_tools: Vec::new(),
         }
     }
 
@@ -335,6 +339,27 @@ impl McpServerConfig {
     pub fn read_only_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.read_only_tools
             .extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Defers every tool of the server (see
+    /// [`ToolMetadata::defer_loading`](crate::ToolMetadata::defer_loading)), those named with
+    /// [`eager_tools`](Self::eager_tools) excepted: an agent leaves their definitions out of
+    /// its requests until its `search_tools` loads them. Tools the server adds later (a
+    /// `list_changed`) are deferred too, and the search index follows the server's list.
+    #[must_use]
+    pub fn defer_loading(mut self, defer: bool) -> Self {
+        self.defer_loading = defer;
+        self
+    }
+
+    /// Names tools of the server (as the server names them, before any
+    /// [`prefix`](Self::prefix)) that stay eager when the server is
+    /// [deferred](Self::defer_loading): always offered, never searched for. Calls add to the
+    /// list.
+    #[must_use]
+    pub fn eager_tools(mut self, names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.eager_tools.extend(names.into_iter().map(Into::into));
         self
     }
 
@@ -446,6 +471,8 @@ impl fmt::Debug for McpServerConfig {
             .field("reconnect", &self.reconnect)
             .field("trust_annotations", &self.trust_annotations)
             .field("read_only_tools", &self.read_only_tools)
+            .field("defer_loading", &self.defer_loading)
+            .field("eager_tools", &self.eager_tools)
             .finish()
     }
 }

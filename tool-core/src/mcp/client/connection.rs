@@ -943,6 +943,8 @@ fn tool_info(server: &str, config: &McpServerConfig, tool: Tool, local: String) 
             .map(|icon| icon.src.clone()),
         category: Some(server.to_owned()),
         hints: hints(config, &tool.name, &annotations),
+        defer_loading: config.defer_loading
+            && !config.eager_tools.iter().any(|eager| *eager == tool.name),
         ..ToolMetadata::default()
     };
     McpToolInfo {

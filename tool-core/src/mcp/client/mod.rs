@@ -145,7 +145,8 @@ pub struct McpToolInfo {
     /// Title, hints, icon and the server's name as category. The hints are MCP's defaults
     /// for a tool nothing is known of (destructive, not read-only) unless the application
     /// trusts the server's annotations ([`McpServerConfig::trust_annotations`]) or names the
-    /// tool read-only ([`McpServerConfig::read_only_tools`]). The
+    /// tool read-only ([`McpServerConfig::read_only_tools`]); deferred when the server is
+    /// ([`McpServerConfig::defer_loading`]). The
     /// [call timeout](McpServerConfig::call_timeout) is the client's own, not set here, so a
     /// registry's or an agent's shorter timeout still applies.
     pub metadata: ToolMetadata,
