@@ -65,6 +65,7 @@ mod tool_choice;
 mod tool_choice_allowed;
 mod tool_search;
 mod typed_output;
+mod typed_output_modes;
 mod web_chat;
 mod web_chat_browser;
 mod web_chat_security;

@@ -48,7 +48,7 @@ use serde_json::Value;
 
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, resolved_path};
 pub use events::{AgentEvent, ToolResultKind};
-pub use output::{OUTPUT_TOOL, OutputOptions, OutputResponse};
+pub use output::{OUTPUT_TOOL, OutputMode, OutputOptions, OutputResponse};
 pub use search::SEARCH_TOOL;
 
 use crate::{

@@ -1,10 +1,13 @@
 //! Typed output: a turn that ends with a value of a Rust type instead of text
 //! ([`Agent::chat_output`]).
 //!
-//! The agent offers one more tool, the output tool ([`OUTPUT_TOOL`]), whose parameters are the
-//! JSON Schema of the output type; the run ends when the model calls it with a value that the
-//! schema, the type and the application's validators accept. Everything else is a turn like
-//! [`Agent::chat`]'s: the model may call other tools first.
+//! In tool mode ([`OutputMode::Tool`]) the agent offers one more tool, the output tool
+//! ([`OUTPUT_TOOL`]), whose parameters are the JSON Schema of the output type; the run ends
+//! when the model calls it with a value that the schema, the type and the application's
+//! validators accept. In native and prompted modes the model's text answer is the output,
+//! asked for with the provider's structured-output form ([`ResponseFormat`]) or in the
+//! instructions. Everything else is a turn like [`Agent::chat`]'s: the model may call other
+//! tools first.
 
 use std::{
     fmt,
@@ -20,8 +23,8 @@ use crate::{
     context::{PendingCall, ToolContext},
     execute::{ExecuteError, describe_schema_errors, describe_serde_error, parse_arguments},
     message::{Message, ToolCall},
-    model::RequestTools,
-    schema::OptionalNulls,
+    model::{RequestTools, ResponseFormat},
+    schema::{OptionalNulls, Provider},
     tool::ChatTool,
 };
 
@@ -34,6 +37,45 @@ const ACCEPTED_RESULT: &str = "Final result accepted.";
 /// A value the application rejects, with the message the model reads.
 type Validator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
 
+/// How a typed run asks the model for its output ([`OutputOptions::mode`]).
+///
+/// | mode | the request | the output |
+/// |---|---|---|
+/// | [`Tool`](Self::Tool) | one more tool, [`OUTPUT_TOOL`], whose parameters are the output's schema | the output tool's arguments |
+/// | [`Native`](Self::Native) | the provider's structured-output form, [`ResponseFormat::JsonSchema`] (OpenAI `response_format` / Responses `text.format` with `json_schema`, strict where the schema allows; Gemini `responseJsonSchema`; Ollama `format`) | the text answer |
+///
+/// The default ([`default_for`](Self::default_for)) is the tool mode for every provider: it
+/// is the one form every wire accepts beside other tools (Gemini before version 3 refuses a
+/// JSON response type together with function calling, and Anthropic's Messages API has no
+/// structured-output field here). [`Native`](Self::Native) asked of an Anthropic model runs in
+/// tool mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OutputMode {
+    /// An output tool the model calls with the value.
+    Tool,
+    /// The provider's own structured output; the text answer is the value.
+    Native,
+}
+
+impl OutputMode {
+    /// The mode a run uses on `provider` unless [`OutputOptions::mode`] sets one: the tool mode,
+    /// for every provider.
+    pub fn default_for(provider: Provider) -> Self {
+        let _ = provider;
+        Self::Tool
+    }
+
+    /// The mode a run asked for runs in on `provider`: native output on Anthropic is the tool
+    /// mode.
+    fn on(self, provider: Provider) -> Self {
+        match (self, provider) {
+            (Self::Native, Provider::Anthropic) => Self::Tool,
+            (mode, _) => mode,
+        }
+    }
+}
+
 /// Settings of one typed run ([`Agent::chat_output_with`]).
 ///
 /// ```
@@ -45,6 +87,7 @@ type Validator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
 /// # let _ = options;
 /// ```
 pub struct OutputOptions<T> {
+    mode: Option<OutputMode>,
     max_retries: u32,
     validators: Vec<Validator<T>>,
     turn: TurnOptions,
@@ -53,6 +96,7 @@ pub struct OutputOptions<T> {
 impl<T> Default for OutputOptions<T> {
     fn default() -> Self {
         Self {
+            mode: None,
             max_retries: 1,
             validators: Vec::new(),
             turn: TurnOptions::default(),
@@ -63,6 +107,7 @@ impl<T> Default for OutputOptions<T> {
 impl<T> fmt::Debug for OutputOptions<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OutputOptions")
+            .field("mode", &self.mode)
             .field("max_retries", &self.max_retries)
             .field("validators", &self.validators.len())
             .field("turn", &self.turn)
@@ -74,6 +119,14 @@ impl<T> OutputOptions<T> {
     /// One retry for an invalid output, no validators, the agent's turn settings.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How the model is asked for the output; [`OutputMode::default_for`] the agent's provider
+    /// unless set.
+    #[must_use]
+    pub fn mode(mut self, mode: OutputMode) -> Self {
+        self.mode = Some(mode);
+        self
     }
 
     /// How many invalid outputs the model may correct (1 unless set): one more invalid output
@@ -119,18 +172,25 @@ pub struct OutputResponse<T> {
 impl Agent {
     /// Runs a turn that ends with a value of type `T` instead of text.
     ///
-    /// **Tool mode**: the model is offered one more tool, [`OUTPUT_TOOL`] (`final_result`),
-    /// whose parameters are `T`'s JSON Schema (a `T` whose schema is not an object, such as an
-    /// enum or a number, is wrapped as `{"value": …}`). The model may call other tools first;
-    /// the run ends when it calls the output tool with a value that validates against the
-    /// schema, deserializes into `T` and passes the validators of
-    /// [`OutputOptions::validator`].
+    /// The output's schema is `T`'s JSON Schema (a `T` whose schema is not an object, such as
+    /// an enum or a number, is wrapped as `{"value": …}`). How the model is asked for it is the
+    /// run's [`OutputMode`] ([`OutputOptions::mode`]; the tool mode unless set):
+    ///
+    /// - **Tool mode**: the model is offered one more tool, [`OUTPUT_TOOL`] (`final_result`),
+    ///   whose parameters are the output's schema. The model may call other tools first; the
+    ///   run ends when it calls the output tool with a value that validates against the
+    ///   schema, deserializes into `T` and passes the validators of
+    ///   [`OutputOptions::validator`]. A text answer counts as an invalid output: the model is
+    ///   asked to call the output tool.
+    /// - **Native mode**: the request carries the schema in the provider's structured-output
+    ///   form ([`ResponseFormat`]), and the model's text answer (once it makes no more tool
+    ///   calls) is the output, checked the same way. On Anthropic this is the tool mode.
     ///
     /// - An invalid output is answered with what is wrong (where, what was expected, what came:
     ///   the words of the registry's argument errors), and the model tries again, at most
     ///   [`OutputOptions::max_retries`] times (1 by default); then the run fails with
-    ///   [`AgentError::OutputRetriesExhausted`], which holds the last raw output.
-    /// - A text answer counts as an invalid output: the model is asked to call the output tool.
+    ///   [`AgentError::OutputRetriesExhausted`], which holds the last raw output. In tool mode
+    ///   the message is the output call's result; in the other modes, a user message.
     /// - The output tool called together with other tools: the other calls run first, then the
     ///   output is checked and, when valid, the run ends (every call's result is kept, in call
     ///   order). Several output calls in one step: the first valid one is the output. Calls
@@ -139,10 +199,9 @@ impl Agent {
     ///
     /// The output call is not counted in [`AgentResponse::tool_calls`] nor its corrections in
     /// [`AgentResponse::retried_calls`] ([`OutputResponse::output_retries`] counts those). A
-    /// registry tool named `final_result` is shadowed during a typed turn.
+    /// registry tool named `final_result` is shadowed during a typed turn in tool mode.
     ///
-    /// The provider's native structured output, a prompted mode and streaming of the partial
-    /// output are not supported yet; this is the tool mode alone.
+    /// Streaming of the partial output is not supported yet.
     pub async fn chat_output<T>(
         &self,
         text: impl Into<String>,
@@ -163,7 +222,13 @@ impl Agent {
     where
         T: JsonSchema + DeserializeOwned + Send + 'static,
     {
+        let provider = self.inner.model.provider();
+        let mode = options
+            .mode
+            .unwrap_or_else(|| OutputMode::default_for(provider))
+            .on(provider);
         let spec = Arc::new(TypedOutput::<T>::new(
+            mode,
             options.max_retries,
             options.validators,
         ));
@@ -196,7 +261,9 @@ impl Agent {
 
 /// The output a turn asks for, without its type: what [`run::turn`] needs.
 pub(crate) trait OutputSpec: Send + Sync + fmt::Debug {
-    /// The output tool.
+    /// The mode the run asks for its output in.
+    fn mode(&self) -> OutputMode;
+    /// The output tool (in every mode: its parameters are the output's schema).
     fn tool(&self) -> &ChatTool;
     /// Checks the output tool's arguments; keeps the value when it is accepted, else returns
     /// the text the model reads.
@@ -207,6 +274,7 @@ pub(crate) trait OutputSpec: Send + Sync + fmt::Debug {
 
 /// The output tool's definition, validator and the value once accepted.
 struct TypedOutput<T> {
+    mode: OutputMode,
     tool: ChatTool,
     /// The schema's validator; `None` if the schema is not one the validator reads (the type
     /// then checks alone).
@@ -225,6 +293,7 @@ struct State<T> {
 impl<T> fmt::Debug for TypedOutput<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TypedOutput")
+            .field("mode", &self.mode)
             .field("tool", &self.tool.name())
             .field("wrapped", &self.wrapped)
             .field("max_retries", &self.max_retries)
@@ -233,7 +302,7 @@ impl<T> fmt::Debug for TypedOutput<T> {
 }
 
 impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
-    fn new(max_retries: u32, validators: Vec<Validator<T>>) -> Self {
+    fn new(mode: OutputMode, max_retries: u32, validators: Vec<Validator<T>>) -> Self {
         let (parameters, wrapped) = output_parameters::<T>();
         let validator = jsonschema::validator_for(&parameters).ok();
         let tool = ChatTool::new(
@@ -243,6 +312,7 @@ impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
             parameters,
         );
         Self {
+            mode,
             tool,
             validator,
             wrapped,
@@ -296,16 +366,41 @@ impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
 }
 
 impl<T: JsonSchema + DeserializeOwned + Send> OutputSpec for TypedOutput<T> {
+    fn mode(&self) -> OutputMode {
+        self.mode
+    }
+
     fn tool(&self) -> &ChatTool {
         &self.tool
     }
 
     fn accept(&self, arguments: &str) -> Result<(), String> {
-        let output = self.check(arguments).map_err(|error| {
-            format!(
+        if self.mode != OutputMode::Tool {
+            if let Err(error) = serde_json::from_str::<Value>(arguments) {
+                return Err(format!(
+                    "Error: the answer is not JSON ({error}); answer with only a JSON value that \
+                     matches the schema"
+                ));
+            }
+        }
+        let output = self.check(arguments).map_err(|error| match self.mode {
+            OutputMode::Tool => format!(
                 "{}; call {OUTPUT_TOOL} again with a corrected value",
                 error.to_model_string()
-            )
+            ),
+            _ => match error {
+                ExecuteError::RetryRequested { message, .. } => format!(
+                    "Error: the output was rejected: {message}; answer again with only the \
+                     corrected JSON value"
+                ),
+                other => format!(
+                    "Error: the answer is not a valid output: {}; answer again with only the \
+                     corrected JSON value",
+                    other.to_model_string().trim_start_matches(&format!(
+                        "Error: invalid arguments for {OUTPUT_TOOL}: "
+                    ))
+                ),
+            },
         })?;
         self.state
             .lock()
@@ -365,7 +460,7 @@ fn wrap(value: Value, definitions: Map<String, Value>) -> Value {
 
 /// The step's tools, with the output tool added when the turn asks for an output.
 pub(super) fn offer(output: Option<&dyn OutputSpec>, tools: RequestTools) -> RequestTools {
-    let Some(output) = output else {
+    let Some(output) = output.filter(|output| output.mode() == OutputMode::Tool) else {
         return tools;
     };
     // A registry tool of the same name is shadowed: a request never names a tool twice.
@@ -384,7 +479,7 @@ pub(super) fn split(
     output: Option<&dyn OutputSpec>,
     calls: Vec<ToolCall>,
 ) -> (Vec<ToolCall>, Vec<ToolCall>) {
-    if output.is_none() {
+    if output.is_none_or(|output| output.mode() != OutputMode::Tool) {
         return (calls, Vec::new());
     }
     calls.into_iter().partition(|call| call.name != OUTPUT_TOOL)
@@ -484,14 +579,24 @@ pub(super) fn judge(
     if accepted {
         return Judged::Done;
     }
-    let (last_output, last_error) = last.unwrap_or_else(|| {
-        let error = format!(
-            "Error: a plain text answer is not accepted here; give the result by calling \
-             {OUTPUT_TOOL}"
-        );
+    let (last_output, last_error) = if let Some(last) = last {
+        last
+    } else {
+        let error = if output.mode() == OutputMode::Tool {
+            format!(
+                "Error: a plain text answer is not accepted here; give the result by calling \
+                 {OUTPUT_TOOL}"
+            )
+        } else {
+            // The text answer is the output.
+            match output.accept(without_fence(text)) {
+                Ok(()) => return Judged::Done,
+                Err(error) => error,
+            }
+        };
         context.push_message(Message::user(error.clone()));
         (text.to_owned(), error)
-    });
+    };
     let (failures, within_budget) = output.fail();
     if within_budget {
         tracing::debug!(failures, "the model gave an invalid output");
@@ -504,4 +609,38 @@ pub(super) fn judge(
             last_error,
         })
     }
+}
+
+/// The form of the answer a request asks for: the output's schema in native mode.
+pub(super) fn response_format(output: Option<&dyn OutputSpec>) -> Option<ResponseFormat> {
+    let output = output?;
+    match output.mode() {
+        OutputMode::Native => Some(ResponseFormat::json_schema(
+            OUTPUT_TOOL,
+            output.tool().parameters().clone(),
+        )),
+        _ => None,
+    }
+}
+
+/// A text answer without the Markdown code fence a model may put around its JSON.
+fn without_fence(text: &str) -> &str {
+    let trimmed = text.trim();
+    let Some(inner) = trimmed
+        .strip_prefix("```")
+        .and_then(|rest| rest.strip_suffix("```"))
+    else {
+        return trimmed;
+    };
+    // The fence's first line may name the language (`json`).
+    inner
+        .split_once('\n')
+        .map_or(inner, |(first, rest)| {
+            if first.trim().chars().all(char::is_alphanumeric) {
+                rest
+            } else {
+                inner
+            }
+        })
+        .trim()
 }

@@ -1,0 +1,337 @@
+//! Typed output in native and prompted modes: the request asks for the output in the
+//! provider's own structured-output form (or in the instructions, with JSON mode), and the
+//! model's text answer is the value, validated and retried like the output tool's arguments.
+//!
+//! The answers are the whole-answer text transcripts of `tests/transcripts/` (see its README
+//! for their sources) with their text replaced by the output; Ollama's is written here from
+//! its documented `/api/chat` response
+//! (<https://github.com/ollama/ollama/blob/main/docs/api.md#chat-request-structured-outputs>).
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tool_core::{
+    Agent, AgentError, AgentOptions,
+    agent::{OUTPUT_TOOL, OutputMode, OutputOptions},
+    model::Message,
+    schemars::JsonSchema,
+};
+
+use crate::{
+    agent_support::assert_every_call_answered,
+    loopback::{Reply, Server, fast_retries},
+    provider_wires::{self, Wire},
+};
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct Trip {
+    city: String,
+    nights: Option<u32>,
+}
+
+/// An answer without the field `city`: the schema refuses it.
+const INVALID: &str = r#"{"town": "Lyon"}"#;
+/// What the model reads after [`INVALID`].
+const RETRY: &str = "Error: the answer is not a valid output: missing required argument 'city'; \
+                     answer again with only the corrected JSON value";
+/// An answer the type accepts; OpenAI's strict mode sends `null` for the optional field.
+const VALID: &str = r#"{"city": "Lyon", "nights": null}"#;
+
+/// The wire of `kind`: `openai`, `responses`, `gemini`, `ollama` or `anthropic`.
+fn wire_of(kind: &str) -> Wire {
+    match kind {
+        "openai" => provider_wires::openai(),
+        "responses" => provider_wires::responses(),
+        "gemini" => provider_wires::gemini(),
+        "ollama" => provider_wires::ollama(),
+        _ => provider_wires::anthropic(),
+    }
+}
+
+/// The text `answer`, as the whole answer of the wire of `kind`.
+fn text_answer(kind: &str, answer: &str) -> String {
+    let escaped = serde_json::to_string(answer).unwrap();
+    let recording = |bytes: &[u8], text: &str| {
+        String::from_utf8(bytes.to_vec())
+            .unwrap()
+            .replacen(&format!("\"{text}\""), &escaped, 1)
+    };
+    match kind {
+        "responses" => recording(
+            include_bytes!("../transcripts/responses/response_text.json"),
+            "Hello there!",
+        ),
+        "openai" => recording(
+            include_bytes!("../transcripts/openai/completion_text.json"),
+            "Hello there!",
+        ),
+        "gemini" => recording(
+            include_bytes!("../transcripts/gemini/unary_cached_content.json"),
+            "Lyon.",
+        ),
+        "ollama" => json!({
+            "model": "llama3.2",
+            "created_at": "2024-12-06T00:48:09.983619Z",
+            "message": { "role": "assistant", "content": answer },
+            "done_reason": "stop",
+            "done": true,
+            "prompt_eval_count": 41,
+            "eval_count": 14
+        })
+        .to_string(),
+        other => panic!("no text answer for {other}"),
+    }
+}
+
+fn agent_over(wire: &Wire, server: &Server, dir: &std::path::Path) -> Agent {
+    Agent::new(
+        wire.client(server, fast_retries()),
+        AgentOptions::new()
+            .root_dir(dir)
+            .session_context_file_path(dir.join("session.json")),
+    )
+}
+
+/// Runs a typed turn in `mode` over `wire` whose model answers [`INVALID`] then `valid`; returns
+/// the two request bodies.
+async fn run_in_mode(name: &str, mode: OutputMode, valid: &str) -> Vec<Value> {
+    let server = Server::start(vec![
+        Reply::json_owned(text_answer(name, INVALID)),
+        Reply::json_owned(text_answer(name, valid)),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_over(&wire_of(name), &server, dir.path());
+
+    let result = agent
+        .chat_output_with::<Trip>("Where to?", OutputOptions::new().mode(mode))
+        .await
+        .unwrap();
+
+    assert_eq!(
+        result.output,
+        Trip {
+            city: "Lyon".to_owned(),
+            nights: None
+        },
+        "{name}"
+    );
+    assert_eq!(result.output_retries, 1, "{name}");
+    assert_eq!(result.response.steps, 2, "{name}");
+    let requests: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(requests.len(), 2, "{name}");
+    let messages = agent.messages();
+    assert_eq!(messages[messages.len() - 2], Message::user(RETRY), "{name}");
+    let second = requests[1].to_string();
+    assert!(second.contains(RETRY), "{name}: {second}");
+    assert_every_call_answered(&messages);
+    requests
+}
+
+/// Whether a request body offers the output tool.
+fn offers_output_tool(body: &Value) -> bool {
+    body["tools"]
+        .to_string()
+        .contains(&format!("\"{OUTPUT_TOOL}\""))
+}
+
+/// `Trip`'s schema as the output's schema: its title kept, `nights` optional.
+fn trip_schema() -> Value {
+    json!({
+        "title": "Trip",
+        "type": "object",
+        "properties": {
+            "city": { "type": "string" },
+            "nights": { "type": ["integer", "null"], "format": "uint32", "minimum": 0 }
+        },
+        "required": ["city"]
+    })
+}
+
+#[tokio::test]
+async fn native_mode_over_openai_sends_a_strict_json_schema() {
+    let requests = run_in_mode("openai", OutputMode::Native, VALID).await;
+    for body in &requests {
+        assert_eq!(
+            body["response_format"],
+            json!({
+                "type": "json_schema",
+                "json_schema": {
+                    "name": OUTPUT_TOOL,
+                    "strict": true,
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "city": { "type": "string" },
+                            "nights": {
+                                "type": ["integer", "null"],
+                                "minimum": 0,
+                                "maximum": 4_294_967_295_u32
+                            }
+                        },
+                        "required": ["city", "nights"],
+                        "additionalProperties": false
+                    }
+                }
+            })
+        );
+        assert!(!offers_output_tool(body), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn native_mode_over_responses_sends_a_text_format() {
+    let requests = run_in_mode("responses", OutputMode::Native, VALID).await;
+    let format = &requests[0]["text"]["format"];
+    assert_eq!(format["type"], "json_schema");
+    assert_eq!(format["name"], OUTPUT_TOOL);
+    assert_eq!(format["strict"], true);
+    // The same strict schema as on Chat Completions.
+    assert_eq!(format["schema"]["required"], json!(["city", "nights"]));
+    assert_eq!(format["schema"]["additionalProperties"], false);
+    assert!(!offers_output_tool(&requests[0]));
+}
+
+#[tokio::test]
+async fn native_mode_over_gemini_sends_a_response_json_schema() {
+    let requests = run_in_mode("gemini", OutputMode::Native, VALID).await;
+    for body in &requests {
+        assert_eq!(
+            body["generationConfig"],
+            json!({
+                "responseMimeType": "application/json",
+                "responseJsonSchema": trip_schema()
+            })
+        );
+    }
+}
+
+#[tokio::test]
+async fn native_mode_over_ollama_sends_the_schema_as_format() {
+    let requests = run_in_mode("ollama", OutputMode::Native, VALID).await;
+    for body in &requests {
+        assert_eq!(body["format"], trip_schema());
+        assert!(!offers_output_tool(body), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn native_mode_over_anthropic_is_the_tool_mode() {
+    let wire = provider_wires::anthropic();
+    let case = &wire.whole[0];
+    let recording = String::from_utf8(case.recording.to_vec())
+        .unwrap()
+        .replacen("\"get_weather\"", &format!("\"{OUTPUT_TOOL}\""), 1)
+        .replacen(r#"{"city":"Lyon"}"#, r#"{"city":"Lyon","nights":2}"#, 1);
+    let server = Server::start(vec![Reply::json_owned(recording)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_over(&wire, &server, dir.path());
+
+    let result = agent
+        .chat_output_with::<Trip>("Where to?", OutputOptions::new().mode(OutputMode::Native))
+        .await
+        .unwrap();
+
+    assert_eq!(result.output.city, "Lyon");
+    let body = server.requests()[0].json();
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(tools.last(), Some(&OUTPUT_TOOL), "{tools:?}");
+}
+
+#[tokio::test]
+async fn native_mode_text_that_stays_invalid_exhausts_the_budget() {
+    let wire = provider_wires::openai();
+    let server = Server::start(vec![
+        Reply::json_owned(text_answer("openai", "Lyon, I think.")),
+        Reply::json_owned(text_answer("openai", INVALID)),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_over(&wire, &server, dir.path());
+
+    let error = agent
+        .chat_output_with::<Trip>("Where to?", OutputOptions::new().mode(OutputMode::Native))
+        .await
+        .unwrap_err();
+
+    let AgentError::OutputRetriesExhausted {
+        failures,
+        last_output,
+        last_error,
+    } = error
+    else {
+        panic!("{error:?}");
+    };
+    assert_eq!(failures, 2);
+    assert_eq!(last_output, INVALID);
+    assert!(
+        last_error.starts_with("Error: the answer is not a valid output: "),
+        "{last_error}"
+    );
+    let first_retry = server.requests()[1].json().to_string();
+    assert!(
+        first_retry.contains("Error: the answer is not JSON (expected value at line 1 column 1); answer with only a JSON value that matches the schema"),
+        "{first_retry}"
+    );
+}
+
+#[tokio::test]
+async fn native_mode_validator_rejection_goes_back_as_a_user_message() {
+    let wire = provider_wires::openai();
+    let server = Server::start(vec![
+        Reply::json_owned(text_answer(
+            "openai",
+            r#"{"city": "Paris", "nights": null}"#,
+        )),
+        Reply::json_owned(text_answer("openai", VALID)),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_over(&wire, &server, dir.path());
+    let options = OutputOptions::new()
+        .mode(OutputMode::Native)
+        .validator(|trip: &Trip| {
+            if trip.city == "Paris" {
+                Err("not Paris again".to_owned())
+            } else {
+                Ok(())
+            }
+        });
+
+    let result = agent
+        .chat_output_with::<Trip>("Where to?", options)
+        .await
+        .unwrap();
+
+    assert_eq!(result.output.city, "Lyon");
+    let messages = agent.messages();
+    assert!(messages.contains(&Message::user(
+        "Error: the output was rejected: not Paris again; answer again with only the corrected \
+         JSON value"
+    )));
+}
+
+#[tokio::test]
+async fn test_model_answers_a_native_request_with_a_schema_valid_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::new(
+        tool_core::model::TestModel::new().call_tools(Vec::<String>::new()),
+        AgentOptions::new()
+            .root_dir(dir.path())
+            .session_context_file_path(dir.path().join("session.json")),
+    );
+
+    let result = agent
+        .chat_output_with::<Trip>("Where to?", OutputOptions::new().mode(OutputMode::Native))
+        .await
+        .unwrap();
+
+    assert_eq!(result.output_retries, 0);
+    assert_eq!(result.response.steps, 1);
+    assert_eq!(result.response.tool_calls, 0);
+}
