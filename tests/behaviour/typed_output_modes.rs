@@ -335,3 +335,105 @@ async fn test_model_answers_a_native_request_with_a_schema_valid_value() {
     assert_eq!(result.response.steps, 1);
     assert_eq!(result.response.tool_calls, 0);
 }
+
+/// The instructions a prompted run adds, and the schema they carry.
+fn prompted_schema(instructions: &str) -> Value {
+    let schema = instructions
+        .strip_prefix(
+            "Always respond with a JSON value that matches this JSON Schema, and nothing else \
+             (no prose, no code fence):\n",
+        )
+        .unwrap_or_else(|| panic!("not the output's instructions: {instructions}"));
+    serde_json::from_str(schema).unwrap()
+}
+
+/// A valid answer in a Markdown code fence, as models in JSON-by-instruction often give it.
+const FENCED: &str = "```json\n{\"city\": \"Lyon\"}\n```";
+
+#[tokio::test]
+async fn prompted_mode_over_openai_sends_json_mode_and_the_schema_as_instructions() {
+    let requests = run_in_mode("openai", OutputMode::Prompted, FENCED).await;
+    for body in &requests {
+        assert_eq!(body["response_format"], json!({ "type": "json_object" }));
+        assert_eq!(body["messages"][0]["role"], "system");
+        let instructions = body["messages"][0]["content"].as_str().unwrap();
+        assert_eq!(prompted_schema(instructions), trip_schema());
+        assert_eq!(
+            body["messages"][1],
+            json!({ "role": "user", "content": "Where to?" })
+        );
+        assert!(!offers_output_tool(body), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn prompted_mode_over_responses_sends_a_json_object_text_format() {
+    let requests = run_in_mode("responses", OutputMode::Prompted, FENCED).await;
+    assert_eq!(
+        requests[0]["text"],
+        json!({ "format": { "type": "json_object" } })
+    );
+    let instructions = requests[0]["instructions"].as_str().unwrap();
+    assert_eq!(prompted_schema(instructions), trip_schema());
+}
+
+#[tokio::test]
+async fn prompted_mode_over_gemini_sends_a_json_mime_type_without_a_schema() {
+    let requests = run_in_mode("gemini", OutputMode::Prompted, FENCED).await;
+    for body in &requests {
+        assert_eq!(
+            body["generationConfig"],
+            json!({ "responseMimeType": "application/json" })
+        );
+        let instructions = body["systemInstruction"]["parts"][0]["text"]
+            .as_str()
+            .unwrap();
+        assert_eq!(prompted_schema(instructions), trip_schema());
+    }
+}
+
+#[tokio::test]
+async fn prompted_mode_over_ollama_sends_format_json() {
+    let requests = run_in_mode("ollama", OutputMode::Prompted, FENCED).await;
+    for body in &requests {
+        assert_eq!(body["format"], "json");
+        assert_eq!(body["messages"][0]["role"], "system");
+    }
+}
+
+#[tokio::test]
+async fn prompted_mode_adds_to_the_system_prompt_without_keeping_it() {
+    let wire = wire_of("openai");
+    let server = Server::start(vec![Reply::json_owned(text_answer("openai", VALID))]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = Agent::new(
+        wire.client(&server, fast_retries()),
+        AgentOptions::new()
+            .root_dir(dir.path())
+            .session_context_file_path(dir.path().join("session.json"))
+            .system_prompt("You plan trips."),
+    );
+
+    let result = agent
+        .chat_output_with::<Trip>("Where to?", OutputOptions::new().mode(OutputMode::Prompted))
+        .await
+        .unwrap();
+
+    assert_eq!(result.output.city, "Lyon");
+    let body = server.requests()[0].json();
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    let instructions = system
+        .strip_prefix("You plan trips.\n\n")
+        .unwrap_or_else(|| panic!("{system}"));
+    assert_eq!(prompted_schema(instructions), trip_schema());
+    // The instructions are the request's alone: the conversation and system prompt stay.
+    assert_eq!(agent.system_prompt(), "You plan trips.");
+    assert!(
+        agent
+            .messages()
+            .iter()
+            .all(|message| !message.content().contains("JSON Schema")),
+        "{:?}",
+        agent.messages()
+    );
+}

@@ -43,6 +43,7 @@ type Validator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
 /// |---|---|---|
 /// | [`Tool`](Self::Tool) | one more tool, [`OUTPUT_TOOL`], whose parameters are the output's schema | the output tool's arguments |
 /// | [`Native`](Self::Native) | the provider's structured-output form, [`ResponseFormat::JsonSchema`] (OpenAI `response_format` / Responses `text.format` with `json_schema`, strict where the schema allows; Gemini `responseJsonSchema`; Ollama `format`) | the text answer |
+/// | [`Prompted`](Self::Prompted) | the schema in the instructions (a system message), and the provider's JSON mode, [`ResponseFormat::JsonObject`], where it has one | the text answer |
 ///
 /// The default ([`default_for`](Self::default_for)) is the tool mode for every provider: it
 /// is the one form every wire accepts beside other tools (Gemini before version 3 refuses a
@@ -56,6 +57,9 @@ pub enum OutputMode {
     Tool,
     /// The provider's own structured output; the text answer is the value.
     Native,
+    /// The schema in the instructions (and JSON mode where the provider has one); the text
+    /// answer is the value.
+    Prompted,
 }
 
 impl OutputMode {
@@ -185,6 +189,10 @@ impl Agent {
     /// - **Native mode**: the request carries the schema in the provider's structured-output
     ///   form ([`ResponseFormat`]), and the model's text answer (once it makes no more tool
     ///   calls) is the output, checked the same way. On Anthropic this is the tool mode.
+    /// - **Prompted mode**: the output's schema goes into the request's instructions (added to
+    ///   the system prompt, or as one; the conversation does not keep it), with the provider's
+    ///   JSON mode where it has one ([`ResponseFormat::JsonObject`]); the text answer is the
+    ///   output, as in native mode. A Markdown code fence around the JSON is taken off.
     ///
     /// - An invalid output is answered with what is wrong (where, what was expected, what came:
     ///   the words of the registry's argument errors), and the model tries again, at most
@@ -611,7 +619,8 @@ pub(super) fn judge(
     }
 }
 
-/// The form of the answer a request asks for: the output's schema in native mode.
+/// The form of the answer a request asks for: the output's schema in native mode, JSON mode in
+/// prompted mode.
 pub(super) fn response_format(output: Option<&dyn OutputSpec>) -> Option<ResponseFormat> {
     let output = output?;
     match output.mode() {
@@ -619,8 +628,32 @@ pub(super) fn response_format(output: Option<&dyn OutputSpec>) -> Option<Respons
             OUTPUT_TOOL,
             output.tool().parameters().clone(),
         )),
+        OutputMode::Prompted => Some(ResponseFormat::JsonObject),
         _ => None,
     }
+}
+
+/// The request's messages, with the output's schema added to the instructions in prompted mode
+/// (to the leading system message, or as one when there is none).
+pub(super) fn instruct(
+    output: Option<&dyn OutputSpec>,
+    mut messages: Vec<Message>,
+) -> Vec<Message> {
+    let Some(output) = output.filter(|output| output.mode() == OutputMode::Prompted) else {
+        return messages;
+    };
+    let instructions = format!(
+        "Always respond with a JSON value that matches this JSON Schema, and nothing else (no \
+         prose, no code fence):\n{}",
+        output.tool().parameters()
+    );
+    match messages.first_mut() {
+        Some(Message::System { content }) => {
+            *content = format!("{content}\n\n{instructions}");
+        }
+        _ => messages.insert(0, Message::system(instructions)),
+    }
+    messages
 }
 
 /// A text answer without the Markdown code fence a model may put around its JSON.

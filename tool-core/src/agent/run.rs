@@ -204,7 +204,7 @@ pub(super) async fn turn(
         let (snapshot, tools) = shared.search.prepare(snapshot);
         let tools = output::offer(options.output.as_deref(), tools);
         let output = options.output.as_deref();
-        let request = ChatRequest::new(request_messages(context))
+        let request = ChatRequest::new(output::instruct(output, request_messages(context)))
             .tools(tools)
             .tool_choice(choice)
             .settings(shared.settings.clone())
