@@ -10,8 +10,8 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tool_core::{
-    Agent, AgentError, AgentOptions,
-    agent::{OUTPUT_TOOL, OutputMode, OutputOptions},
+    Agent, AgentError, AgentEvent, AgentOptions,
+    agent::{OUTPUT_TOOL, OutputEvent, OutputMode, OutputOptions},
     model::Message,
     schemars::JsonSchema,
 };
@@ -436,4 +436,112 @@ async fn prompted_mode_adds_to_the_system_prompt_without_keeping_it() {
         "{:?}",
         agent.messages()
     );
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct Weather {
+    city: String,
+    unit: String,
+}
+
+/// The partial views and the final item of a typed stream.
+async fn partials_and_output<T: std::fmt::Debug>(
+    mut events: futures::stream::BoxStream<'static, Result<OutputEvent<T>, AgentError>>,
+) -> (Vec<Value>, Vec<OutputEvent<T>>) {
+    use futures::StreamExt as _;
+
+    let mut partials = Vec::new();
+    let mut rest = Vec::new();
+    // Bounded: the replies are finite, so the stream ends.
+    for _ in 0..1000 {
+        match events.next().await {
+            Some(Ok(OutputEvent::Partial(value))) => partials.push(value),
+            Some(Ok(event)) => rest.push(event),
+            Some(Err(error)) => panic!("{error}"),
+            None => return (partials, rest),
+        }
+    }
+    panic!("the stream did not end");
+}
+
+#[tokio::test]
+async fn a_streamed_output_tool_call_is_seen_as_its_arguments_arrive() {
+    // The recording's call, renamed to the output tool; its arguments come in eight pieces.
+    let recording =
+        String::from_utf8(include_bytes!("../transcripts/openai/tool_call.sse").to_vec())
+            .unwrap()
+            .replacen("\"get_weather\"", &format!("\"{OUTPUT_TOOL}\""), 1);
+    let server = Server::start(vec![Reply::sse_owned(recording)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_over(&wire_of("openai"), &server, dir.path());
+
+    let (partials, rest) =
+        partials_and_output(agent.stream_output_with::<Weather>("Weather?", OutputOptions::new()))
+            .await;
+
+    assert_eq!(
+        partials,
+        vec![
+            json!({}),
+            json!({ "city": "" }),
+            json!({ "city": "Paris" }),
+            json!({ "city": "Paris", "unit": "cel" }),
+            json!({ "city": "Paris", "unit": "celsius" }),
+        ]
+    );
+    let Some(OutputEvent::Done(done)) = rest.last() else {
+        panic!("{rest:?}");
+    };
+    assert_eq!(
+        done.output,
+        Weather {
+            city: "Paris".to_owned(),
+            unit: "celsius".to_owned()
+        }
+    );
+    assert!(
+        rest.iter()
+            .any(|event| matches!(event, OutputEvent::Agent(AgentEvent::StepFinished { .. })))
+    );
+}
+
+#[tokio::test]
+async fn a_streamed_native_output_is_seen_as_its_text_arrives() {
+    let recording = String::from_utf8(include_bytes!("../transcripts/openai/text.sse").to_vec())
+        .unwrap()
+        .replacen(r#""The capital""#, r#""{\"city\": \"Ly""#, 1)
+        .replacen(r#"" of France""#, r#""on\", \"nigh""#, 1)
+        .replacen(r#"" is Paris.""#, r#""ts\": 2}""#, 1);
+    let server = Server::start(vec![Reply::sse_owned(recording)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent_over(&wire_of("openai"), &server, dir.path());
+
+    let (partials, rest) = partials_and_output(
+        agent
+            .stream_output_with::<Trip>("Where to?", OutputOptions::new().mode(OutputMode::Native)),
+    )
+    .await;
+
+    assert_eq!(
+        partials,
+        vec![
+            json!({ "city": "Ly" }),
+            json!({ "city": "Lyon" }),
+            json!({ "city": "Lyon", "nights": 2 }),
+        ]
+    );
+    let Some(OutputEvent::Done(done)) = rest.last() else {
+        panic!("{rest:?}");
+    };
+    assert_eq!(
+        done.output,
+        Trip {
+            city: "Lyon".to_owned(),
+            nights: Some(2)
+        }
+    );
+    let body = server.requests()[0].json();
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["response_format"]["type"], "json_schema");
 }

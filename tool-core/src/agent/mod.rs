@@ -37,6 +37,7 @@
 mod approval;
 mod events;
 mod output;
+mod partial;
 mod run;
 mod search;
 mod step;
@@ -48,7 +49,7 @@ use serde_json::Value;
 
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, resolved_path};
 pub use events::{AgentEvent, ToolResultKind};
-pub use output::{OUTPUT_TOOL, OutputMode, OutputOptions, OutputResponse};
+pub use output::{OUTPUT_TOOL, OutputEvent, OutputMode, OutputOptions, OutputResponse};
 pub use search::SEARCH_TOOL;
 
 use crate::{

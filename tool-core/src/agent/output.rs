@@ -18,7 +18,11 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::{Agent, AgentError, AgentResponse, TurnOptions, run};
+use futures::{StreamExt as _, stream::BoxStream};
+
+use super::{
+    Agent, AgentError, AgentEvent, AgentResponse, TurnOptions, partial::partial_value, run,
+};
 use crate::{
     context::{PendingCall, ToolContext},
     execute::{ExecuteError, describe_schema_errors, describe_serde_error, parse_arguments},
@@ -209,7 +213,7 @@ impl Agent {
     /// [`AgentResponse::retried_calls`] ([`OutputResponse::output_retries`] counts those). A
     /// registry tool named `final_result` is shadowed during a typed turn in tool mode.
     ///
-    /// Streaming of the partial output is not supported yet.
+    /// [`stream_output`](Self::stream_output) streams the turn and the output as it arrives.
     pub async fn chat_output<T>(
         &self,
         text: impl Into<String>,
@@ -230,6 +234,100 @@ impl Agent {
     where
         T: JsonSchema + DeserializeOwned + Send + 'static,
     {
+        let (spec, turn) = self.typed_turn(options);
+        let response = run::turn(
+            self.inner.clone(),
+            run::Input::User(text.into()),
+            turn,
+            None,
+        )
+        .await?;
+        spec.finish(response)
+    }
+
+    /// Like [`chat_output`](Self::chat_output), as a stream; see
+    /// [`stream_output_with`](Self::stream_output_with).
+    pub fn stream_output<T>(
+        &self,
+        text: impl Into<String>,
+    ) -> BoxStream<'static, Result<OutputEvent<T>, AgentError>>
+    where
+        T: JsonSchema + DeserializeOwned + Send + 'static,
+    {
+        self.stream_output_with(text, OutputOptions::new())
+    }
+
+    /// Like [`chat_output_with`](Self::chat_output_with), as a stream: the turn's [`AgentEvent`]s, a
+    /// [`Partial`](OutputEvent::Partial) view of the output each time more of its JSON has
+    /// arrived, and last the accepted output ([`OutputEvent::Done`]) or an `Err`.
+    ///
+    /// The partial view is the output's JSON so far with its open strings and brackets closed
+    /// (a string comes as far as it has arrived; a member whose key or value is cut is left
+    /// out), sent when it changes: in tool mode from the output tool's arguments, in native
+    /// and prompted modes from the text. A new attempt (after an invalid output) starts over
+    /// from an empty view. The partial view is not validated; only the final value is.
+    ///
+    /// ```
+    /// use futures::StreamExt as _;
+    /// use tool_core::{
+    ///     Agent, AgentOptions,
+    ///     agent::{OUTPUT_TOOL, OutputEvent, OutputOptions},
+    ///     model::TestModel,
+    /// };
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let agent = Agent::new(
+    ///     TestModel::new().call_tools([OUTPUT_TOOL]),
+    ///     AgentOptions::new().root_dir(dir.path()),
+    /// );
+    /// let mut events = agent.stream_output_with::<u32>("count", OutputOptions::new());
+    /// let mut output = None;
+    /// while let Some(event) = events.next().await {
+    ///     match event.unwrap() {
+    ///         OutputEvent::Partial(partial) => println!("so far: {partial}"),
+    ///         OutputEvent::Done(done) => output = Some(done.output),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// assert!(output.is_some());
+    /// # });
+    /// ```
+    pub fn stream_output_with<T>(
+        &self,
+        text: impl Into<String>,
+        options: OutputOptions<T>,
+    ) -> BoxStream<'static, Result<OutputEvent<T>, AgentError>>
+    where
+        T: JsonSchema + DeserializeOwned + Send + 'static,
+    {
+        let (spec, turn) = self.typed_turn(options);
+        let mut partial = PartialOutput::new(spec.mode, spec.wrapped);
+        self.stream_turn(run::Input::User(text.into()), turn)
+            .flat_map(move |event| {
+                let events: Vec<Result<OutputEvent<T>, AgentError>> = match event {
+                    Ok(AgentEvent::Done(response)) => {
+                        vec![spec.finish(response).map(OutputEvent::Done)]
+                    }
+                    Ok(event) => {
+                        let seen = partial.see(&event).map(OutputEvent::Partial);
+                        std::iter::once(OutputEvent::Agent(event))
+                            .chain(seen)
+                            .map(Ok)
+                            .collect()
+                    }
+                    Err(error) => vec![Err(error)],
+                };
+                futures::stream::iter(events)
+            })
+            .boxed()
+    }
+
+    /// The output spec of a typed turn and the turn's settings that carry it.
+    fn typed_turn<T>(&self, options: OutputOptions<T>) -> (Arc<TypedOutput<T>>, TurnOptions)
+    where
+        T: JsonSchema + DeserializeOwned + Send + 'static,
+    {
         let provider = self.inner.model.provider();
         let mode = options
             .mode
@@ -242,28 +340,93 @@ impl Agent {
         ));
         let mut turn = options.turn;
         turn.output = Some(spec.clone());
-        let response = run::turn(
-            self.inner.clone(),
-            run::Input::User(text.into()),
-            turn,
-            None,
-        )
-        .await?;
-        if !response.pending_approvals.is_empty() {
-            return Err(AgentError::AwaitingApproval {
-                requests: response.pending_approvals,
-            });
+        (spec, turn)
+    }
+}
+
+/// One item of [`Agent::stream_output_with`]'s stream.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum OutputEvent<T> {
+    /// An event of the turn, as [`Agent::stream_chat`] yields it (but for
+    /// [`AgentEvent::Done`], which [`Done`](Self::Done) replaces).
+    Agent(AgentEvent),
+    /// The output's JSON so far, its open strings and brackets closed; sent after the event
+    /// that brought more of it, when the view changed. Not validated.
+    Partial(Value),
+    /// The accepted output and the turn: the stream's last item.
+    Done(OutputResponse<T>),
+}
+
+/// Follows the output's JSON through a turn's events.
+struct PartialOutput {
+    mode: OutputMode,
+    wrapped: bool,
+    /// In tool mode, the position of the output call in the current answer.
+    call: Option<usize>,
+    text: String,
+    last: Option<Value>,
+}
+
+impl PartialOutput {
+    fn new(mode: OutputMode, wrapped: bool) -> Self {
+        Self {
+            mode,
+            wrapped,
+            call: None,
+            text: String::new(),
+            last: None,
         }
-        let (value, failures) = spec.take();
-        // A turn with an output spec ends well only once a value is accepted.
-        let output = value.ok_or(AgentError::MaxSteps {
-            steps: response.steps,
-        })?;
-        Ok(OutputResponse {
-            output,
-            response,
-            output_retries: failures,
-        })
+    }
+
+    /// The new partial view, if `event` brought more of the output and the view changed.
+    fn see(&mut self, event: &AgentEvent) -> Option<Value> {
+        match (self.mode, event) {
+            (OutputMode::Tool, AgentEvent::ToolCallStarted(start)) if start.name == OUTPUT_TOOL => {
+                self.call = Some(start.index);
+                self.restart();
+                None
+            }
+            (OutputMode::Tool, AgentEvent::ToolCallDelta { index, arguments })
+                if self.call == Some(*index) =>
+            {
+                self.text.push_str(arguments);
+                self.view()
+            }
+            (OutputMode::Tool, _) => None,
+            (_, AgentEvent::TextDelta(delta)) => {
+                self.text.push_str(delta);
+                self.view()
+            }
+            (_, AgentEvent::StepFinished { .. }) => {
+                self.restart();
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn restart(&mut self) {
+        self.text.clear();
+        self.last = None;
+    }
+
+    fn view(&mut self) -> Option<Value> {
+        let text = self.text.trim_start();
+        // A Markdown fence's first line (```json) is not part of the value.
+        let text = match text.strip_prefix("```") {
+            Some(fenced) => fenced.split_once('\n').map_or("", |(_, rest)| rest),
+            None => text,
+        };
+        let mut value = partial_value(text)?;
+        if self.wrapped {
+            value = value.get("value")?.clone();
+        }
+        if self.last.as_ref() == Some(&value) {
+            return None;
+        }
+        self.last = Some(value.clone());
+        Some(value)
     }
 }
 
@@ -333,9 +496,26 @@ impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
         }
     }
 
-    fn take(&self) -> (Option<T>, u32) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        (state.value.take(), state.failures)
+    /// The outcome of the typed turn that ended with `response`.
+    fn finish(&self, response: AgentResponse) -> Result<OutputResponse<T>, AgentError> {
+        if !response.pending_approvals.is_empty() {
+            return Err(AgentError::AwaitingApproval {
+                requests: response.pending_approvals,
+            });
+        }
+        let (value, failures) = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            (state.value.take(), state.failures)
+        };
+        // A turn with an output spec ends well only once a value is accepted.
+        let output = value.ok_or(AgentError::MaxSteps {
+            steps: response.steps,
+        })?;
+        Ok(OutputResponse {
+            output,
+            response,
+            output_retries: failures,
+        })
     }
 
     fn check(&self, arguments: &str) -> Result<T, ExecuteError> {
