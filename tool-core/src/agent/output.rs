@@ -21,7 +21,8 @@ use serde_json::{Map, Value, json};
 use futures::{StreamExt as _, stream::BoxStream};
 
 use super::{
-    Agent, AgentError, AgentEvent, AgentResponse, TurnOptions, partial::partial_value, run,
+    Agent, AgentError, AgentEvent, AgentResponse, ApprovalDecision, TurnOptions,
+    partial::partial_value, run,
 };
 use crate::{
     context::{PendingCall, ToolContext},
@@ -206,8 +207,9 @@ impl Agent {
     /// - The output tool called together with other tools: the other calls run first, then the
     ///   output is checked and, when valid, the run ends (every call's result is kept, in call
     ///   order). Several output calls in one step: the first valid one is the output. Calls
-    ///   that wait for approval stop the run with [`AgentError::AwaitingApproval`]: resuming
-    ///   such a run into a typed output is not supported yet.
+    ///   that wait for approval stop the run with [`AgentError::AwaitingApproval`];
+    ///   [`continue_output`](Self::continue_output) answers them and resumes the run into its
+    ///   output.
     ///
     /// The output call is not counted in [`AgentResponse::tool_calls`] nor its corrections in
     /// [`AgentResponse::retried_calls`] ([`OutputResponse::output_retries`] counts those). A
@@ -242,6 +244,27 @@ impl Agent {
             None,
         )
         .await?;
+        spec.finish(response)
+    }
+
+    /// Answers the calls a typed turn left waiting for approval (as
+    /// [`continue_with`](Self::continue_with) does) and goes on with that turn until it ends
+    /// with a value of type `T`. Give the same `T` and mode as the turn that stopped; the
+    /// output retry budget starts afresh. The turn may have stopped in another agent over the
+    /// same conversation (saved and loaded with the conversation's pending calls).
+    pub async fn continue_output<T, I, S>(
+        &self,
+        decisions: I,
+        options: OutputOptions<T>,
+    ) -> Result<OutputResponse<T>, AgentError>
+    where
+        T: JsonSchema + DeserializeOwned + Send + 'static,
+        I: IntoIterator<Item = (S, ApprovalDecision)>,
+        S: Into<String>,
+    {
+        let (spec, turn) = self.typed_turn(options);
+        let input = run::Input::Decisions(super::collect_decisions(decisions));
+        let response = run::turn(self.inner.clone(), input, turn, None).await?;
         spec.finish(response)
     }
 
