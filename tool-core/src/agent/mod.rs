@@ -41,6 +41,7 @@ mod partial;
 mod run;
 mod search;
 mod step;
+mod typed;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 

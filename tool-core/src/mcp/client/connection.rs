@@ -2,7 +2,7 @@
 //! the tool list and reconnects, and tool calls.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
     fmt::Write as _,
     future::Future,
     hash::{BuildHasher, Hasher},
@@ -93,6 +93,9 @@ pub(super) struct Shared {
     generation: AtomicU64,
     /// Each call in flight, by progress token.
     calls: Mutex<HashMap<String, CallInFlight>>,
+    /// Progress that came before its call was entered in `calls`: a request is entered once
+    /// it is sent, and the server may report progress before that. Bounded; the oldest goes.
+    early_progress: Mutex<VecDeque<ProgressNotificationParam>>,
     /// The last line the child process wrote to stderr, for error messages.
     stderr_tail: Arc<Mutex<Option<String>>>,
     /// What the HTTP client saw go wrong.
@@ -142,6 +145,7 @@ impl Shared {
             lost,
             generation: AtomicU64::new(0),
             calls: Mutex::new(HashMap::new()),
+            early_progress: Mutex::new(VecDeque::new()),
             stderr_tail: Arc::new(Mutex::new(None)),
             http_reports: Arc::default(),
             scrubber,
@@ -552,9 +556,37 @@ impl Shared {
     /// sends.
     pub(super) fn on_progress(&self, params: ProgressNotificationParam) {
         let mut calls = lock(&self.calls);
-        let Some(call) = calls.get_mut(&token_key(&params.progress_token)) else {
+        if let Some(call) = calls.get_mut(&token_key(&params.progress_token)) {
+            self.forward(call, params);
             return;
+        }
+        // Its call may not be entered yet (see `early_progress`).
+        let mut early = lock(&self.early_progress);
+        if early.len() == MAX_EARLY_PROGRESS {
+            early.pop_front();
+        }
+        early.push_back(params);
+    }
+
+    /// Enters a call in flight, and hands it the progress that came before it was entered.
+    fn enter_call(&self, token: String, mut call: CallInFlight) {
+        let mut calls = lock(&self.calls);
+        let early: VecDeque<ProgressNotificationParam> = {
+            let mut early = lock(&self.early_progress);
+            let (mine, others) = early
+                .drain(..)
+                .partition(|params| token_key(&params.progress_token) == token);
+            *early = others;
+            mine
         };
+        for params in early {
+            self.forward(&mut call, params);
+        }
+        calls.insert(token, call);
+    }
+
+    /// Forwards one progress notification of `call` (see [`Shared::on_progress`]).
+    fn forward(&self, call: &mut CallInFlight, params: ProgressNotificationParam) {
         if params.progress <= call.last_progress {
             tracing::debug!(
                 server = %self.name(),
@@ -591,6 +623,9 @@ impl Shared {
         let _ = self.progress.send(progress);
     }
 }
+
+/// The most progress notifications kept for calls not yet entered.
+const MAX_EARLY_PROGRESS: usize = 256;
 
 /// What the client knows of a call in flight.
 struct CallInFlight {
@@ -629,7 +664,7 @@ impl<'a> InFlight<'a> {
             last_progress: f64::NEG_INFINITY,
             context,
         };
-        lock(&shared.calls).insert(token.clone(), call);
+        shared.enter_call(token.clone(), call);
         Self {
             shared,
             token,
