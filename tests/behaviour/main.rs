@@ -69,6 +69,7 @@ mod tool_search_budget;
 mod tool_search_mcp;
 mod tool_search_sessions;
 mod typed_output;
+mod typed_output_modes;
 mod web_chat;
 mod web_chat_browser;
 mod web_chat_security;

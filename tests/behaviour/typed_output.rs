@@ -710,3 +710,58 @@ async fn a_registry_tool_named_final_result_is_shadowed() {
         "{names:?}"
     );
 }
+
+#[tokio::test]
+async fn a_typed_turn_waiting_for_approval_resumes_into_its_output() {
+    use tool_core::agent::{ApprovalDecision, ApprovalPolicy};
+
+    let dir = tempfile::tempdir().unwrap();
+    let script = || {
+        [
+            ScriptedResponse::tool_call("e1", "echo", r#"{"text": "hi"}"#),
+            output_call("c1", r#"{"value": 5}"#),
+        ]
+    };
+    let approval = || ApprovalPolicy::new().when(|call, _| call.name == "echo");
+    let (agent, _) = scripted_agent_with(
+        AgentOptions::new().approval(approval()),
+        dir.path(),
+        script(),
+    );
+    agent.add_tool(Echo).unwrap();
+
+    let error = agent.chat_output::<u32>("count").await.unwrap_err();
+    assert!(
+        matches!(&error, AgentError::AwaitingApproval { requests } if requests[0].call.id == "e1"),
+        "{error:?}"
+    );
+    assert!(agent.save_context("waiting").await.starts_with("Session"));
+
+    // A new agent over the saved conversation (a new process) resumes the same typed turn.
+    let (resumed, model) = scripted_agent_with(
+        AgentOptions::new().approval(approval()),
+        dir.path(),
+        script().into_iter().skip(1),
+    );
+    resumed.add_tool(Echo).unwrap();
+    resumed
+        .load_context(dir.path().join("session.json"))
+        .unwrap();
+    let result = resumed
+        .continue_output::<u32, _, _>([("e1", ApprovalDecision::approve())], OutputOptions::new())
+        .await
+        .unwrap();
+
+    assert_eq!(result.output, 5);
+    assert_eq!(result.response.tool_calls, 1);
+    assert_eq!(model.remaining(), 0);
+    let messages = resumed.messages();
+    assert_every_call_answered(&messages);
+    assert_eq!(
+        tool_results(&messages),
+        vec![
+            ("e1".to_owned(), "hi".to_owned()),
+            ("c1".to_owned(), "Final result accepted.".to_owned())
+        ]
+    );
+}

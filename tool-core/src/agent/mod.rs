@@ -37,6 +37,7 @@
 mod approval;
 mod events;
 mod output;
+mod partial;
 mod run;
 mod search;
 mod step;
@@ -49,7 +50,7 @@ use serde_json::Value;
 
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, resolved_path};
 pub use events::{AgentEvent, ToolResultKind};
-pub use output::{OUTPUT_TOOL, OutputOptions, OutputResponse};
+pub use output::{OUTPUT_TOOL, OutputEvent, OutputMode, OutputOptions, OutputResponse};
 pub use search::{DeferBudget, SEARCH_TOOL};
 
 use crate::{

@@ -1,10 +1,13 @@
 //! Typed output: a turn that ends with a value of a Rust type instead of text
 //! ([`Agent::chat_output`](super::Agent::chat_output)).
 //!
-//! The agent offers one more tool, the output tool ([`OUTPUT_TOOL`]), whose parameters are the
-//! JSON Schema of the output type; the run ends when the model calls it with a value that the
-//! schema, the type and the application's validators accept. Everything else is a turn like
-//! [`Agent::chat`](super::Agent::chat)'s: the model may call other tools first.
+//! In tool mode ([`OutputMode::Tool`]) the agent offers one more tool, the output tool
+//! ([`OUTPUT_TOOL`]), whose parameters are the JSON Schema of the output type; the run ends
+//! when the model calls it with a value that the schema, the type and the application's
+//! validators accept. In native and prompted modes the model's text answer is the output,
+//! asked for with the provider's structured-output form ([`ResponseFormat`]) or in the
+//! instructions. Everything else is a turn like [`Agent::chat`](super::Agent::chat)'s: the
+//! model may call other tools first.
 
 use std::{
     fmt,
@@ -15,13 +18,13 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::{AgentError, AgentResponse, TurnOptions};
+use super::{AgentError, AgentEvent, AgentResponse, TurnOptions, partial::partial_value};
 use crate::{
     context::{PendingCall, ToolContext},
     execute::{ExecuteError, describe_schema_errors, describe_serde_error, parse_arguments},
     message::{Message, ToolCall},
-    model::RequestTools,
-    schema::OptionalNulls,
+    model::{RequestTools, ResponseFormat},
+    schema::{OptionalNulls, Provider},
     tool::ChatTool,
 };
 
@@ -34,7 +37,50 @@ const ACCEPTED_RESULT: &str = "Final result accepted.";
 /// A value the application rejects, with the message the model reads.
 type Validator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
 
-/// Settings of one typed run ([`Agent::chat_output_with`](super::Agent::chat_output_with)).
+/// How a typed run asks the model for its output ([`OutputOptions::mode`]).
+///
+/// | mode | the request | the output |
+/// |---|---|---|
+/// | [`Tool`](Self::Tool) | one more tool, [`OUTPUT_TOOL`], whose parameters are the output's schema | the output tool's arguments |
+/// | [`Native`](Self::Native) | the provider's structured-output form, [`ResponseFormat::JsonSchema`] (OpenAI `response_format` / Responses `text.format` with `json_schema`, strict where the schema allows; Gemini `responseJsonSchema`; Ollama `format`) | the text answer |
+/// | [`Prompted`](Self::Prompted) | the schema in the instructions (a system message), and the provider's JSON mode, [`ResponseFormat::JsonObject`], where it has one | the text answer |
+///
+/// The default ([`default_for`](Self::default_for)) is the tool mode for every provider: it
+/// is the one form every wire accepts beside other tools (Gemini before version 3 refuses a
+/// JSON response type together with function calling, and Anthropic's Messages API has no
+/// structured-output field here). [`Native`](Self::Native) asked of an Anthropic model runs in
+/// tool mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OutputMode {
+    /// An output tool the model calls with the value.
+    Tool,
+    /// The provider's own structured output; the text answer is the value.
+    Native,
+    /// The schema in the instructions (and JSON mode where the provider has one); the text
+    /// answer is the value.
+    Prompted,
+}
+
+impl OutputMode {
+    /// The mode a run uses on `provider` unless [`OutputOptions::mode`] sets one: the tool mode,
+    /// for every provider.
+    pub fn default_for(provider: Provider) -> Self {
+        let _ = provider;
+        Self::Tool
+    }
+
+    /// The mode a run asked for runs in on `provider`: native output on Anthropic is the tool
+    /// mode.
+    pub(super) fn on(self, provider: Provider) -> Self {
+        match (self, provider) {
+            (Self::Native, Provider::Anthropic) => Self::Tool,
+            (mode, _) => mode,
+        }
+    }
+}
+
+/// Settings of one typed run ([`Agent::chat_output_with`]).
 ///
 /// ```
 /// use tool_core::agent::OutputOptions;
@@ -45,6 +91,7 @@ type Validator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
 /// # let _ = options;
 /// ```
 pub struct OutputOptions<T> {
+    pub(super) mode: Option<OutputMode>,
     pub(super) max_retries: u32,
     pub(super) validators: Vec<Validator<T>>,
     pub(super) turn: TurnOptions,
@@ -53,6 +100,7 @@ pub struct OutputOptions<T> {
 impl<T> Default for OutputOptions<T> {
     fn default() -> Self {
         Self {
+            mode: None,
             max_retries: 1,
             validators: Vec::new(),
             turn: TurnOptions::default(),
@@ -63,6 +111,7 @@ impl<T> Default for OutputOptions<T> {
 impl<T> fmt::Debug for OutputOptions<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OutputOptions")
+            .field("mode", &self.mode)
             .field("max_retries", &self.max_retries)
             .field("validators", &self.validators.len())
             .field("turn", &self.turn)
@@ -74,6 +123,14 @@ impl<T> OutputOptions<T> {
     /// One retry for an invalid output, no validators, the agent's turn settings.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How the model is asked for the output; [`OutputMode::default_for`] the agent's provider
+    /// unless set.
+    #[must_use]
+    pub fn mode(mut self, mode: OutputMode) -> Self {
+        self.mode = Some(mode);
+        self
     }
 
     /// How many invalid outputs the model may correct (1 unless set): one more invalid output
@@ -116,9 +173,97 @@ pub struct OutputResponse<T> {
     pub output_retries: u32,
 }
 
+/// One item of [`Agent::stream_output_with`]'s stream.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum OutputEvent<T> {
+    /// An event of the turn, as [`Agent::stream_chat`] yields it (but for
+    /// [`AgentEvent::Done`], which [`Done`](Self::Done) replaces).
+    Agent(AgentEvent),
+    /// The output's JSON so far, its open strings and brackets closed; sent after the event
+    /// that brought more of it, when the view changed. Not validated.
+    Partial(Value),
+    /// The accepted output and the turn: the stream's last item.
+    Done(OutputResponse<T>),
+}
+
+/// Follows the output's JSON through a turn's events.
+pub(super) struct PartialOutput {
+    mode: OutputMode,
+    wrapped: bool,
+    /// In tool mode, the position of the output call in the current answer.
+    call: Option<usize>,
+    text: String,
+    last: Option<Value>,
+}
+
+impl PartialOutput {
+    pub(super) fn new(mode: OutputMode, wrapped: bool) -> Self {
+        Self {
+            mode,
+            wrapped,
+            call: None,
+            text: String::new(),
+            last: None,
+        }
+    }
+
+    /// The new partial view, if `event` brought more of the output and the view changed.
+    pub(super) fn see(&mut self, event: &AgentEvent) -> Option<Value> {
+        match (self.mode, event) {
+            (OutputMode::Tool, AgentEvent::ToolCallStarted(start)) if start.name == OUTPUT_TOOL => {
+                self.call = Some(start.index);
+                self.restart();
+                None
+            }
+            (OutputMode::Tool, AgentEvent::ToolCallDelta { index, arguments })
+                if self.call == Some(*index) =>
+            {
+                self.text.push_str(arguments);
+                self.view()
+            }
+            (OutputMode::Tool, _) => None,
+            (_, AgentEvent::TextDelta(delta)) => {
+                self.text.push_str(delta);
+                self.view()
+            }
+            (_, AgentEvent::StepFinished { .. }) => {
+                self.restart();
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn restart(&mut self) {
+        self.text.clear();
+        self.last = None;
+    }
+
+    fn view(&mut self) -> Option<Value> {
+        let text = self.text.trim_start();
+        // A Markdown fence's first line (```json) is not part of the value.
+        let text = match text.strip_prefix("```") {
+            Some(fenced) => fenced.split_once('\n').map_or("", |(_, rest)| rest),
+            None => text,
+        };
+        let mut value = partial_value(text)?;
+        if self.wrapped {
+            value = value.get("value")?.clone();
+        }
+        if self.last.as_ref() == Some(&value) {
+            return None;
+        }
+        self.last = Some(value.clone());
+        Some(value)
+    }
+}
+
 /// The output a turn asks for, without its type: what [`run::turn`] needs.
 pub(crate) trait OutputSpec: Send + Sync + fmt::Debug {
-    /// The output tool.
+    /// The mode the run asks for its output in.
+    fn mode(&self) -> OutputMode;
+    /// The output tool (in every mode: its parameters are the output's schema).
     fn tool(&self) -> &ChatTool;
     /// Checks the output tool's arguments; keeps the value when it is accepted, else returns
     /// the text the model reads.
@@ -129,11 +274,12 @@ pub(crate) trait OutputSpec: Send + Sync + fmt::Debug {
 
 /// The output tool's definition, validator and the value once accepted.
 pub(super) struct TypedOutput<T> {
+    pub(super) mode: OutputMode,
     tool: ChatTool,
     /// The schema's validator; `None` if the schema is not one the validator reads (the type
     /// then checks alone).
     validator: Option<jsonschema::Validator>,
-    wrapped: bool,
+    pub(super) wrapped: bool,
     max_retries: u32,
     validators: Vec<Validator<T>>,
     state: Mutex<State<T>>,
@@ -147,6 +293,7 @@ struct State<T> {
 impl<T> fmt::Debug for TypedOutput<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TypedOutput")
+            .field("mode", &self.mode)
             .field("tool", &self.tool.name())
             .field("wrapped", &self.wrapped)
             .field("max_retries", &self.max_retries)
@@ -155,7 +302,7 @@ impl<T> fmt::Debug for TypedOutput<T> {
 }
 
 impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
-    pub(super) fn new(max_retries: u32, validators: Vec<Validator<T>>) -> Self {
+    pub(super) fn new(mode: OutputMode, max_retries: u32, validators: Vec<Validator<T>>) -> Self {
         let (parameters, wrapped) = output_parameters::<T>();
         let validator = jsonschema::validator_for(&parameters).ok();
         let tool = ChatTool::new(
@@ -165,6 +312,7 @@ impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
             parameters,
         );
         Self {
+            mode,
             tool,
             validator,
             wrapped,
@@ -177,9 +325,26 @@ impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
         }
     }
 
-    pub(super) fn take(&self) -> (Option<T>, u32) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        (state.value.take(), state.failures)
+    /// The outcome of the typed turn that ended with `response`.
+    pub(super) fn finish(&self, response: AgentResponse) -> Result<OutputResponse<T>, AgentError> {
+        if !response.pending_approvals.is_empty() {
+            return Err(AgentError::AwaitingApproval {
+                requests: response.pending_approvals,
+            });
+        }
+        let (value, failures) = {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            (state.value.take(), state.failures)
+        };
+        // A turn with an output spec ends well only once a value is accepted.
+        let output = value.ok_or(AgentError::MaxSteps {
+            steps: response.steps,
+        })?;
+        Ok(OutputResponse {
+            output,
+            response,
+            output_retries: failures,
+        })
     }
 
     fn check(&self, arguments: &str) -> Result<T, ExecuteError> {
@@ -218,16 +383,41 @@ impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
 }
 
 impl<T: JsonSchema + DeserializeOwned + Send> OutputSpec for TypedOutput<T> {
+    fn mode(&self) -> OutputMode {
+        self.mode
+    }
+
     fn tool(&self) -> &ChatTool {
         &self.tool
     }
 
     fn accept(&self, arguments: &str) -> Result<(), String> {
-        let output = self.check(arguments).map_err(|error| {
-            format!(
+        if self.mode != OutputMode::Tool {
+            if let Err(error) = serde_json::from_str::<Value>(arguments) {
+                return Err(format!(
+                    "Error: the answer is not JSON ({error}); answer with only a JSON value that \
+                     matches the schema"
+                ));
+            }
+        }
+        let output = self.check(arguments).map_err(|error| match self.mode {
+            OutputMode::Tool => format!(
                 "{}; call {OUTPUT_TOOL} again with a corrected value",
                 error.to_model_string()
-            )
+            ),
+            _ => match error {
+                ExecuteError::RetryRequested { message, .. } => format!(
+                    "Error: the output was rejected: {message}; answer again with only the \
+                     corrected JSON value"
+                ),
+                other => format!(
+                    "Error: the answer is not a valid output: {}; answer again with only the \
+                     corrected JSON value",
+                    other.to_model_string().trim_start_matches(&format!(
+                        "Error: invalid arguments for {OUTPUT_TOOL}: "
+                    ))
+                ),
+            },
         })?;
         self.state
             .lock()
@@ -287,7 +477,7 @@ fn wrap(value: Value, definitions: Map<String, Value>) -> Value {
 
 /// The step's tools, with the output tool added when the turn asks for an output.
 pub(super) fn offer(output: Option<&dyn OutputSpec>, tools: RequestTools) -> RequestTools {
-    let Some(output) = output else {
+    let Some(output) = output.filter(|output| output.mode() == OutputMode::Tool) else {
         return tools;
     };
     // A registry tool of the same name is shadowed: a request never names a tool twice.
@@ -306,7 +496,7 @@ pub(super) fn split(
     output: Option<&dyn OutputSpec>,
     calls: Vec<ToolCall>,
 ) -> (Vec<ToolCall>, Vec<ToolCall>) {
-    if output.is_none() {
+    if output.is_none_or(|output| output.mode() != OutputMode::Tool) {
         return (calls, Vec::new());
     }
     calls.into_iter().partition(|call| call.name != OUTPUT_TOOL)
@@ -406,14 +596,24 @@ pub(super) fn judge(
     if accepted {
         return Judged::Done;
     }
-    let (last_output, last_error) = last.unwrap_or_else(|| {
-        let error = format!(
-            "Error: a plain text answer is not accepted here; give the result by calling \
-             {OUTPUT_TOOL}"
-        );
+    let (last_output, last_error) = if let Some(last) = last {
+        last
+    } else {
+        let error = if output.mode() == OutputMode::Tool {
+            format!(
+                "Error: a plain text answer is not accepted here; give the result by calling \
+                 {OUTPUT_TOOL}"
+            )
+        } else {
+            // The text answer is the output.
+            match output.accept(without_fence(text)) {
+                Ok(()) => return Judged::Done,
+                Err(error) => error,
+            }
+        };
         context.push_message(Message::user(error.clone()));
         (text.to_owned(), error)
-    });
+    };
     let (failures, within_budget) = output.fail();
     if within_budget {
         tracing::debug!(failures, "the model gave an invalid output");
@@ -426,4 +626,63 @@ pub(super) fn judge(
             last_error,
         })
     }
+}
+
+/// The form of the answer a request asks for: the output's schema in native mode, JSON mode in
+/// prompted mode.
+pub(super) fn response_format(output: Option<&dyn OutputSpec>) -> Option<ResponseFormat> {
+    let output = output?;
+    match output.mode() {
+        OutputMode::Native => Some(ResponseFormat::json_schema(
+            OUTPUT_TOOL,
+            output.tool().parameters().clone(),
+        )),
+        OutputMode::Prompted => Some(ResponseFormat::JsonObject),
+        _ => None,
+    }
+}
+
+/// The request's messages, with the output's schema added to the instructions in prompted mode
+/// (to the leading system message, or as one when there is none).
+pub(super) fn instruct(
+    output: Option<&dyn OutputSpec>,
+    mut messages: Vec<Message>,
+) -> Vec<Message> {
+    let Some(output) = output.filter(|output| output.mode() == OutputMode::Prompted) else {
+        return messages;
+    };
+    let instructions = format!(
+        "Always respond with a JSON value that matches this JSON Schema, and nothing else (no \
+         prose, no code fence):\n{}",
+        output.tool().parameters()
+    );
+    match messages.first_mut() {
+        Some(Message::System { content }) => {
+            *content = format!("{content}\n\n{instructions}");
+        }
+        _ => messages.insert(0, Message::system(instructions)),
+    }
+    messages
+}
+
+/// A text answer without the Markdown code fence a model may put around its JSON.
+fn without_fence(text: &str) -> &str {
+    let trimmed = text.trim();
+    let Some(inner) = trimmed
+        .strip_prefix("```")
+        .and_then(|rest| rest.strip_suffix("```"))
+    else {
+        return trimmed;
+    };
+    // The fence's first line may name the language (`json`).
+    inner
+        .split_once('\n')
+        .map_or(inner, |(first, rest)| {
+            if first.trim().chars().all(char::is_alphanumeric) {
+                rest
+            } else {
+                inner
+            }
+        })
+        .trim()
 }

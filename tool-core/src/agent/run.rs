@@ -203,10 +203,12 @@ pub(super) async fn turn(
         shared.search.load_chosen(&snapshot, &choice);
         let (snapshot, tools) = shared.search.prepare(snapshot);
         let tools = output::offer(options.output.as_deref(), tools);
-        let request = ChatRequest::new(request_messages(context))
+        let output = options.output.as_deref();
+        let request = ChatRequest::new(output::instruct(output, request_messages(context)))
             .tools(tools)
             .tool_choice(choice)
-            .settings(shared.settings.clone());
+            .settings(shared.settings.clone())
+            .response_format(output::response_format(output));
         let answer = model_call(shared, request, step, events).await?;
         if let Some(counts) = answer.usage {
             *usage.get_or_insert_default() += counts;

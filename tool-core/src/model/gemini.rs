@@ -173,6 +173,15 @@ impl Wire for GenerateContent {
         if let Some(max_tokens) = request.settings.max_tokens {
             generation.insert("maxOutputTokens".into(), json!(max_tokens));
         }
+        // Structured output (<https://ai.google.dev/gemini-api/docs/structured-output>):
+        // `responseJsonSchema` takes JSON Schema as it is, unlike `responseSchema`'s OpenAPI
+        // subset.
+        if let Some(format) = &request.response_format {
+            generation.insert("responseMimeType".into(), json!("application/json"));
+            if let ResponseFormat::JsonSchema { schema, .. } = format {
+                generation.insert("responseJsonSchema".into(), schema.clone());
+            }
+        }
         let body = RequestBody {
             contents,
             system_instruction: (!system.is_empty()).then(|| json!({ "parts": system })),

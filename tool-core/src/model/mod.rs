@@ -11,7 +11,7 @@
 //!
 //! | file | holds |
 //! |---|---|
-//! | `mod.rs`, `choice.rs` | the abstraction: [`ChatModel`], requests, answers, events, errors, [`ToolChoice`] |
+//! | `mod.rs`, `choice.rs`, `format.rs` | the abstraction: [`ChatModel`], requests, answers, events, errors, [`ToolChoice`], [`ResponseFormat`] |
 //! | `vars.rs` | reading configuration variables (blank is unset) |
 //! | `wire/` | the HTTP plumbing every provider client shares, knowing no provider: the [`Endpoint`] settings, one HTTP client over a `Wire` (`client.rs`), requests with timeouts and retries (`http.rs`), the request body (`body.rs`), stream framing (`framing.rs`), decoding frames into events (`decode.rs`) and assembling an answer (`accumulate.rs`); `prelude.rs` is what a client module imports |
 //! | `openai.rs`, `responses.rs`, `anthropic.rs`, `gemini.rs`, `ollama.rs` | one provider client per wire protocol (OpenAI has two: Chat Completions and Responses), each plugging its own request and stream types into `wire/` |
@@ -34,6 +34,7 @@ use crate::{
 
 mod choice;
 mod env;
+mod format;
 mod offline;
 mod vars;
 
@@ -64,6 +65,7 @@ mod decoder_properties;
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use choice::ToolChoice;
 pub use env::{from_env, from_vars};
+pub use format::ResponseFormat;
 #[cfg(feature = "gemini")]
 pub use gemini::{GeminiClient, GeminiConfig};
 pub use offline::{
@@ -167,6 +169,9 @@ pub struct ChatRequest {
     pub settings: ModelSettings,
     /// Whether, and which, tool the model must call; [`ToolChoice::Auto`] sends nothing.
     pub tool_choice: ToolChoice,
+    /// The form the text answer must take (structured output); `None` sends nothing. See
+    /// [`ResponseFormat`] for each wire's form.
+    pub response_format: Option<ResponseFormat>,
 }
 
 impl ChatRequest {
@@ -196,6 +201,13 @@ impl ChatRequest {
     #[must_use]
     pub fn tool_choice(mut self, tool_choice: ToolChoice) -> Self {
         self.tool_choice = tool_choice;
+        self
+    }
+
+    /// Sets the form the text answer must take.
+    #[must_use]
+    pub fn response_format(mut self, format: Option<ResponseFormat>) -> Self {
+        self.response_format = format;
         self
     }
 }

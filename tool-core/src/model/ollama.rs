@@ -157,7 +157,14 @@ impl Wire for OllamaChat {
             messages: request.messages.iter().map(WireMessage::from).collect(),
             stream,
             tools: tools.as_deref(),
-            own: OwnFields { options },
+            own: OwnFields {
+                options,
+                // <https://github.com/ollama/ollama/blob/main/docs/api.md#request-structured-outputs>
+                format: request.response_format.as_ref().map(|format| match format {
+                    ResponseFormat::JsonSchema { schema, .. } => schema.clone(),
+                    _ => Value::from("json"),
+                }),
+            },
         }
         .write()
     }
@@ -206,6 +213,7 @@ fn cannot_force(choice: &str) -> ProviderError {
 #[derive(Serialize)]
 struct OwnFields {
     options: Option<WireOptions>,
+    format: Option<Value>,
 }
 
 #[skip_serializing_none]

@@ -120,6 +120,7 @@ impl Wire for ChatCompletions {
                     .and_then(|_| wire_tool_choice(&request.tool_choice)),
                 temperature: request.settings.temperature,
                 max_tokens: request.settings.max_tokens,
+                response_format: request.response_format.as_ref().map(wire_response_format),
             },
         }
         .write()
@@ -138,6 +139,22 @@ struct OwnFields {
     tool_choice: Option<Value>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
+    response_format: Option<Value>,
+}
+
+/// The `response_format` of a request that asks for structured output
+/// (<https://platform.openai.com/docs/api-reference/chat/create#chat-create-response_format>).
+fn wire_response_format(format: &ResponseFormat) -> Value {
+    match format {
+        ResponseFormat::JsonSchema { name, schema } => {
+            let (schema, strict) = ResponseFormat::openai_schema(name, schema);
+            serde_json::json!({
+                "type": "json_schema",
+                "json_schema": { "name": name, "schema": schema, "strict": strict },
+            })
+        }
+        _ => serde_json::json!({ "type": "json_object" }),
+    }
 }
 
 /// The `tool_choice` of a request that offers tools

@@ -251,6 +251,7 @@ impl Wire for Responses {
             tools,
             temperature: request.settings.temperature,
             max_output_tokens: request.settings.max_tokens,
+            text: request.response_format.as_ref().map(wire_text_format),
         };
         write_json(&body)
     }
@@ -283,6 +284,25 @@ struct ResponsesBody<'a> {
     parallel_tool_calls: Option<bool>,
     temperature: Option<f32>,
     max_output_tokens: Option<u32>,
+    text: Option<Value>,
+}
+
+/// The `text` of a request that asks for structured output: its `format`
+/// (<https://platform.openai.com/docs/api-reference/responses/create#responses-create-text>).
+fn wire_text_format(format: &ResponseFormat) -> Value {
+    let format = match format {
+        ResponseFormat::JsonSchema { name, schema } => {
+            let (schema, strict) = ResponseFormat::openai_schema(name, schema);
+            serde_json::json!({
+                "type": "json_schema",
+                "name": name,
+                "schema": schema,
+                "strict": strict,
+            })
+        }
+        _ => serde_json::json!({ "type": "json_object" }),
+    };
+    serde_json::json!({ "format": format })
 }
 
 /// One `input` item.

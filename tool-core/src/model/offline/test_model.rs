@@ -12,7 +12,10 @@ use serde_json::{Map, Value};
 use super::scripted::reply_events;
 use crate::{
     message::{FinishReason, Message, ToolCall, Usage},
-    model::{ChatModel, ChatRequest, ChatResponse, ModelStream, ProviderError, ToolChoice},
+    model::{
+        ChatModel, ChatRequest, ChatResponse, ModelStream, ProviderError, ResponseFormat,
+        ToolChoice,
+    },
     schema::Provider,
     tool::JsonObject,
 };
@@ -22,6 +25,8 @@ use crate::{
 /// - When the last user message has not been answered with tool calls yet and tools are
 ///   offered, it calls each offered tool once (in the order offered), with arguments generated
 ///   from the tool's JSON Schema ([`generate_arguments`]): valid for that schema.
+/// - Otherwise, when the request asks for a [`ResponseFormat::JsonSchema`] (a typed run in
+///   native mode), it answers with a value generated from that schema ([`generate_value`]).
 /// - Otherwise it answers with a text that lists every tool result since the last user message
 ///   (or, with no tools, says so).
 /// - It honours the request's [`ToolChoice`]: with `None` it answers with text only; with
@@ -130,6 +135,8 @@ impl TestModel {
         };
         let content = if !calls.is_empty() {
             String::new()
+        } else if let Some(ResponseFormat::JsonSchema { schema, .. }) = &request.response_format {
+            generate_value(schema).to_string()
         } else if let Some(text) = &self.inner.final_text {
             text.clone()
         } else {

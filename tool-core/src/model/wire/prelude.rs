@@ -4,7 +4,7 @@
 
 pub(crate) use crate::{
     message::{FinishReason, Message, SharedStr, ToolCall, Usage},
-    model::{ChatRequest, ChatResponse, ModelEvent, ProviderError, ToolChoice},
+    model::{ChatRequest, ChatResponse, ModelEvent, ProviderError, ResponseFormat, ToolChoice},
     schema::Provider,
 };
 
