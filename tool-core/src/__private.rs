@@ -50,26 +50,29 @@ pub enum Body<'a> {
     Finished(Result<String, ToolError>),
 }
 
-/// Boxes the body of a generated tool. Taking the future through a generic bound lets the
-/// compiler infer the `async` block's output, so `?` works inside it.
-pub fn execute<'a, F>(future: F) -> Body<'a>
+/// Boxes the body of a generated tool: `future`, the function's own future, whose output
+/// `output` turns into the tool's text.
+pub fn execute<'a, F, O>(future: F, output: O) -> Body<'a>
 where
-    F: Future<Output = Result<String, ToolError>> + Send + 'a,
+    F: Future + Send + 'a,
+    O: FnOnce(F::Output) -> Result<String, ToolError> + Send + 'a,
 {
-    Body::Running(Box::pin(future))
+    Body::Running(Box::pin(async move { output(future.await) }))
 }
 
 /// Runs the body of a generated tool that never waits (the macro found no `.await` and no
 /// macro that could hide one) to its end, with no boxed future: such a body finishes when it is
-/// first polled.
-pub fn execute_now<'a, F>(future: F) -> Body<'a>
+/// first polled. The function's own future is polled, not a block around it, so no state
+/// machine is compiled for it beyond the function's.
+pub fn execute_now<'a, F, O>(future: F, output: O) -> Body<'a>
 where
-    F: Future<Output = Result<String, ToolError>> + Send + 'a,
+    F: Future + Send + 'a,
+    O: FnOnce(F::Output) -> Result<String, ToolError> + Send + 'a,
 {
     let mut future = core::pin::pin!(future);
     let mut context = core::task::Context::from_waker(core::task::Waker::noop());
     match future.as_mut().poll(&mut context) {
-        core::task::Poll::Ready(result) => Body::Finished(result),
+        core::task::Poll::Ready(value) => Body::Finished(output(value)),
         // Only a body with an await point can wait, and this one has none.
         core::task::Poll::Pending => Body::Finished(Err(ToolError::new(
             "the tool waited although its body has no `.await`",

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Compile time of `#[tool]`: generates three crates under target/compile-bench/ (never committed)
+# Compile time of `#[tool]`: generates four crates under target/compile-bench/ (never committed)
 # and times `cargo build` of each once its dependencies are built.
 #
+# - minimal:     the smallest typed dispatcher a user could write instead: the same 100 structs
+#                deriving Deserialize + JsonSchema, and a `HashMap` from each name to its
+#                description, schema and a boxed closure that deserializes and calls the fn;
 # - hand:        100 args structs deriving Deserialize + JsonSchema, each with a hand-written
 #                `ExecutableTool` impl (`#[async_trait]`), registered by hand;
 # - macro_typed: the same 100 structs, each taken by a `#[tool]` fn (typed-struct form);
@@ -19,7 +22,7 @@ mkdir -p "$bench"
 cat >"$bench/Cargo.toml" <<TOML
 [workspace]
 resolver = "3"
-members = ["hand", "macro_typed", "macro_plain"]
+members = ["minimal", "hand", "macro_typed", "macro_plain"]
 
 [workspace.dependencies]
 tool-core = { path = "$root/tool-core" }
@@ -33,7 +36,7 @@ debug = false
 TOML
 cp "$root/Cargo.lock" "$bench/Cargo.lock"
 
-for name in hand macro_typed macro_plain; do
+for name in minimal hand macro_typed macro_plain; do
     mkdir -p "$bench/$name/src"
     cat >"$bench/$name/Cargo.toml" <<TOML
 [package]
@@ -64,6 +67,47 @@ pub struct Args$1 {
 }
 RS
 }
+
+{
+    echo "//! $tools tools in a minimal typed dispatcher: derives, closures and a map."
+    echo "use std::{collections::HashMap, future::Future, pin::Pin};"
+    echo "use schemars::JsonSchema;"
+    echo "use serde::Deserialize;"
+    echo "type Reply = Pin<Box<dyn Future<Output = Result<String, String>> + Send>>;"
+    echo "type Handler = Box<dyn Fn(serde_json::Value) -> Reply + Send + Sync>;"
+    echo "/// Each tool's description, schema and handler, by name."
+    echo "pub type Dispatcher = HashMap<&'static str, (&'static str, serde_json::Value, Handler)>;"
+    for i in $(seq 0 $((tools - 1))); do
+        struct_of "$i"
+        cat <<RS
+async fn tool_$i(args: Args$i) -> String {
+    format!("{} {} {:?} $i", args.city, args.days, args.note)
+}
+RS
+    done
+    echo "/// Every tool."
+    echo "pub fn registry() -> Dispatcher {"
+    echo "    let mut tools = Dispatcher::new();"
+    for i in $(seq 0 $((tools - 1))); do
+        cat <<RS
+    tools.insert(
+        "tool_$i",
+        (
+            "Tool number $i.",
+            serde_json::to_value(schemars::schema_for!(Args$i)).unwrap_or_default(),
+            Box::new(|value| {
+                Box::pin(async move {
+                    let args: Args$i = serde_json::from_value(value).map_err(|e| e.to_string())?;
+                    Ok(tool_$i(args).await)
+                })
+            }),
+        ),
+    );
+RS
+    done
+    echo "    tools"
+    echo "}"
+} >"$bench/minimal/src/lib.rs"
 
 {
     echo "//! $tools hand-written tools."
@@ -164,21 +208,29 @@ echo "building dependencies..." >&2
 cargo build --offline --workspace --quiet 2>&1 | grep -v '^warning' >&2 || true
 
 # Interleave the crates within each run, so a change in machine load hits all of them alike.
-declare -A best
+# Each build is timed by the CPU time (user + system) of cargo and rustc, which other work on a
+# shared machine disturbs less than wall time; wall time is shown beside it.
+declare -A best wall
+TIMEFORMAT='%U %S %R'
 for _ in $(seq "$runs"); do
-    for name in hand macro_typed macro_plain; do
+    for name in minimal hand macro_typed macro_plain; do
         touch "$name/src/lib.rs"
-        start=$(date +%s.%N)
-        cargo build --offline --quiet -p "$name"
-        end=$(date +%s.%N)
-        took=$(echo "$end - $start" | bc)
+        if ! times=$({ time cargo build --offline --quiet -p "$name" >"$bench/$name.log" 2>&1; } 2>&1); then
+            cat "$bench/$name.log" >&2
+            exit 1
+        fi
+        read -r user sys real <<<"$times"
+        took=$(echo "$user + $sys" | bc)
         if [ -z "${best[$name]:-}" ] || [ "$(echo "$took < ${best[$name]}" | bc)" = 1 ]; then
             best[$name]=$took
+            wall[$name]=$real
         fi
     done
 done
 
-echo "cargo build of $tools tools, best of $runs (dependencies prebuilt, CARGO_INCREMENTAL=0):"
-for name in hand macro_typed macro_plain; do
-    printf '  %-12s %6.2fs  %.2fx\n' "$name" "${best[$name]}" "$(echo "${best[$name]} / ${best[hand]}" | bc -l)"
+echo "cargo build of $tools tools, best of $runs by CPU time (dependencies prebuilt, CARGO_INCREMENTAL=0):"
+for name in minimal hand macro_typed macro_plain; do
+    printf '  %-12s %6.2fs CPU (%6.2fs wall)  %.2fx minimal  %.2fx hand\n' "$name" "${best[$name]}" \
+        "${wall[$name]}" "$(echo "${best[$name]} / ${best[minimal]}" | bc -l)" \
+        "$(echo "${best[$name]} / ${best[hand]}" | bc -l)"
 done

@@ -425,6 +425,14 @@ fn tool_impl(
     } else {
         quote!(execute)
     };
+    // The function's own future, with its output turned into text by a closure: no `async`
+    // block of ours around it, so no second state machine per tool. A tool that borrows from
+    // its call owns the call in a block, since the call is a local of the closure below.
+    let future = if takes_call {
+        quote!(async move { #callee(#(#call_args),*).await })
+    } else {
+        quote!(#callee(#(#call_args),*))
+    };
     let start_ident = format_ident!("__{}start", prefix);
     let start_fn = quote! {
         fn #start_ident<'__a>(
@@ -444,16 +452,15 @@ fn tool_impl(
                         PlainOutput as _, ResultOutput as _, StringOutput as _,
                         ToolErrorOutput as _,
                     };
-                    ::tool_core::__private::#execute(async move {
-                        let __output = #callee(#(#call_args),*).await;
-                        #output
-                    })
+                    ::tool_core::__private::#execute(#future, |__output| #output)
                 },
             )
         }
     };
     // `execute` and `execute_with` read an object; a tool that reads its call gets it through
-    // `execute_with`, and an empty context through plain `execute`.
+    // `execute_with`, and an empty context through plain `execute`. `execute_with` is written
+    // out for every tool, even one that ignores its call: the trait's default is an `async`
+    // body of its own, a state machine compiled again for each tool type.
     let object_method = |method: TokenStream, param: TokenStream, call: TokenStream| {
         quote! {
             fn #method<'life0, 'async_trait>(
@@ -473,13 +480,11 @@ fn tool_impl(
             }
         }
     };
-    let execute_with = takes_call.then(|| {
-        object_method(
-            quote!(execute_with),
-            quote!(call: ::tool_core::CallContext,),
-            quote!(::core::option::Option::Some(call)),
-        )
-    });
+    let execute_with = object_method(
+        quote!(execute_with),
+        quote!(call: ::tool_core::CallContext,),
+        quote!(::core::option::Option::Some(call)),
+    );
     let execute_object = object_method(
         quote!(execute),
         TokenStream::new(),
