@@ -3,11 +3,6 @@
 
 use serde_json::Value;
 
-use crate::{
-    schema::{FormatOptions, Provider, format_tool},
-    tool::ChatTool,
-};
-
 /// The form a request asks the model's text answer to take.
 ///
 /// Each client writes it in its wire's form:
@@ -49,7 +44,13 @@ impl ResponseFormat {
     /// The schema as OpenAI's structured outputs take it, and whether it is strict: the
     /// strict form when the adapter can make one, else the schema without `$schema` and
     /// `title`.
+    #[cfg(feature = "openai")]
     pub(crate) fn openai_schema(name: &str, schema: &Value) -> (Value, bool) {
+        use crate::{
+            schema::{FormatOptions, Provider, format_tool},
+            tool::ChatTool,
+        };
+
         let tool = ChatTool::new(name, "", schema.clone());
         let strict = format_tool(Provider::OpenAi, &tool, &FormatOptions::new().strict(true));
         let (formatted, strict) = match strict {
