@@ -80,7 +80,7 @@ impl OutputMode {
     }
 }
 
-/// Settings of one typed run ([`Agent::chat_output_with`]).
+/// Settings of one typed run ([`Agent::chat_output_with`](super::Agent::chat_output_with)).
 ///
 /// ```
 /// use tool_core::agent::OutputOptions;
@@ -173,11 +173,11 @@ pub struct OutputResponse<T> {
     pub output_retries: u32,
 }
 
-/// One item of [`Agent::stream_output_with`]'s stream.
+/// One item of [`Agent::stream_output_with`](super::Agent::stream_output_with)'s stream.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum OutputEvent<T> {
-    /// An event of the turn, as [`Agent::stream_chat`] yields it (but for
+    /// An event of the turn, as [`Agent::stream_chat`](super::Agent::stream_chat) yields it (but for
     /// [`AgentEvent::Done`], which [`Done`](Self::Done) replaces).
     Agent(AgentEvent),
     /// The output's JSON so far, its open strings and brackets closed; sent after the event

@@ -17,7 +17,7 @@ use serde_json::Value;
 ///
 /// OpenAI's `strict` is `true` when the schema can be made strict (every object closed, every
 /// property required, optional ones nullable: the adapter of
-/// [`FormatOptions::strict`]), else the schema goes as it is with `strict: false`.
+/// [`FormatOptions::strict`](crate::schema::FormatOptions::strict)), else the schema goes as it is with `strict: false`.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ResponseFormat {
