@@ -568,21 +568,22 @@ impl Shared {
         early.push_back(params);
     }
 
-    /// Enters a call in flight, and hands it the progress that came before it was entered.
-    fn enter_call(&self, token: String, mut call: CallInFlight) {
+    /// Enters a call in flight under `token`, and hands it the progress that came before it
+    /// was entered.
+    fn enter_call(&self, token: &ProgressToken, mut call: CallInFlight) {
         let mut calls = lock(&self.calls);
         let early: VecDeque<ProgressNotificationParam> = {
             let mut early = lock(&self.early_progress);
             let (mine, others) = early
                 .drain(..)
-                .partition(|params| token_key(&params.progress_token) == token);
+                .partition(|params| params.progress_token == *token);
             *early = others;
             mine
         };
         for params in early {
             self.forward(&mut call, params);
         }
-        calls.insert(token, call);
+        calls.insert(token_key(token), call);
     }
 
     /// Forwards one progress notification of `call` (see [`Shared::on_progress`]).
@@ -658,13 +659,13 @@ impl<'a> InFlight<'a> {
         peer: &Peer<RoleClient>,
         id: &RequestId,
     ) -> Self {
-        let token = token_key(token);
         let call = CallInFlight {
             tool: local.to_owned(),
             last_progress: f64::NEG_INFINITY,
             context,
         };
-        shared.enter_call(token.clone(), call);
+        shared.enter_call(token, call);
+        let token = token_key(token);
         Self {
             shared,
             token,
