@@ -14,6 +14,8 @@
 //! environment variables.
 //!
 //! `--tools-config PATH` adds the tools defined in a JSON or TOML file (see `examples/tools.toml`).
+//! `--otlp URL` (or `OTEL_EXPORTER_OTLP_ENDPOINT`) exports the agent's spans and metrics, which
+//! follow the OpenTelemetry GenAI conventions, over OTLP/HTTP to a collector at that base URL.
 //!
 //! REPL commands: `/tools` lists every tool with its on/off switch and category, `/enable NAME`
 //! and `/disable NAME` toggle a tool and remember the choice across runs, `/save [REASON]` saves
@@ -50,8 +52,13 @@ use tool_core::{
     config, create_default_tool_registry,
     mcp::{McpClient, McpRegistration, McpServerConfig},
     model::{ChatModel, TestModel},
+    otel::Telemetry,
     session::SessionError,
 };
+use tracing_subscriber::{Layer as _, layer::SubscriberExt as _, util::SubscriberInitExt as _};
+
+#[path = "../otlp.rs"]
+mod otlp;
 
 const SYSTEM_PROMPT: &str = "You are a helpful assistant. You can read and write files in the \
                              working directory, and save the session when asked.";
@@ -83,6 +90,8 @@ Environment:
   TOOL_CORE_PROVIDER   openai, anthropic, gemini or ollama, when several are configured
   TOOL_CORE_OPENAI_API responses or chat-completions, to choose the OpenAI API
   RUST_LOG             log filter (default: warn)
+  OTEL_EXPORTER_OTLP_ENDPOINT  the OTLP/HTTP collector spans and metrics go to, when --otlp
+                               is not given
 With no provider configured, the offline test model answers.";
 
 /// An agent with the built-in tools (`read_file`, `write_file`, `save_session_context`).
@@ -127,6 +136,11 @@ struct Args {
     /// Use the tools of the MCP server at this streamable-HTTP URL (repeatable).
     #[arg(long, value_name = "URL")]
     mcp_url: Vec<String>,
+    /// Export the agent's spans and metrics (OpenTelemetry GenAI conventions) over OTLP/HTTP
+    /// to the collector at URL, its base such as http://127.0.0.1:4318 [default:
+    /// $OTEL_EXPORTER_OTLP_ENDPOINT, else none].
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
 }
 
 fn default_root() -> PathBuf {
@@ -243,16 +257,39 @@ fn is_inside(path: &Path, root: &Path) -> bool {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-
     // Usage errors (an unknown or misspelt flag, a missing value) exit with code 2.
     let args = <Args as clap::Parser>::parse();
+    let (otlp, otel_layer) = match otlp::endpoint(args.otlp.clone()) {
+        None => (None, None),
+        Some(url) => match otlp::start(&url, "agent") {
+            Ok((otlp, layer)) => (Some(otlp), Some(layer)),
+            Err(error) => {
+                eprintln!("{}", printable(&error));
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    tracing_subscriber::registry()
+        .with(otel_layer)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                ),
+        )
+        .init();
+    let code = run(args).await;
+    // What is left of the spans and metrics goes out before the program ends.
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
+    }
+    code
+}
+
+/// The program, once its output is set up.
+async fn run(args: Args) -> ExitCode {
     if let Err(error) = std::fs::create_dir_all(&args.root) {
         eprintln!("cannot create {}: {error}", args.root.display());
         return ExitCode::FAILURE;
@@ -359,7 +396,8 @@ async fn main() -> ExitCode {
         // A tool that changes things (`write_file`, a configured alias of it, any MCP tool,
         // whose annotations are only its server's claims) is asked about first, unless --yes:
         // approval follows what a tool does, not its name.
-        .approval(ApprovalPolicy::new().destructive_tools(true));
+        .approval(ApprovalPolicy::new().destructive_tools(true))
+        .telemetry(Telemetry::new().agent_name("agent"));
     let agent = Agent::with_model(model, options);
 
     let mut answers = if args.yes {

@@ -6,6 +6,7 @@
 //! cargo run --example mcp_server -- --http 127.0.0.1:0  # any free port; the URL is printed
 //! cargo run --example mcp_server -- --root DIR          # the folder read_file and write_file work in
 //! cargo run --example mcp_server -- --http 127.0.0.1:0 --stateless  # no sessions: run several
+//! cargo run --example mcp_server -- --otlp http://127.0.0.1:4318  # spans and metrics over OTLP
 //! ```
 //!
 //! The tool `set_tool_enabled` switches another tool off or on while the server runs, so a
@@ -24,25 +25,44 @@ use std::{
     sync::{Arc, Weak},
 };
 
+use tracing_subscriber::{Layer as _, layer::SubscriberExt as _, util::SubscriberInitExt as _};
+
 use tool_core::{
     ExecutableTool, ToolContext, ToolContextOptions, ToolRegistry, create_default_tool_registry,
     mcp::{McpOptions, McpServer},
     tool, toolbox,
 };
 
+#[path = "../otlp.rs"]
+mod otlp;
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            // rmcp logs every JSON-RPC error answer (an unknown tool, say) as a warning.
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
-        )
-        .init();
-
     // Usage errors (an unknown or misspelt flag, a missing value) exit with code 2.
     let arguments = <Arguments as clap::Parser>::parse();
+
+    let (otlp, otel_layer) = match otlp::endpoint(arguments.otlp.clone()) {
+        None => (None, None),
+        Some(url) => match otlp::start(&url, "mcp_server") {
+            Ok((otlp, layer)) => (Some(otlp), Some(layer)),
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    tracing_subscriber::registry()
+        .with(otel_layer)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(
+                    // rmcp logs every JSON-RPC error answer (an unknown tool, say) as a warning.
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
+                ),
+        )
+        .init();
 
     let registry = Arc::new(build_registry(arguments.root));
     let switchboard = Arc::new(Switchboard {
@@ -72,6 +92,9 @@ async fn main() -> ExitCode {
             Err(error) => Err(error),
         },
     };
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
+    }
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -92,7 +115,8 @@ const TOKEN_VARIABLE: &str = "MCP_SERVER_TOKEN";
     version,
     after_help = "Environment:\n  \
         RUST_LOG          log filter (default: warn,rmcp::service=error)\n  \
-        MCP_SERVER_TOKEN  with --http: the bearer token clients must send (default: none)"
+        MCP_SERVER_TOKEN  with --http: the bearer token clients must send (default: none)\n  \
+        OTEL_EXPORTER_OTLP_ENDPOINT  the OTLP/HTTP collector, when --otlp is not given"
 )]
 struct Arguments {
     /// Serve streamable HTTP at ADDR (at /mcp) instead of stdio.
@@ -105,6 +129,10 @@ struct Arguments {
     /// Serve HTTP without sessions, so several processes can answer behind a load balancer.
     #[arg(long, requires = "http")]
     stateless: bool,
+    /// Export spans and metrics over OTLP/HTTP to the collector at URL (its base, such as
+    /// http://127.0.0.1:4318) [default: $OTEL_EXPORTER_OTLP_ENDPOINT, else none].
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
 }
 
 /// The built-in tools (`read_file`, `write_file`, `save_session_context`) plus this example's.

@@ -42,6 +42,8 @@ mod mcp_server_access;
 mod mcp_server_approval;
 mod mcp_server_limits;
 mod npm_support;
+mod otel_mcp;
+mod otel_spans;
 mod provider_anthropic;
 mod provider_formats;
 mod provider_gemini;

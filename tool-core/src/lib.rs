@@ -70,6 +70,7 @@
 //! | [`config`] | tools defined in JSON or TOML files |
 //! | [`session`], [`store`] | per-chat tool switches, preferences and saved conversations (files, SQLite, PostgreSQL) |
 //! | [`model`] | [`ChatModel`] and its clients: four providers over shared HTTP plumbing, the offline test and scripted models; the tools come as data, never as the registry |
+//! | `otel` | spans and metrics that follow the OpenTelemetry GenAI and MCP conventions (the opt-in `otel` feature) |
 //! | [`agent`] | the tool-call loop: [`Agent`], its events, approvals and retries |
 //! | `mcp` | the MCP server, and the client that brings an MCP server's tools into a registry |
 
@@ -112,6 +113,9 @@ pub mod http_server;
 pub mod mcp;
 pub mod message;
 pub mod model;
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod otel;
 pub mod registry;
 pub mod schema;
 pub mod search;
@@ -670,7 +674,8 @@ pub use tool_core_macros::toolbox;
     feature = "openai",
     feature = "mcp-client",
     feature = "file-store",
-    feature = "toml"
+    feature = "toml",
+    feature = "otel"
 ))]
 #[doc = include_str!("../../README.md")]
 struct ReadmeSnippets;

@@ -153,6 +153,12 @@ pub struct AgentOptions {
     /// one of them but the pinned ones is deferred, and found with `search_tools`. See
     /// [`DeferBudget`].
     pub defer_budget: Option<DeferBudget>,
+    /// How the agent's turns, model calls and tool calls report to OpenTelemetry (see
+    /// [`otel`](crate::otel)): its name, the conversation's id, whether content is recorded,
+    /// where the metrics go.
+    #[cfg(feature = "otel")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+    pub telemetry: crate::otel::Telemetry,
 }
 
 impl Default for AgentOptions {
@@ -175,6 +181,8 @@ impl Default for AgentOptions {
             skip_unsupported_tools: false,
             search_results: DEFAULT_SEARCH_RESULTS,
             defer_budget: None,
+            #[cfg(feature = "otel")]
+            telemetry: crate::otel::Telemetry::default(),
         }
     }
 }
@@ -308,6 +316,16 @@ impl AgentOptions {
     #[must_use]
     pub fn skip_unsupported_tools(mut self, skip: bool) -> Self {
         self.skip_unsupported_tools = skip;
+        self
+    }
+
+    /// Sets how the agent reports to OpenTelemetry (see
+    /// [`telemetry`](AgentOptions#structfield.telemetry)).
+    #[cfg(feature = "otel")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+    #[must_use]
+    pub fn telemetry(mut self, telemetry: crate::otel::Telemetry) -> Self {
+        self.telemetry = telemetry;
         self
     }
 
@@ -531,6 +549,8 @@ pub(crate) struct Shared {
     /// Turns started so far.
     turns: std::sync::atomic::AtomicU64,
     turn: Arc<tokio::sync::Mutex<()>>,
+    #[cfg(feature = "otel")]
+    telemetry: crate::otel::Telemetry,
 }
 
 impl std::fmt::Debug for Agent {
@@ -597,6 +617,8 @@ impl Agent {
                 search,
                 turns: std::sync::atomic::AtomicU64::new(0),
                 turn: Arc::new(tokio::sync::Mutex::new(())),
+                #[cfg(feature = "otel")]
+                telemetry: options.telemetry.resolved(),
             }),
         }
     }

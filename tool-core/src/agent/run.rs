@@ -1,6 +1,6 @@
 //! The tool-call loop: one turn of an [`Agent`](super::Agent).
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc};
 
 use futures::{
     StreamExt as _,
@@ -83,19 +83,101 @@ struct Turn<'a> {
 /// Runs one turn: appends the user's text (or applies the approval decisions), then asks the
 /// model and runs its tool calls until it answers, a call needs approval, or the step limit is
 /// reached.
-// One turn is one loop over the steps of the data flow (request, stream, approvals, calls,
-// results); it reads top to bottom, and each step is a call into a function of its own.
-#[allow(clippy::too_many_lines)]
-#[tracing::instrument(
-    name = "agent.turn",
-    skip_all,
-    fields(
+#[cfg(not(feature = "otel"))]
+pub(super) async fn turn(
+    shared: Arc<Shared>,
+    input: Input,
+    options: TurnOptions,
+    events: Events<'_>,
+) -> Result<AgentResponse, AgentError> {
+    let span = tracing::info_span!(
+        "agent.turn",
         model = shared.model.model_name(),
         provider = %shared.model.provider(),
         steps = tracing::field::Empty,
-    )
-)]
+    );
+    run_turn(shared, input, options, events)
+        .instrument(span)
+        .await
+}
+
+/// Runs one turn (see above) in an `invoke_agent` span, which records its usage and how it
+/// ended.
+#[cfg(feature = "otel")]
 pub(super) async fn turn(
+    shared: Arc<Shared>,
+    input: Input,
+    options: TurnOptions,
+    events: Events<'_>,
+) -> Result<AgentResponse, AgentError> {
+    let telemetry = &shared.telemetry;
+    let span = crate::otel::invoke_agent_span(
+        telemetry,
+        shared.model.provider(),
+        shared.model.model_name(),
+    );
+    if let Input::User(text) = &input {
+        if telemetry.captures_content() && !span.is_disabled() {
+            crate::otel::agent_input(&span, telemetry, text, &shared.snapshot().definitions());
+        }
+    }
+    let result = run_turn(shared.clone(), input, options, events)
+        .instrument(span.clone())
+        .await;
+    match &result {
+        Ok(response) => crate::otel::agent_answered(
+            &span,
+            telemetry,
+            response.usage,
+            &response.finish_reason,
+            &response.text,
+        ),
+        Err(error) => crate::otel::record_error(&span, &agent_error_type(error), error),
+    }
+    result
+}
+
+/// `error.type` of a turn that failed.
+#[cfg(feature = "otel")]
+fn agent_error_type(error: &AgentError) -> std::borrow::Cow<'static, str> {
+    let name = match error {
+        AgentError::Model(error) => return provider_error_type(error),
+        AgentError::MaxSteps { .. } => "max_steps",
+        AgentError::Load(_) => "load_context",
+        AgentError::ToolRetriesExhausted { .. } => "tool_retries_exhausted",
+        AgentError::ApprovalsPending { .. } => "approvals_pending",
+        AgentError::AwaitingApproval { .. } => "awaiting_approval",
+        AgentError::UnsupportedTools(_) => "unsupported_tools",
+        AgentError::OutputRetriesExhausted { .. } => "output_retries_exhausted",
+        AgentError::InvalidDecisions { .. } => "invalid_decisions",
+    };
+    name.into()
+}
+
+/// `error.type` of a model call that failed: the HTTP status when the provider answered with
+/// one, else what went wrong.
+#[cfg(feature = "otel")]
+fn provider_error_type(error: &ProviderError) -> std::borrow::Cow<'static, str> {
+    let name = match error {
+        ProviderError::Api {
+            status: Some(status),
+            ..
+        }
+        | ProviderError::Unavailable { status, .. } => return status.to_string().into(),
+        ProviderError::Api { .. } => "api_error",
+        ProviderError::Transport { .. } => "transport",
+        ProviderError::Protocol { .. } => "protocol",
+        ProviderError::Truncated { .. } => "truncated",
+        ProviderError::Config(_) => "config",
+        _ => "_OTHER",
+    };
+    name.into()
+}
+
+// One turn is one loop over the steps of the data flow (request, stream, approvals, calls,
+// results); it reads top to bottom, and each step is a call into a function of its own.
+#[allow(clippy::too_many_lines)]
+async fn run_turn(
     shared: Arc<Shared>,
     input: Input,
     options: TurnOptions,
@@ -498,6 +580,23 @@ impl Turn<'_> {
                 self.tool_calls += 1;
                 let text = denied_result(&call.name, reason.as_deref());
                 tracing::info!(tool = %call.name, id = %call.id, "the application denied a call");
+                #[cfg(feature = "otel")]
+                {
+                    let span = crate::otel::execute_tool_span(
+                        &self.shared.telemetry,
+                        &call.name,
+                        &call.id,
+                        snapshot.description(&call.name),
+                        &call.arguments,
+                    );
+                    crate::otel::tool_finished(
+                        &span,
+                        &self.shared.telemetry,
+                        &call.name,
+                        std::time::Duration::ZERO,
+                        Err(("denied", &text)),
+                    );
+                }
                 emit_result(self.events, &call, &text, ToolResultKind::Denied);
                 Message::tool_error(&call.id, &call.name, text)
             })
@@ -547,10 +646,10 @@ impl Turn<'_> {
                 while pending.len() < limit && next < batch.len() {
                     let prepared = &batch[next];
                     pending.push_back(run_call(
+                        shared,
                         snapshot,
                         prepared,
                         self.call_context(&prepared.call, step),
-                        shared.tool_timeout,
                     ));
                     next += 1;
                 }
@@ -678,20 +777,68 @@ struct Answer {
     finish_reason: FinishReason,
 }
 
-#[tracing::instrument(
-    name = "model.call",
-    skip_all,
-    fields(
-        step = step,
-        model = shared.model.model_name(),
-        messages = request.messages.len(),
-        tools = request.tools.definitions().len(),
-    )
-)]
+#[cfg(not(feature = "otel"))]
 async fn model_call(
     shared: &Shared,
     request: ChatRequest,
     step: usize,
+    events: Events<'_>,
+) -> Result<Answer, ProviderError> {
+    let span = tracing::info_span!(
+        "model.call",
+        step = step,
+        model = shared.model.model_name(),
+        messages = request.messages.len(),
+        tools = request.tools.definitions().len(),
+    );
+    ask(shared, request, events).instrument(span).await
+}
+
+/// Asks the model (see above) in a `chat {model}` span, which records the answer or the
+/// error, and the call's metrics.
+#[cfg(feature = "otel")]
+async fn model_call(
+    shared: &Shared,
+    request: ChatRequest,
+    _step: usize,
+    events: Events<'_>,
+) -> Result<Answer, ProviderError> {
+    let telemetry = &shared.telemetry;
+    let tools = if telemetry.captures_content() {
+        request.tools.definitions().to_vec()
+    } else {
+        Vec::new()
+    };
+    let call = crate::otel::ChatCall::start(
+        telemetry,
+        &crate::otel::ChatRequestInfo {
+            provider: shared.model.provider(),
+            model: shared.model.model_name(),
+            stream: events.is_some(),
+            temperature: request.settings.temperature,
+            max_tokens: request.settings.max_tokens,
+            messages: &request.messages,
+            tools: &tools,
+        },
+    );
+    let span = call.span().clone();
+    let result = ask(shared, request, events).instrument(span).await;
+    match &result {
+        Ok(answer) => call.answered(
+            &answer.finish_reason,
+            answer.usage,
+            &answer.content,
+            &answer.tool_calls,
+        ),
+        Err(error) => call.failed(&provider_error_type(error), error),
+    }
+    result
+}
+
+/// Asks the model, streaming its answer to `events` when there are any.
+async fn ask(
+    shared: &Shared,
+    request: ChatRequest,
     events: Events<'_>,
 ) -> Result<Answer, ProviderError> {
     let Some(sender) = events else {
@@ -706,6 +853,8 @@ async fn model_call(
         });
     };
     let events = Some(sender);
+    #[cfg(feature = "otel")]
+    let requested = std::time::Instant::now();
     let mut stream = shared.model.stream(request).await?;
     let mut finished: Vec<String> = Vec::new();
     let mut usage = None;
@@ -715,6 +864,10 @@ async fn model_call(
     // The calls of the answer with ids of their own, the same in every event of a call.
     let mut ids = UniqueIds::default();
     while let Some(event) = stream.next().await {
+        #[cfg(feature = "otel")]
+        if received == 0 {
+            crate::otel::first_chunk(requested.elapsed());
+        }
         received += 1;
         match event? {
             ModelEvent::TextDelta(text) => emit(events, AgentEvent::TextDelta(text)),
@@ -785,13 +938,25 @@ fn split(message: Message) -> (String, Vec<ToolCall>) {
 /// Runs one call through the snapshot: the result text, or the error text the model sees and
 /// what kind of failure it was.
 async fn run_call<'c>(
+    shared: &Shared,
     snapshot: &RegistrySnapshot,
     prepared: &'c Prepared,
     context: CallContext,
-    tool_timeout: Option<Duration>,
 ) -> (&'c Prepared, Result<String, (String, ToolResultKind)>) {
     let call = &prepared.call;
+    #[cfg(not(feature = "otel"))]
     let span = tracing::info_span!("tool.call", tool = %call.name, id = %call.id);
+    #[cfg(feature = "otel")]
+    let span = crate::otel::execute_tool_span(
+        &shared.telemetry,
+        &call.name,
+        &call.id,
+        snapshot.description(&call.name),
+        &call.arguments,
+    );
+    #[cfg(feature = "otel")]
+    let (started, tool_span) = (std::time::Instant::now(), span.clone());
+    let tool_timeout = shared.tool_timeout;
     let outcome = async {
         if snapshot.metadata(&call.name).is_none() {
             tracing::warn!(tool = %call.name, "the model called a tool that does not exist");
@@ -801,6 +966,7 @@ async fn run_call<'c>(
             return Err((
                 search::not_available(&error, snapshot, &call.name),
                 ToolResultKind::Error,
+                error_type(&error),
             ));
         }
         if !snapshot.is_enabled(&call.name) {
@@ -811,6 +977,7 @@ async fn run_call<'c>(
             return Err((
                 search::not_available(&error, snapshot, &call.name),
                 ToolResultKind::Error,
+                error_type(&error),
             ));
         }
         let arguments = prepared.arguments.as_ref().map_err(|message| {
@@ -818,7 +985,11 @@ async fn run_call<'c>(
                 name: call.name.clone(),
                 message: message.clone(),
             };
-            (error.to_model_string(), ToolResultKind::InvalidArguments)
+            (
+                error.to_model_string(),
+                ToolResultKind::InvalidArguments,
+                error_type(&error),
+            )
         })?;
         let result = if snapshot.is_lenient(&call.name) {
             // The arguments the approval decided on, drifted types already read as the schema
@@ -839,12 +1010,38 @@ async fn run_call<'c>(
                 _ => ToolResultKind::Error,
             };
             tracing::debug!(%error, ?kind, "tool call failed");
-            (error.to_model_string(), kind)
+            (error.to_model_string(), kind, error_type(&error))
         })
     }
     .instrument(span)
     .await;
+    #[cfg(feature = "otel")]
+    crate::otel::tool_finished(
+        &tool_span,
+        &shared.telemetry,
+        &call.name,
+        started.elapsed(),
+        match &outcome {
+            Ok(result) => Ok(result),
+            Err((text, _, error_type)) => Err((error_type, text)),
+        },
+    );
+    let outcome = outcome.map_err(|(text, kind, _)| (text, kind));
     (prepared, outcome)
+}
+
+/// What went wrong with a call, as the `error.type` of its span says it (low cardinality: one
+/// value per kind of failure).
+fn error_type(error: &ExecuteError) -> &'static str {
+    match error {
+        ExecuteError::NotFound { .. } => "tool_not_found",
+        ExecuteError::Disabled { .. } => "tool_disabled",
+        ExecuteError::InvalidArguments { .. } => "invalid_arguments",
+        ExecuteError::Failed { .. } => "tool_error",
+        ExecuteError::Panicked { .. } => "panic",
+        ExecuteError::TimedOut { .. } => "timeout",
+        ExecuteError::RetryRequested { .. } => "retry",
+    }
 }
 
 /// The system prompt (when there is one) and the conversation.

@@ -148,6 +148,62 @@ impl McpHandler {
             .collect()
     }
 
+    /// Runs a `tools/call` request: asks for approval when the tool needs it, then runs the
+    /// tool until it answers or the client cancels.
+    async fn run_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // The call stops when the client cancels it or leaves.
+        let cancelled = self.closed.child_token();
+        let _cancel_with_request = {
+            let request_ct = context.ct.clone();
+            let cancelled = cancelled.clone();
+            let watch = tokio::spawn(async move {
+                request_ct.cancelled().await;
+                cancelled.cancel();
+            });
+            AbortOnDrop(watch)
+        };
+        let version = self.version_of(&context);
+        let snapshot = self.registry.snapshot();
+        let needs_approval = snapshot.is_enabled(&request.name)
+            && snapshot
+                .metadata(&request.name)
+                .is_some_and(|metadata| metadata.needs_approval);
+        if needs_approval {
+            let verdict = tokio::select! {
+                verdict = self.approval(&request, &context, &version) => verdict,
+                () = cancelled.cancelled() => {
+                    return Err(ErrorData::internal_error("the request was cancelled", None));
+                }
+            };
+            match verdict {
+                Verdict::Run => {}
+                Verdict::NotRun(text) => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+                }
+                Verdict::Ask(question) => return Ok(question.into()),
+            }
+        }
+        let call = call_context(&request, &context, cancelled.clone());
+        let structured = has_structured_output(&version)
+            && snapshot
+                .metadata(&request.name)
+                .is_some_and(|metadata| metadata.output_schema.is_some());
+        let args = request.arguments.unwrap_or_default();
+        let execution =
+            snapshot.try_execute_call(&request.name, args, call, self.options.tool_timeout);
+        let outcome = tokio::select! {
+            outcome = execution => outcome,
+            () = cancelled.cancelled() => {
+                return Err(ErrorData::internal_error("the request was cancelled", None));
+            }
+        };
+        call_result(outcome, structured).map(CallToolResponse::from)
+    }
+
     /// The version a request speaks: its own `_meta` version (2026-07-28 and stateless
     /// requests), else the session's.
     fn version_of(&self, context: &RequestContext<RoleServer>) -> ProtocolVersion {
@@ -349,58 +405,58 @@ impl ServerHandler for McpHandler {
         None
     }
 
+    #[cfg(not(feature = "otel"))]
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // The call stops when the client cancels it or leaves.
-        let cancelled = self.closed.child_token();
-        let _cancel_with_request = {
-            let request_ct = context.ct.clone();
-            let cancelled = cancelled.clone();
-            let watch = tokio::spawn(async move {
-                request_ct.cancelled().await;
-                cancelled.cancel();
-            });
-            AbortOnDrop(watch)
-        };
+        self.run_tool(request, context).await
+    }
+
+    /// Runs the call in a `tools/call {tool}` span (kind `SERVER`) whose parent is the trace
+    /// context the client sent in `_meta`, when it sent one.
+    #[cfg(feature = "otel")]
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        use tracing::Instrument as _;
+
+        let parts = context.extensions.get::<axum::http::request::Parts>();
         let version = self.version_of(&context);
-        let snapshot = self.registry.snapshot();
-        let needs_approval = snapshot.is_enabled(&request.name)
-            && snapshot
-                .metadata(&request.name)
-                .is_some_and(|metadata| metadata.needs_approval);
-        if needs_approval {
-            let verdict = tokio::select! {
-                verdict = self.approval(&request, &context, &version) => verdict,
-                () = cancelled.cancelled() => {
-                    return Err(ErrorData::internal_error("the request was cancelled", None));
-                }
-            };
-            match verdict {
-                Verdict::Run => {}
-                Verdict::NotRun(text) => {
-                    return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
-                }
-                Verdict::Ask(question) => return Ok(question.into()),
-            }
+        let span = crate::otel::mcp::tools_call_span(
+            crate::otel::mcp::Side::Server,
+            &request.name,
+            Some(version.as_str()),
+            if parts.is_some() { "tcp" } else { "pipe" },
+        );
+        crate::otel::mcp::continue_from(&span, &context.meta.0.0);
+        span.record("jsonrpc.request.id", context.id.to_string());
+        if let Some(session) = parts
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|value| value.to_str().ok())
+        {
+            span.record("mcp.session.id", session);
         }
-        let call = call_context(&request, &context, cancelled.clone());
-        let structured = has_structured_output(&version)
-            && snapshot
-                .metadata(&request.name)
-                .is_some_and(|metadata| metadata.output_schema.is_some());
-        let args = request.arguments.unwrap_or_default();
-        let execution =
-            snapshot.try_execute_call(&request.name, args, call, self.options.tool_timeout);
-        let outcome = tokio::select! {
-            outcome = execution => outcome,
-            () = cancelled.cancelled() => {
-                return Err(ErrorData::internal_error("the request was cancelled", None));
+        let result = self
+            .run_tool(request, context)
+            .instrument(span.clone())
+            .await;
+        match &result {
+            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
+                crate::otel::mcp::failed(&span, "tool_error", None, "the tool reported an error");
             }
-        };
-        call_result(outcome, structured).map(CallToolResponse::from)
+            Err(error) => crate::otel::mcp::failed(
+                &span,
+                &error.code.0.to_string(),
+                Some(error.code.0),
+                &error.message,
+            ),
+            Ok(_) => {}
+        }
+        result
     }
 
     fn accepted_subscription_filter(

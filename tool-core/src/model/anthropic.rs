@@ -211,6 +211,8 @@ impl Wire for Messages {
 
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
         let reply: Reply = read_json(PROVIDER, body)?;
+        #[cfg(feature = "otel")]
+        super::wire::record_response(reply.id.as_deref(), reply.model.as_deref());
         let mut answer = Answer::default();
         let mut sink = Vec::new();
         for block in reply.content {
@@ -281,6 +283,12 @@ fn finish_reason(reason: &str) -> FinishReason {
 /// A non-streamed message.
 #[derive(Deserialize)]
 struct Reply {
+    #[cfg(feature = "otel")]
+    #[serde(default)]
+    id: Option<String>,
+    #[cfg(feature = "otel")]
+    #[serde(default)]
+    model: Option<String>,
     #[serde(default)]
     content: Vec<ReplyBlock>,
     #[serde(default)]
@@ -375,6 +383,12 @@ struct Event<'a> {
 
 #[derive(Deserialize)]
 struct StartMessage {
+    #[cfg(feature = "otel")]
+    #[serde(default)]
+    id: Option<String>,
+    #[cfg(feature = "otel")]
+    #[serde(default)]
+    model: Option<String>,
     #[serde(default)]
     usage: Option<WireUsage>,
 }
@@ -425,6 +439,10 @@ impl AnthropicDecoder {
     ) -> Result<bool, ProviderError> {
         match &*event.r#type {
             "message_start" => {
+                #[cfg(feature = "otel")]
+                if let Some(message) = &event.message {
+                    super::wire::record_response(message.id.as_deref(), message.model.as_deref());
+                }
                 if let Some(usage) = event.message.and_then(|m| m.usage) {
                     self.usage = usage;
                     self.answer.usage(self.usage.normalised());

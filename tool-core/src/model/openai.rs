@@ -127,7 +127,10 @@ impl Wire for ChatCompletions {
     }
 
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
-        read_json::<Completion>(PROVIDER, body)?.into_response()
+        let completion = read_json::<Completion>(PROVIDER, body)?;
+        #[cfg(feature = "otel")]
+        super::wire::record_response(completion.id.as_deref(), completion.model.as_deref());
+        completion.into_response()
     }
 }
 
@@ -261,6 +264,12 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
 /// A non-streamed completion.
 #[derive(Deserialize)]
 struct Completion {
+    #[cfg(feature = "otel")]
+    #[serde(default)]
+    id: Option<String>,
+    #[cfg(feature = "otel")]
+    #[serde(default)]
+    model: Option<String>,
     #[serde(default)]
     choices: Vec<CompletionChoice>,
     #[serde(default)]
@@ -423,6 +432,12 @@ fn finish_reason(reason: &str) -> FinishReason {
 /// One streamed chunk, borrowing its strings from the event's data.
 #[derive(Deserialize)]
 struct Chunk<'a> {
+    #[cfg(feature = "otel")]
+    #[serde(default, borrow)]
+    id: Option<Text<'a>>,
+    #[cfg(feature = "otel")]
+    #[serde(default, borrow)]
+    model: Option<Text<'a>>,
     #[serde(default, borrow)]
     choices: Vec<ChunkChoice<'a>>,
     #[serde(default)]
@@ -476,10 +491,18 @@ pub(crate) struct OpenAiDecoder {
     refused: bool,
     /// The slot of the last call fragment, for fragments that carry no index.
     last_slot: Option<usize>,
+    /// Whether the answer's id and model were recorded on the span (`otel` feature).
+    #[cfg(feature = "otel")]
+    described: bool,
 }
 
 impl OpenAiDecoder {
     fn chunk(&mut self, chunk: Chunk<'_>, out: &mut Vec<ModelEvent>) {
+        #[cfg(feature = "otel")]
+        if !self.described && (chunk.id.is_some() || chunk.model.is_some()) {
+            self.described = true;
+            super::wire::record_response(chunk.id.as_deref(), chunk.model.as_deref());
+        }
         if let Some(usage) = chunk.usage {
             self.answer.usage(usage.into());
         }

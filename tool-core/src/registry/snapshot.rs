@@ -231,6 +231,13 @@ impl RegistrySnapshot {
         }
     }
 
+    /// The description of a tool of this snapshot (enabled or not).
+    #[cfg(feature = "otel")]
+    pub(crate) fn description(&self, name: &str) -> Option<&str> {
+        self.slot(name)
+            .map(|(entry, _)| entry.definition().description())
+    }
+
     /// The metadata of a tool of this snapshot (enabled or not).
     pub fn metadata(&self, name: &str) -> Option<&ToolMetadata> {
         self.slot(name).map(|(entry, _)| entry.metadata())

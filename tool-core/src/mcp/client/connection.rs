@@ -437,14 +437,39 @@ impl Shared {
         context: Option<CallContext>,
     ) -> Result<String, ToolError> {
         let limit = self.config.call_timeout;
-        tokio::time::timeout(limit, self.call_unbounded(local, remote, args, context))
-            .await
-            .unwrap_or_else(|_| {
-                Err(ToolError::new(format!(
-                    "the MCP server '{}' did not answer within {limit:?}",
-                    self.name()
-                )))
-            })
+        let call = tokio::time::timeout(limit, self.call_unbounded(local, remote, args, context));
+        #[cfg(feature = "otel")]
+        let span = self.call_span(remote);
+        #[cfg(feature = "otel")]
+        let call = tracing::Instrument::instrument(call, span.clone());
+        call.await.unwrap_or_else(|_| {
+            #[cfg(feature = "otel")]
+            crate::otel::mcp::failed(&span, "timeout", None, "the server did not answer in time");
+            Err(ToolError::new(format!(
+                "the MCP server '{}' did not answer within {limit:?}",
+                self.name()
+            )))
+        })
+    }
+
+    /// The span of a call of `remote`: `tools/call {remote}`, kind `CLIENT`, with the version
+    /// the connection speaks and its transport.
+    #[cfg(feature = "otel")]
+    fn call_span(&self, remote: &str) -> tracing::Span {
+        let version = lock(&self.peer).as_ref().and_then(|(_, peer)| {
+            peer.peer_info()
+                .map(|info| info.protocol_version.as_str().to_owned())
+        });
+        let transport = match self.config.transport() {
+            McpTransportConfig::Http { .. } => "tcp",
+            _ => "pipe",
+        };
+        crate::otel::mcp::tools_call_span(
+            crate::otel::mcp::Side::Client,
+            remote,
+            version.as_deref(),
+            transport,
+        )
     }
 
     async fn call_unbounded(
@@ -459,13 +484,28 @@ impl Shared {
         };
         let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(args);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        #[allow(unused_mut)]
+        let mut options = PeerRequestOptions::no_options();
+        #[cfg(feature = "otel")]
+        {
+            // The call's trace context, so the server's span continues this trace.
+            let mut meta = serde_json::Map::new();
+            crate::otel::mcp::inject(&tracing::Span::current(), &mut meta);
+            if !meta.is_empty() {
+                options = options.with_meta(rmcp::model::RequestMetaObject(
+                    rmcp::model::MetaObject(meta),
+                ));
+            }
+        }
         // Sent by hand rather than with `Peer::call_tool`, which hides the progress token rmcp
         // puts in the request: the token is what ties progress notifications to the tool.
         let handle = peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .send_request_with_option(request, options)
             .await
             .map_err(|error| self.call_error(generation, &peer, None, error))?;
         let id = handle.id.clone();
+        #[cfg(feature = "otel")]
+        tracing::Span::current().record("jsonrpc.request.id", id.to_string());
         let mut in_flight = InFlight::new(self, &handle.progress_token, local, context, &peer, &id);
         let response = handle.await_response().await;
         in_flight.answered = true;
@@ -476,6 +516,13 @@ impl Shared {
             ServerResult::CallToolResult(result) => {
                 let text = truncated(result_text(&result), limit);
                 if result.is_error == Some(true) {
+                    #[cfg(feature = "otel")]
+                    crate::otel::mcp::failed(
+                        &tracing::Span::current(),
+                        "tool_error",
+                        None,
+                        "the tool reported an error",
+                    );
                     if text.is_empty() {
                         return Err(ToolError::new(
                             "the tool reported an error without a message",
@@ -520,6 +567,15 @@ impl Shared {
                     ),
                 });
             }
+        }
+        #[cfg(feature = "otel")]
+        if let ServiceError::McpError(error) = &error {
+            crate::otel::mcp::failed(
+                &tracing::Span::current(),
+                &error.code.0.to_string(),
+                Some(error.code.0),
+                &self.foreign(&error.message),
+            );
         }
         match error {
             ServiceError::McpError(error) => match oversized(&error) {

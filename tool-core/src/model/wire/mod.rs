@@ -26,3 +26,16 @@ pub(crate) mod endpoint;
 pub(crate) mod framing;
 pub(crate) mod http;
 pub(crate) mod prelude;
+
+/// Records the provider's id and model of an answer on the current span: the agent's `chat`
+/// span, which declares `gen_ai.response.id` and `gen_ai.response.model` (`otel` feature).
+#[cfg(feature = "otel")]
+pub(crate) fn record_response(id: Option<&str>, model: Option<&str>) {
+    let span = tracing::Span::current();
+    if let Some(id) = id {
+        span.record("gen_ai.response.id", id);
+    }
+    if let Some(model) = model {
+        span.record("gen_ai.response.model", model);
+    }
+}
