@@ -91,6 +91,11 @@ fn the_architecture_invariants_hold() {
         &["message", "tool", "schema", "secrets", "tls"],
         "models take tools as data",
     );
+    only(
+        "otel",
+        &["message", "tool", "schema"],
+        "telemetry records what the agent and MCP give it, and names neither",
+    );
     for module in [
         "registry",
         "__private",

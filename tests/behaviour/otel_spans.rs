@@ -535,39 +535,65 @@ async fn a_provider_over_http_reports_its_name_usage_and_answer() {
     assert_eq!(read["error.type"], "tool_error");
 }
 
-#[tokio::test]
-async fn a_streamed_call_reports_when_its_first_chunk_came() {
-    let traced = traced();
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(vec![Reply::sse(include_bytes!(
-        "../transcripts/openai/text.sse"
-    ))])
-    .await;
-    let agent = Agent::new(
-        client(provider_wires::openai)(&server),
-        AgentOptions::new().root_dir(dir.path()),
-    );
-    let events: Vec<_> = tokio::time::timeout(
-        Duration::from_secs(30),
-        agent.stream_chat("hello").collect::<Vec<_>>(),
-    )
-    .await
-    .unwrap();
-    assert!(events.iter().all(Result::is_ok), "{events:?}");
+/// A wire, a streamed answer, and the span name, response id and model it gives.
+type Row = (
+    fn() -> provider_wires::Wire,
+    &'static [u8],
+    &'static str,
+    &'static str,
+    &'static str,
+);
 
-    let spans = traced.spans();
-    assert_eq!(spans[0].name, "chat gpt-4o-mini");
-    let mut chat = attributes(&spans[0]);
-    let first_chunk: f64 = chat
-        .remove("gen_ai.response.time_to_first_chunk")
-        .expect("time to first chunk")
-        .parse()
+#[tokio::test]
+async fn a_streamed_call_reports_its_first_chunk_and_the_answers_id_and_model() {
+    let rows: [Row; 3] = [
+        (
+            provider_wires::openai,
+            include_bytes!("../transcripts/openai/text.sse"),
+            "chat gpt-4o-mini",
+            "chatcmpl-T1",
+            "gpt-4o-mini-2024-07-18",
+        ),
+        (
+            provider_wires::responses,
+            include_bytes!("../transcripts/responses/text.sse"),
+            "chat gpt-4o-mini",
+            "resp_67ccd2bed1ec8190b14f964abc054267",
+            "gpt-4o-mini-2024-07-18",
+        ),
+        (
+            provider_wires::gemini,
+            include_bytes!("../transcripts/gemini/cached_thoughts.sse"),
+            "chat gemini-test",
+            "resp-T5",
+            "gemini-2.5-flash",
+        ),
+    ];
+    for (wire, transcript, name, id, model) in rows {
+        let traced = traced();
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::start(vec![Reply::sse(transcript)]).await;
+        let agent = Agent::new(
+            client(wire)(&server),
+            AgentOptions::new().root_dir(dir.path()),
+        );
+        let events: Vec<_> = tokio::time::timeout(
+            Duration::from_secs(30),
+            agent.stream_chat("hello").collect::<Vec<_>>(),
+        )
+        .await
         .unwrap();
-    assert!(first_chunk > 0.0 && first_chunk < 30.0, "{first_chunk}");
-    assert_eq!(chat["gen_ai.request.stream"], "true");
-    assert_eq!(chat["gen_ai.provider.name"], "openai");
-    assert_eq!(chat["gen_ai.response.id"], "chatcmpl-T1");
-    assert_eq!(chat["gen_ai.response.model"], "gpt-4o-mini-2024-07-18");
+        assert!(events.iter().all(Result::is_ok), "{events:?}");
+
+        let spans = traced.spans();
+        assert_eq!(spans[0].name, name);
+        let chat = attributes(&spans[0]);
+        let first_chunk: f64 = chat["gen_ai.response.time_to_first_chunk"].parse().unwrap();
+        assert!(first_chunk > 0.0 && first_chunk < 30.0, "{first_chunk}");
+        assert_eq!(chat["gen_ai.request.stream"], "true", "{name}");
+        assert_eq!(chat["gen_ai.response.id"], id, "{name}");
+        assert_eq!(chat["gen_ai.response.model"], model, "{name}");
+    }
 }
 
 /// The histograms of the scenario, read from the SDK's in-memory metric exporter.

@@ -1,6 +1,10 @@
 //! The agent's own overhead per turn: a turn on the scripted model (one step of four tool calls,
 //! then the answer) against a loop that parses the same arguments and calls the same tool
 //! directly, and against the same calls through `ToolRegistry::execute`. Prints the ratios.
+//!
+//! With `--features otel`, also the cost of the OpenTelemetry instrumentation: the same turn
+//! with no subscriber (the feature compiled in, nobody listening: compare with `agent` of a run
+//! without the feature) and with spans exported to the SDK's in-memory exporter, per span.
 
 use std::{
     hint::black_box,
@@ -140,8 +144,60 @@ fn bench(c: &mut Criterion) {
                 .block_on(agent_turn(&s.agent, &s.model, black_box(&s.calls)))
         });
     });
+    #[cfg(feature = "otel")]
+    {
+        let traced = otel::InMemory::new();
+        group.bench_function("agent_turn_otel_in_memory", |b| {
+            b.iter(|| traced.turn(&s));
+        });
+    }
     group.finish();
     print_ratios(&s);
+}
+
+/// A subscriber that turns the agent's spans into OpenTelemetry spans kept in memory.
+#[cfg(feature = "otel")]
+mod otel {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::{Setup, agent_turn};
+
+    /// The spans of one turn: the turn, its two model calls and its four tool calls.
+    pub(super) const SPANS_PER_TURN: u32 = 7;
+
+    pub(super) struct InMemory {
+        exporter: InMemorySpanExporter,
+        _provider: SdkTracerProvider,
+        dispatch: tracing::Dispatch,
+    }
+
+    impl InMemory {
+        pub(super) fn new() -> Self {
+            let exporter = InMemorySpanExporter::default();
+            let provider = SdkTracerProvider::builder()
+                .with_simple_exporter(exporter.clone())
+                .build();
+            let subscriber = tracing_subscriber::registry()
+                .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("bench")));
+            Self {
+                exporter,
+                _provider: provider,
+                dispatch: tracing::Dispatch::new(subscriber),
+            }
+        }
+
+        /// One turn with this subscriber; the exported spans are dropped after it, so memory
+        /// stays flat however many turns run.
+        pub(super) fn turn(&self, s: &Setup) -> String {
+            let reply = tracing::dispatcher::with_default(&self.dispatch, || {
+                s.runtime.block_on(agent_turn(&s.agent, &s.model, &s.calls))
+            });
+            self.exporter.reset();
+            reply
+        }
+    }
 }
 
 /// Times the three paths in the same run and prints the agent's cost relative to each
@@ -168,6 +224,20 @@ fn print_ratios(s: &Setup) {
         black_box(s.runtime.block_on(agent_turn(&s.agent, &s.model, &s.calls)));
     });
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-12);
+    #[cfg(feature = "otel")]
+    {
+        let traced = otel::InMemory::new();
+        let exported = time(iterations, || {
+            black_box(traced.turn(s));
+        });
+        println!(
+            "agent_overhead (otel): turn with no subscriber {agent_time:?} (compare `agent` of \
+             a run without the feature), with the in-memory exporter {exported:?}: \
+             {:?} per span ({} spans a turn)",
+            exported.saturating_sub(agent_time) / otel::SPANS_PER_TURN,
+            otel::SPANS_PER_TURN,
+        );
+    }
     println!(
         "agent_overhead: {CALLS} tool calls per turn (2 model steps): direct {direct_time:?}, \
          registry {registry_time:?}, agent {agent_time:?}; agent/direct = {:.1}x, \

@@ -282,6 +282,12 @@ fn finish_reason(reason: &str) -> FinishReason {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Response<'a> {
+    #[cfg(feature = "otel")]
+    #[serde(default, borrow, rename = "responseId")]
+    id: Option<Text<'a>>,
+    #[cfg(feature = "otel")]
+    #[serde(default, borrow, rename = "modelVersion")]
+    model: Option<Text<'a>>,
     #[serde(default, borrow)]
     candidates: Vec<Candidate<'a>>,
     #[serde(default)]
@@ -403,12 +409,20 @@ pub(crate) struct GeminiDecoder {
     partial: Option<(usize, Value)>,
     /// The body is a whole `generateContent` answer, complete even without `finishReason`.
     whole: bool,
+    /// Whether the answer's id and model were recorded on the span (`otel` feature).
+    #[cfg(feature = "otel")]
+    described: bool,
 }
 
 impl GeminiDecoder {
     /// Reads one response; `frame` is the text it was parsed from (the calls' arguments are
     /// shared with it, not copied).
     fn response(&mut self, response: Response<'_>, frame: &SharedStr, out: &mut Vec<ModelEvent>) {
+        #[cfg(feature = "otel")]
+        if !self.described && (response.id.is_some() || response.model.is_some()) {
+            self.described = true;
+            super::wire::record_response(response.id.as_deref(), response.model.as_deref());
+        }
         if let Some(usage) = response.usage_metadata {
             self.answer.usage(usage.into());
         }

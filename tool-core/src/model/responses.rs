@@ -560,6 +560,9 @@ fn wire_tool_choice(choice: &ToolChoice) -> Option<Value> {
 struct ResponseObject<'a> {
     #[serde(default, borrow)]
     id: Option<Text<'a>>,
+    #[cfg(feature = "otel")]
+    #[serde(default, borrow)]
+    model: Option<Text<'a>>,
     #[serde(default, borrow)]
     output: Option<Vec<&'a RawValue>>,
     #[serde(default, borrow)]
@@ -814,6 +817,13 @@ impl ResponsesDecoder {
             "response.created" | "response.in_progress" => {
                 if let Some(response) = event.response {
                     let response: ResponseObject<'_> = parse(response, "a response")?;
+                    #[cfg(feature = "otel")]
+                    if self.response_id.is_none() {
+                        super::wire::record_response(
+                            response.id.as_deref(),
+                            response.model.as_deref(),
+                        );
+                    }
                     if let Some(id) = response.id.filter(|id| !id.is_empty()) {
                         self.response_id.get_or_insert_with(|| id.to_string());
                     }
@@ -879,6 +889,8 @@ impl ResponsesDecoder {
                     Some(response) => parse(response, "a response")?,
                     None => ResponseObject::default(),
                 };
+                #[cfg(feature = "otel")]
+                super::wire::record_response(response.id.as_deref(), response.model.as_deref());
                 if let Some(id) = response.id.as_deref().filter(|id| !id.is_empty()) {
                     self.response_id.get_or_insert_with(|| id.to_owned());
                 }
