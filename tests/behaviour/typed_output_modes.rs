@@ -49,7 +49,7 @@ fn wire_of(kind: &str) -> Wire {
 }
 
 /// The text `answer`, as the whole answer of the wire of `kind`.
-fn text_answer(kind: &str, answer: &str) -> String {
+pub(crate) fn text_answer(kind: &str, answer: &str) -> String {
     let escaped = serde_json::to_string(answer).unwrap();
     let recording = |bytes: &[u8], text: &str| {
         String::from_utf8(bytes.to_vec())

@@ -235,6 +235,7 @@ pub(super) async fn turn(
             let judged = output::judge(
                 options.output.as_deref(),
                 context,
+                &|id, name| turn.call_context(&ToolCall::new(id, name, ""), step),
                 &answer.content,
                 &outputs,
             );
@@ -334,6 +335,7 @@ pub(super) async fn turn(
             match output::judge(
                 options.output.as_deref(),
                 context,
+                &|id, name| turn.call_context(&ToolCall::new(id, name, ""), step),
                 &answer.content,
                 &outputs,
             ) {
