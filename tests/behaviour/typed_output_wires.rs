@@ -849,3 +849,53 @@ async fn a_streamed_variant_output_is_seen_as_the_enum() {
         .collect();
     assert_eq!(tools, ["final_result_Found", "final_result_Unknown"]);
 }
+
+#[tokio::test]
+async fn an_allowed_tools_choice_keeps_the_output_tool_callable() {
+    use tool_core::{agent::TurnOptions, model::ToolChoice};
+
+    let cases = [
+        (
+            "openai",
+            "/tool_choice",
+            json!({ "type": "allowed_tools", "allowed_tools": { "mode": "required", "tools": [
+                { "type": "function", "function": { "name": "echo" } },
+                { "type": "function", "function": { "name": OUTPUT_TOOL } }
+            ] } }),
+        ),
+        (
+            "responses",
+            "/tool_choice",
+            json!({ "type": "allowed_tools", "mode": "required", "tools": [
+                { "type": "function", "name": "echo" },
+                { "type": "function", "name": OUTPUT_TOOL }
+            ] }),
+        ),
+        (
+            "gemini",
+            "/toolConfig/functionCallingConfig",
+            json!({ "mode": "ANY", "allowedFunctionNames": ["echo", OUTPUT_TOOL] }),
+        ),
+    ];
+    for (kind, pointer, expected) in cases {
+        let server = Server::start(vec![Reply::json_owned(calls_answer(
+            kind,
+            &[(OUTPUT_TOOL, VALID)],
+        ))])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let agent = agent_over(kind, &server, dir.path());
+        agent.add_tool(Echo).unwrap();
+        let options = OutputOptions::new()
+            .turn(TurnOptions::new().tool_choice(ToolChoice::required_one_of(["echo"])));
+
+        let result = agent
+            .chat_output_with::<Stay>("Where to?", options)
+            .await
+            .unwrap();
+
+        assert_eq!(result.output, lyon(), "{kind}");
+        let body = server.requests()[0].json();
+        assert_eq!(body.pointer(pointer), Some(&expected), "{kind}: {body}");
+    }
+}

@@ -27,7 +27,7 @@ use crate::{
         parse_arguments,
     },
     message::{Message, ToolCall},
-    model::{RequestTools, ResponseFormat},
+    model::{RequestTools, ResponseFormat, ToolChoice},
     schema::{OptionalNulls, Provider},
     tool::ChatTool,
 };
@@ -698,6 +698,31 @@ pub(super) fn offer(output: Option<&dyn OutputSpec>, tools: RequestTools) -> Req
         .collect();
     definitions.extend(output.tools().iter().cloned());
     RequestTools::from_definitions(definitions)
+}
+
+/// The step's tool choice, with the output tools added to an allowed list in tool mode: the
+/// model must always be able to give the output.
+pub(super) fn choice(output: Option<&dyn OutputSpec>, choice: ToolChoice) -> ToolChoice {
+    match (
+        output.filter(|output| output.mode() == OutputMode::Tool),
+        choice,
+    ) {
+        (
+            Some(output),
+            ToolChoice::Allowed {
+                mut tools,
+                required,
+            },
+        ) => {
+            for tool in output.tools() {
+                if !tools.iter().any(|name| name == tool.name()) {
+                    tools.push(tool.name().to_owned());
+                }
+            }
+            ToolChoice::Allowed { tools, required }
+        }
+        (_, choice) => choice,
+    }
 }
 
 /// The model's calls apart from the output tool's, and the output tool's.

@@ -206,7 +206,7 @@ pub(super) async fn turn(
         let output = options.output.as_deref();
         let request = ChatRequest::new(output::instruct(output, request_messages(context)))
             .tools(tools)
-            .tool_choice(choice)
+            .tool_choice(output::choice(output, choice))
             .settings(shared.settings.clone())
             .response_format(output::response_format(output));
         let answer = model_call(shared, request, step, events).await?;

@@ -50,6 +50,9 @@ impl Agent {
     ///   [`continue_output`](Self::continue_output) answers them and resumes the run into its
     ///   output.
     ///
+    /// A tool choice that allows only some tools ([`ToolChoice::Allowed`](crate::model::ToolChoice::Allowed)) allows the
+    /// output tools too, in tool mode, so that the model can always give the output.
+    ///
     /// The output call is not counted in [`AgentResponse::tool_calls`](super::AgentResponse::tool_calls) nor its corrections in
     /// [`AgentResponse::retried_calls`](super::AgentResponse::retried_calls) ([`OutputResponse::output_retries`] counts those). A
     /// registry tool named `final_result` is shadowed during a typed turn in tool mode.
