@@ -182,14 +182,33 @@ async fn native_mode_over_openai_sends_a_strict_json_schema() {
 #[tokio::test]
 async fn native_mode_over_responses_sends_a_text_format() {
     let requests = run_in_mode("responses", OutputMode::Native, VALID).await;
-    let format = &requests[0]["text"]["format"];
-    assert_eq!(format["type"], "json_schema");
-    assert_eq!(format["name"], OUTPUT_TOOL);
-    assert_eq!(format["strict"], true);
-    // The same strict schema as on Chat Completions.
-    assert_eq!(format["schema"]["required"], json!(["city", "nights"]));
-    assert_eq!(format["schema"]["additionalProperties"], false);
-    assert!(!offers_output_tool(&requests[0]));
+    for body in &requests {
+        // The same strict schema as on Chat Completions, flat in `text.format`.
+        assert_eq!(
+            body["text"],
+            json!({
+                "format": {
+                    "type": "json_schema",
+                    "name": OUTPUT_TOOL,
+                    "strict": true,
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "city": { "type": "string" },
+                            "nights": {
+                                "type": ["integer", "null"],
+                                "minimum": 0,
+                                "maximum": 4_294_967_295_u32
+                            }
+                        },
+                        "required": ["city", "nights"],
+                        "additionalProperties": false
+                    }
+                }
+            })
+        );
+        assert!(!offers_output_tool(body), "{body}");
+    }
 }
 
 #[tokio::test]
