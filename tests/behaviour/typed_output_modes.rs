@@ -564,3 +564,53 @@ async fn a_streamed_native_output_is_seen_as_its_text_arrives() {
     assert_eq!(body["stream"], true);
     assert_eq!(body["response_format"]["type"], "json_schema");
 }
+
+/// Counts by name: a map, which OpenAI's strict mode cannot express (its objects are closed).
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct Tally {
+    counts: std::collections::BTreeMap<String, u32>,
+}
+
+#[tokio::test]
+async fn native_mode_sends_a_schema_strict_mode_cannot_take_as_not_strict() {
+    let answer = r#"{"counts": {"Lyon": 2}}"#;
+    for kind in ["openai", "responses"] {
+        let server = Server::start(vec![Reply::json_owned(text_answer(kind, answer))]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let agent = agent_over(&wire_of(kind), &server, dir.path());
+
+        let result = agent
+            .chat_output_with::<Tally>("Count", OutputOptions::new().mode(OutputMode::Native))
+            .await
+            .unwrap();
+
+        assert_eq!(result.output.counts["Lyon"], 2, "{kind}");
+        let body = server.requests()[0].json();
+        let format = match kind {
+            "openai" => &body["response_format"]["json_schema"],
+            _ => &body["text"]["format"],
+        };
+        assert_eq!(format["strict"], false, "{kind}: {body}");
+        assert_eq!(
+            format["schema"],
+            json!({
+                "description": "Counts by name: a map, which OpenAI's strict mode cannot \
+                                express (its objects are closed).",
+                "type": "object",
+                "properties": {
+                    "counts": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": 4_294_967_295_u32
+                        }
+                    }
+                },
+                "required": ["counts"]
+            }),
+            "{kind}"
+        );
+    }
+}
