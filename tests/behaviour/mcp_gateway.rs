@@ -563,3 +563,112 @@ fn calls_over_a_users_rate_limit_get_a_json_rpc_error() {
     let (_, answer) = post(&gateway.url, &[("authorization", bob.as_str())], body);
     assert!(answer.contains("\"hi\""), "{answer}");
 }
+
+/// A configuration tool `add` (a mock answering 5), so the SDK clients' `--toggle` scripts,
+/// which switch `add` off and on, run against the gateway as they do against the example.
+const ADD_TOOL: &str = r#"
+[[tools]]
+name = "add"
+description = "Add two integers."
+type = "function"
+handler = "add"
+implementation = { type = "mock", mock_response = 5 }
+parameters = { type = "object", properties = { a = { type = "integer" }, b = { type = "integer" } }, required = ["a", "b"] }
+"#;
+
+/// Checks what an SDK client script (`client.py`, `client.mjs`) saw of the gateway at
+/// `version`, with its `--toggle` part.
+fn check_sdk_report(report: &Value, version: &str) {
+    assert_eq!(report["protocol_version"], version, "{report}");
+    assert_eq!(report["server_name"], "tool-core-gateway");
+    assert_eq!(report["tools_list_changed"], true);
+    let mut names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    let every = [
+        "add",
+        "py_echo",
+        "py_pid",
+        "py_redefine",
+        "py_slow",
+        "py_weather",
+        "set_tool_enabled",
+    ];
+    assert_eq!(names, every, "{report}");
+    assert_eq!(
+        report["calls"]["add_ok"],
+        json!({"is_error": false, "text": "5"})
+    );
+    assert_eq!(
+        report["calls"]["unknown_tool"]["error_code"], -32602,
+        "{report}"
+    );
+    let toggle = &report["toggle"];
+    assert_eq!(
+        toggle["switch_off"],
+        json!({"is_error": false, "text": "add is off"})
+    );
+    assert_eq!(toggle["notified"], "ToolsListChanged");
+    let mut off: Vec<&str> = toggle["tools_while_off"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|name| name.as_str().unwrap())
+        .collect();
+    off.sort_unstable();
+    assert_eq!(off, every[1..], "{report}");
+    assert_eq!(toggle["call_while_off"]["error_code"], -32602);
+    assert_eq!(
+        toggle["switch_on"],
+        json!({"is_error": false, "text": "add is on"})
+    );
+}
+
+#[test]
+fn the_sdk_clients_use_the_gateway_over_stdio_and_http() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(
+        dir.path(),
+        "anonymous_user = \"local\"",
+        &format!("{}{ADD_TOOL}", python_upstream(python, "python", "py", "")),
+    );
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/client.py");
+    for version in ["2026-07-28", "2025-06-18"] {
+        let mut command = Command::new(python);
+        command
+            .arg(&client)
+            .args([
+                "--version",
+                version,
+                "--toggle",
+                "stdio",
+                GATEWAY,
+                "--stdio",
+                "--config",
+            ])
+            .arg(&config);
+        check_sdk_report(&json_report(command, Duration::from_secs(120)), version);
+    }
+    let Some(sdk) = crate::mcp_node::sdk() else {
+        return;
+    };
+    // On loopback with an `anonymous_user`, a client without a token is that user.
+    let gateway = Gateway::start(&config);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_node/client.mjs");
+    for version in ["2025-11-25", "2025-03-26"] {
+        let mut command = Command::new("node");
+        command.arg(&script).arg(sdk).args([
+            "--version",
+            version,
+            "--toggle",
+            "http",
+            &gateway.url,
+        ]);
+        check_sdk_report(&json_report(command, Duration::from_secs(120)), version);
+    }
+}
