@@ -672,3 +672,59 @@ fn the_sdk_clients_use_the_gateway_over_stdio_and_http() {
         check_sdk_report(&json_report(command, Duration::from_secs(120)), version);
     }
 }
+
+#[test]
+fn a_switch_made_through_one_gateway_reaches_a_stream_on_another_through_postgres() {
+    let Some(python) = python() else { return };
+    let Some(postgres) = crate::store_support::postgres() else {
+        return;
+    };
+    let (url, _) = runtime().block_on(postgres.create_database());
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let gateways: Vec<Gateway> = dirs
+        .iter()
+        .map(|dir| {
+            let path = config(dir.path(), "", &python_upstream(python, "python", "py", ""));
+            // Both processes keep their switches in the same PostgreSQL database.
+            let text = std::fs::read_to_string(&path).unwrap();
+            let store = text
+                .lines()
+                .find(|line| line.starts_with("store = "))
+                .unwrap();
+            std::fs::write(&path, text.replace(store, &format!("store = {url:?}"))).unwrap();
+            Gateway::start(&path)
+        })
+        .collect();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/gateway_client.py");
+    let mut listener = Command::new(python)
+        .arg(script)
+        .args(["--listen", &gateways[1].url, ALICE])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(listener.stdout.take().unwrap());
+    let mut ready = String::new();
+    stdout.read_line(&mut ready).unwrap();
+    assert_eq!(ready.trim(), "ready");
+    // The switch goes to the first process; the stream is held by the second.
+    let (status, answer) = gateways[0].admin(
+        reqwest::Method::PUT,
+        "/admin/users/alice/tools/py_echo",
+        Some(json!({"enabled": false})),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let mut report = String::new();
+    stdout.read_line(&mut report).unwrap();
+    let status = listener.wait().unwrap();
+    assert!(status.success());
+    let report: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report["notified"], true, "{report}");
+    assert!(
+        !report["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("py_echo")),
+        "{report}"
+    );
+}

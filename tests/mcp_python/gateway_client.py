@@ -2,6 +2,7 @@
 JSON.
 
     python gateway_client.py [--version V] URL ALICE_TOKEN BOB_TOKEN TOOL ARGS_JSON
+    python gateway_client.py --listen URL TOKEN
 
 Alice and Bob connect at once (each with `Authorization: Bearer TOKEN`), list their tools and
 call TOOL with ARGS_JSON. Both wait for `notifications/tools/list_changed` (through
@@ -9,6 +10,10 @@ call TOOL with ARGS_JSON. Both wait for `notifications/tools/list_changed` (thro
 `set_tool_enabled`, and the report tells whose stream was told, what each lists and what a call
 of TOOL answers each of them, and Alice switches it on again. The Rust test `mcp_gateway`
 checks the report; this script asserts nothing itself.
+
+With --listen, one user opens a `subscriptions/listen` stream (2026-07-28), prints `ready`,
+waits for one `notifications/tools/list_changed` (at most 20 s) and prints
+`{"notified": bool, "tools": [names]}`.
 """
 
 from __future__ import annotations
@@ -109,7 +114,19 @@ async def report(url: str, alice_token: str, bob_token: str, tool: str, argument
         return out
 
 
+async def listen_once(url: str, token: str) -> dict[str, Any]:
+    async with contextlib.AsyncExitStack() as stack:
+        user = User(stack, url, token, MODERN)
+        session = await user.open()
+        print("ready", flush=True)
+        notified = await user.notified(20)
+        return {"notified": notified, "tools": await names(session)}
+
+
 async def main(argv: list[str]) -> int:
+    if len(argv) == 3 and argv[0] == "--listen":
+        print(json.dumps(await listen_once(argv[1], argv[2])))
+        return 0
     version: str | None = None
     if len(argv) >= 2 and argv[0] == "--version":
         version, argv = argv[1], argv[2:]

@@ -27,6 +27,10 @@
 //!   changes later is withheld from every user, with a warning in the log and a
 //!   [`GatewayEvent::DefinitionChanged`], until an operator accepts the change
 //!   (`POST /admin/pins/{tool}/accept`). `pin_definitions = false` turns this off.
+//! - **Several processes.** With the store in PostgreSQL (feature `postgres`), any number of
+//!   gateway processes can serve behind a load balancer: a switch made through one is
+//!   announced with PostgreSQL `NOTIFY`, and every other process reloads that user's switches
+//!   and tells the user's streams it holds. Upstream connections are per process.
 //! - **Limits and faults.** Each user may start `calls_per_minute` calls a minute and run
 //!   `max_concurrent_calls` at once; a call over either is answered with a JSON-RPC error
 //!   (code `-32003`), the connection stays. Each server's `timeout_ms` bounds its calls. A
@@ -172,7 +176,7 @@ enum UpstreamState {
 /// What every connection's handler shares.
 pub(crate) struct Shared {
     pub(crate) catalog: Catalog,
-    pub(crate) switches: Switches,
+    pub(crate) switches: Arc<Switches>,
     pub(crate) limits: Limits,
     pub(crate) server: McpServer,
     pub(crate) stateless: bool,
@@ -225,7 +229,7 @@ impl McpGateway {
             pin_file,
             events.clone(),
         );
-        let switches = Switches::open(&config.gateway.store).await?;
+        let switches = Arc::new(Switches::open(&config.gateway.store).await?);
         let longest = config
             .servers
             .iter()
@@ -255,6 +259,8 @@ impl McpGateway {
             .offer(LOCAL, local_tools(&shared.config, tools)?);
 
         let stop = CancellationToken::new();
+        #[cfg(feature = "postgres")]
+        tokio::spawn(shared.switches.clone().follow(stop.clone()));
         let mut first_attempts = Vec::new();
         for upstream in shared.config.servers.clone() {
             let (done, attempted) = tokio::sync::oneshot::channel();

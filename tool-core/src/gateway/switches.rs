@@ -21,6 +21,11 @@ pub(crate) struct UserSwitches {
     store: Arc<dyn PreferenceStore>,
     /// One message per change; every open stream of the user holds a receiver.
     changed: broadcast::Sender<()>,
+    /// The user's name and, with PostgreSQL, the pool a change is announced on to the other
+    /// gateway processes.
+    user: String,
+    #[cfg(feature = "postgres")]
+    announce: Option<sqlx::PgPool>,
 }
 
 impl UserSwitches {
@@ -57,6 +62,37 @@ impl UserSwitches {
             .map_err(|error| GatewayError::Store(error.to_string()))?;
         self.toggles.set(tool, enabled);
         let _ = self.changed.send(());
+        #[cfg(feature = "postgres")]
+        if let Some(pool) = &self.announce {
+            // Other processes reload the user's switches from the store; a lost announcement
+            // leaves their streams uninformed until the next change, not their lists wrong.
+            let announced = sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(CHANNEL)
+                .bind(&self.user)
+                .execute(pool)
+                .await;
+            if let Err(error) = announced {
+                tracing::warn!(user = %self.user, %error, "cannot announce a switch change to the other gateway processes");
+            }
+        }
+        #[cfg(not(feature = "postgres"))]
+        let _ = &self.user;
+        Ok(())
+    }
+
+    /// Applies a change another process made (already stored): reloads the user's switches
+    /// and tells the user's streams when they differ.
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn reload(&self) -> Result<(), GatewayError> {
+        let stored = self
+            .store
+            .load()
+            .await
+            .map_err(|error| GatewayError::Store(error.to_string()))?;
+        if stored != self.toggles.overrides() {
+            self.toggles.replace_all(stored);
+            let _ = self.changed.send(());
+        }
         Ok(())
     }
 }
@@ -72,6 +108,10 @@ pub(crate) struct Switches {
     backing: Backing,
     users: Mutex<HashMap<String, Arc<UserSwitches>>>,
 }
+
+/// The PostgreSQL channel switch changes are announced on; the payload is the user's name.
+#[cfg(feature = "postgres")]
+const CHANNEL: &str = "tool_core_gateway_switches";
 
 /// The preference scope of a user's switches.
 pub(crate) fn scope_of(user: &str) -> String {
@@ -94,6 +134,56 @@ impl Switches {
             backing,
             users: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// With PostgreSQL: follows the other gateway processes' announcements until `stop`,
+    /// reloading the switches of the users they name (reconnecting when the connection
+    /// drops). Without it, returns at once.
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn follow(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        let Some(pool) = (match &self.backing {
+            Backing::Sql(sql) => sql.postgres_pool().cloned(),
+            Backing::Memory => None,
+        }) else {
+            return;
+        };
+        loop {
+            let listener = async {
+                let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
+                listener.listen(CHANNEL).await?;
+                Ok::<_, sqlx::Error>(listener)
+            };
+            let mut listener = tokio::select! {
+                () = stop.cancelled() => return,
+                listener = listener => match listener {
+                    Ok(listener) => listener,
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot listen for other gateway processes' switch changes; retrying");
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                        continue;
+                    }
+                },
+            };
+            loop {
+                let notification = tokio::select! {
+                    () = stop.cancelled() => return,
+                    notification = listener.recv() => notification,
+                };
+                match notification {
+                    Ok(notification) => {
+                        if let Some(user) = self.loaded(notification.payload()) {
+                            if let Err(error) = user.reload().await {
+                                tracing::warn!(%error, "cannot reload a user's switches");
+                            }
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "lost the switch announcements; reconnecting");
+                        break;
+                    }
+                }
+            }
+        }
     }
 
     /// The user's switches if they are loaded.
@@ -120,6 +210,12 @@ impl Switches {
             toggles,
             store,
             changed: broadcast::channel(16).0,
+            user: user.to_owned(),
+            #[cfg(feature = "postgres")]
+            announce: match &self.backing {
+                Backing::Sql(sql) => sql.postgres_pool().cloned(),
+                Backing::Memory => None,
+            },
         });
         // Two first requests at once: the first one in wins, both use it.
         Ok(lock(&self.users)
