@@ -229,3 +229,33 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // The map's entries are inserted whole.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ToolContext, create_default_tool_registry};
+
+    #[tokio::test]
+    async fn a_sessions_switches_lie_on_top_of_its_users() {
+        let registry = create_default_tool_registry(ToolContext::default());
+        let switches = Switches::open("memory:").await.unwrap();
+        let alice = switches.user("alice").await.unwrap();
+        let mut changes = alice.subscribe();
+        alice.set("write_file", false).await.unwrap();
+        assert!(changes.try_recv().is_ok());
+        let session = ToolToggles::new();
+        assert!(!alice.snapshot(&registry, &session).is_enabled("write_file"));
+        session.set("write_file", true);
+        session.set("read_file", false);
+        let both = alice.snapshot(&registry, &session);
+        assert!(both.is_enabled("write_file"));
+        assert!(!both.is_enabled("read_file"));
+        // Another user, and the registry itself, are untouched.
+        let bob = switches.user("bob").await.unwrap();
+        assert!(
+            bob.snapshot(&registry, &ToolToggles::new())
+                .is_enabled("write_file")
+        );
+        assert!(registry.is_tool_enabled("write_file"));
+    }
+}
