@@ -41,6 +41,14 @@
 //! its tools are OpenAI's function definitions under the same schema rules, only laid out
 //! flat, and its errors name `openai`.
 //!
+//! **Tool search** (<https://developers.openai.com/api/docs/guides/tools-tool-search>): when
+//! the request asks for a native search ([`RequestTools::with_native_search`]), OpenAI's hosted
+//! `{"type": "tool_search"}` takes the place of the local search tool and the deferred
+//! functions follow the offered tools with `"defer_loading": true`. The model's searches come
+//! back as `tool_search_call` and `tool_search_output` items (the latter listing the loaded
+//! tools' definitions); each search is reported as a [`ModelEvent::ToolSearch`], and the items
+//! are kept with the next call, like reasoning, and sent back before it.
+//!
 //! **Stored responses.** With [`ResponsesConfig::store`], responses are kept by OpenAI, and a
 //! request that continues from an answer with tool calls sends `previous_response_id` and only
 //! the messages after that answer.
@@ -231,9 +239,37 @@ impl Wire for Responses {
             .then(|| tools_text(config, &request.tools))
             .transpose()?;
         let nested = tools_json.as_deref().map(nested_tools).transpose()?;
-        let tools = nested
-            .as_ref()
-            .map(|nested| nested.iter().map(FlatTool::from).collect::<Vec<_>>());
+        let native = request.tools.native_search();
+        let deferred_json = native.map(|(_, deferred, _)| deferred.provider_json(PROVIDER));
+        let deferred = deferred_json.as_deref().map(nested_tools).transpose()?;
+        let tools = nested.as_ref().map(|nested| {
+            let local = native.map(|(_, _, local)| local);
+            let mut tools: Vec<WireTool<'_>> = Vec::new();
+            let mut replaced = false;
+            for tool in nested {
+                if native.is_some() && !replaced && Some(&*tool.function.name) == local {
+                    tools.push(WireTool::Search {
+                        r#type: "tool_search",
+                    });
+                    replaced = true;
+                } else {
+                    tools.push(WireTool::Function(FlatTool::from(tool)));
+                }
+            }
+            if let Some(deferred) = &deferred {
+                if !replaced {
+                    tools.push(WireTool::Search {
+                        r#type: "tool_search",
+                    });
+                }
+                tools.extend(deferred.iter().map(|tool| {
+                    let mut flat = FlatTool::from(tool);
+                    flat.defer_loading = Some(true);
+                    WireTool::Function(flat)
+                }));
+            }
+            tools
+        });
         let body = ResponsesBody {
             model: &config.endpoint.model,
             instructions,
@@ -279,7 +315,7 @@ struct ResponsesBody<'a> {
     store: bool,
     include: Option<[&'static str; 1]>,
     previous_response_id: Option<&'a str>,
-    tools: Option<Vec<FlatTool<'a>>>,
+    tools: Option<Vec<WireTool<'a>>>,
     tool_choice: Option<Value>,
     parallel_tool_calls: Option<bool>,
     temperature: Option<f32>,
@@ -509,6 +545,14 @@ fn nested_tools(text: &RawValue) -> Result<Vec<NestedTool<'_>>, ProviderError> {
         .map_err(|error| ProviderError::Config(format!("cannot encode the tools: {error}")))
 }
 
+/// A tool of a request: a function, or the hosted tool search.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireTool<'a> {
+    Function(FlatTool<'a>),
+    Search { r#type: &'static str },
+}
+
 /// A function tool in the Responses shape
 /// (<https://platform.openai.com/docs/api-reference/responses/create#responses-create-tools>),
 /// `strict` always set: the Responses API takes a missing `strict` as `true`.
@@ -520,6 +564,8 @@ struct FlatTool<'a> {
     description: Option<&'a str>,
     parameters: &'a RawValue,
     strict: bool,
+    /// Left out of the model's context until its `tool_search` loads it.
+    defer_loading: Option<bool>,
 }
 
 impl<'a> From<&'a NestedTool<'a>> for FlatTool<'a> {
@@ -531,6 +577,7 @@ impl<'a> From<&'a NestedTool<'a>> for FlatTool<'a> {
             description: function.description.as_deref(),
             parameters: function.parameters,
             strict: function.strict.unwrap_or(false),
+            defer_loading: None,
         }
     }
 }
@@ -672,6 +719,8 @@ enum Kind {
     FunctionCall,
     /// Reasoning, kept for the next call.
     Reasoning,
+    /// A hosted tool search's call or output, kept for the next call.
+    ToolSearch,
     /// An item of a hosted tool (web search, code interpreter, …): not ours to read.
     Other,
 }
@@ -682,6 +731,7 @@ impl Kind {
             "message" => Self::Message,
             "function_call" => Self::FunctionCall,
             "reasoning" => Self::Reasoning,
+            "tool_search_call" | "tool_search_output" => Self::ToolSearch,
             _ => Self::Other,
         }
     }
@@ -708,6 +758,8 @@ pub(crate) struct ResponsesDecoder {
     pending: Vec<Value>,
     response_id: Option<String>,
     refused: bool,
+    /// The query of the last `tool_search_call`, for its output.
+    search_query: String,
 }
 
 impl ResponsesDecoder {
@@ -970,9 +1022,65 @@ impl ResponsesDecoder {
                 self.items[at].done = true;
                 self.pending.push(value);
             }
+            Kind::ToolSearch => {
+                if self.items[at].done {
+                    return Ok(());
+                }
+                let value: Value = parse(item, "an output item")?;
+                self.tool_search(&value);
+                self.items[at].done = true;
+                self.pending.push(value);
+            }
             Kind::Other => self.items[at].done = true,
         }
         Ok(())
+    }
+
+    /// A hosted search's `tool_search_call` (its query) or `tool_search_output` (the tools it
+    /// loaded, functions alone or in a namespace).
+    fn tool_search(&mut self, item: &Value) {
+        if item.get("type").and_then(Value::as_str) == Some("tool_search_call") {
+            let arguments = item.get("arguments");
+            // The arguments are an object; a JSON string of one is read too.
+            let parsed = arguments
+                .and_then(Value::as_str)
+                .and_then(|text| serde_json::from_str::<Value>(text).ok());
+            self.search_query = parsed
+                .as_ref()
+                .or(arguments)
+                .and_then(|arguments| arguments.get("query"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            return;
+        }
+        let mut tools = Vec::new();
+        let mut pending: Vec<&Value> = item
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .rev()
+            .collect();
+        // A stack, so the names come in the provider's order.
+        while let Some(tool) = pending.pop() {
+            match tool.get("type").and_then(Value::as_str) {
+                Some("namespace") => pending.extend(
+                    tool.get("tools")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .rev(),
+                ),
+                _ => {
+                    if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                        tools.push(name.to_owned());
+                    }
+                }
+            }
+        }
+        let query = std::mem::take(&mut self.search_query);
+        self.answer.search(ProviderToolSearch::new(query, tools));
     }
 
     /// Ends the answer: its usage, and why it ended.

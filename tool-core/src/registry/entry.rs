@@ -46,6 +46,9 @@ pub struct ToolInfo {
     /// (its [`ToolMetadata::defer_loading`], or the registry's
     /// [`RegistryOptions::defer_loading`]).
     pub deferred: bool,
+    /// Whether a deferred tool has been loaded in the conversation (only an agent knows:
+    /// [`Agent::list_tools`](crate::Agent::list_tools) sets it; `false` elsewhere).
+    pub loaded: bool,
 }
 
 /// A registered tool with everything worked out from it once: definition and metadata when it
@@ -128,6 +131,7 @@ impl ToolEntry {
             enabled,
             hints: metadata.hints,
             deferred: self.is_deferred(options),
+            loaded: false,
         }
     }
 
