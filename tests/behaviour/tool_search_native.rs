@@ -324,8 +324,8 @@ async fn responses_hosted_tool_search_sends_deferred_functions_and_replays_the_i
             let body = std::str::from_utf8(transcript!("responses/tool_search.sse")).unwrap();
             let completed = body
                 .lines()
-                .filter_map(|line| line.strip_prefix("data: "))
-                .last()
+                .rev()
+                .find_map(|line| line.strip_prefix("data: "))
                 .unwrap();
             serde_json::from_str::<Value>(completed).unwrap()["response"].clone()
         } else {

@@ -1045,13 +1045,13 @@ impl ResponsesDecoder {
             let parsed = arguments
                 .and_then(Value::as_str)
                 .and_then(|text| serde_json::from_str::<Value>(text).ok());
-            self.search_query = parsed
+            parsed
                 .as_ref()
                 .or(arguments)
                 .and_then(|arguments| arguments.get("query"))
                 .and_then(Value::as_str)
                 .unwrap_or_default()
-                .to_owned();
+                .clone_into(&mut self.search_query);
             return;
         }
         let mut tools = Vec::new();

@@ -25,6 +25,8 @@ use crate::{
 /// What a settings screen shows about a tool: its definition, metadata and enabled state.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[non_exhaustive]
+// Independent facts about one tool, each read on its own by a tool list (a popover, `/tools`).
+#[allow(clippy::struct_excessive_bools)]
 pub struct ToolInfo {
     /// The tool's name.
     pub name: String,
