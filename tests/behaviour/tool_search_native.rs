@@ -419,3 +419,40 @@ async fn native_search_off_keeps_the_local_search_tool_on_every_wire() {
         assert_eq!(requests[0].header("anthropic-beta"), None, "{model}");
     }
 }
+
+#[tokio::test]
+async fn a_switched_off_tool_is_not_sent_for_the_native_search_either() {
+    let server = Server::start(vec![Reply::json(transcript!(
+        "anthropic/message_cache_write.json"
+    ))])
+    .await;
+    let toggles = tool_core::ToolToggles::new();
+    toggles.set("send_email", false);
+    let agent = Agent::with_model(
+        anthropic(&server),
+        AgentOptions::new().registry(registry()).toggles(toggles),
+    );
+    run(&agent, "hello", false).await;
+    let body = server.requests()[0].json();
+    let tools: Vec<(&str, bool)> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| {
+            (
+                tool["name"].as_str().unwrap(),
+                tool["defer_loading"] == json!(true),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("get_time", false),
+            ("tool_search_tool_bm25", false),
+            ("create_directory", true),
+            ("weather_forecast", true),
+            ("translate_text", true),
+        ]
+    );
+}
