@@ -1022,10 +1022,9 @@ async fn with_store_files_each_user_has_a_preferences_file() {
     assert!(!data.path().join("preferences.db").exists());
 }
 
-#[tokio::test]
-async fn searches_are_events_and_the_tool_list_says_which_tools_are_deferred() {
-    let data = tempfile::tempdir().unwrap();
-    let config = data.path().join("tools.toml");
+/// A configuration file in `data` adding `flip_coin`, a deferred tool; its path.
+pub(crate) fn deferred_tool_config(data: &Path) -> String {
+    let config = data.join("tools.toml");
     std::fs::write(
         &config,
         r#"
@@ -1043,7 +1042,13 @@ properties = {}
 "#,
     )
     .unwrap();
-    let config = config.display().to_string();
+    config.display().to_string()
+}
+
+#[tokio::test]
+async fn searches_are_events_and_the_tool_list_says_which_tools_are_deferred() {
+    let data = tempfile::tempdir().unwrap();
+    let config = deferred_tool_config(data.path());
     let server = WebChat::start_with(data.path(), &["--tools-config", &config], &[]);
     let mut user = Browser::new(&server);
     let chat = user.new_chat().await;
