@@ -456,3 +456,65 @@ async fn a_switched_off_tool_is_not_sent_for_the_native_search_either() {
         ]
     );
 }
+
+#[tokio::test]
+async fn without_the_native_search_a_hosted_search_s_items_are_not_sent_back() {
+    let server = Server::start(vec![
+        Reply::json(transcript!("responses/response_tool_search.json")),
+        Reply::json(transcript!("responses/response_text.json")),
+        Reply::json(transcript!("responses/response_text.json")),
+    ])
+    .await;
+    let registry = registry();
+    let context = ToolContext::with_options(tool_core::ToolContextOptions::new());
+    let agent = Agent::with_model(
+        responses(&server),
+        AgentOptions::new()
+            .registry(registry.clone())
+            .context(context.clone()),
+    );
+    run(&agent, "Weather in Paris?", false).await;
+
+    // The same conversation with the local search: no `tool_search` tool, so none of its
+    // items either; the call and its output stay.
+    let local = Agent::with_model(
+        responses(&server),
+        AgentOptions::new()
+            .registry(registry)
+            .context(context)
+            .native_search(NativeSearch::Off),
+    );
+    run(&local, "And tomorrow?", false).await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let kinds = |body: &Value| -> Vec<String> {
+        body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["type"].as_str().unwrap_or("message").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        kinds(&requests[1].json())[1..3],
+        ["tool_search_call", "tool_search_output"]
+    );
+    let third = requests[2].json();
+    assert_eq!(
+        kinds(&third),
+        [
+            "message",
+            "function_call",
+            "function_call_output",
+            "message",
+            "message"
+        ]
+    );
+    let tools: Vec<&str> = third["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["get_time", "search_tools", "weather_forecast"]);
+}

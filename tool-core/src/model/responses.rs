@@ -232,8 +232,10 @@ impl Wire for Responses {
             None => (None, &messages[leading..]),
         };
         let mut input = Vec::new();
+        // A hosted search's items go back only beside the `tool_search` tool they name.
+        let searching = request.tools.native_search().is_some();
         for message in rest {
-            input_items(message, &mut input);
+            input_items(message, searching, &mut input);
         }
         let tools_json = (!request.tools.is_empty())
             .then(|| tools_text(config, &request.tools))
@@ -379,14 +381,14 @@ fn message_item<'a>(role: &'static str, content: &'a str) -> Input<'a> {
 }
 
 /// Appends the `input` items of one message.
-fn input_items<'a>(message: &'a Message, input: &mut Vec<Input<'a>>) {
+fn input_items<'a>(message: &'a Message, searching: bool, input: &mut Vec<Input<'a>>) {
     match message {
         Message::System { content } => input.push(message_item("system", content)),
         Message::User { content } => input.push(message_item("user", content)),
         Message::Assistant {
             content,
             tool_calls,
-        } => assistant_items(content, tool_calls, input),
+        } => assistant_items(content, tool_calls, searching, input),
         Message::Tool {
             tool_call_id,
             content,
@@ -403,7 +405,12 @@ fn input_items<'a>(message: &'a Message, input: &mut Vec<Input<'a>>) {
 /// the messages between them) in their places, its text unless those items hold it, and its
 /// calls. A call's own item id is sent only beside the items kept with it: OpenAI refuses a
 /// call item with an id whose reasoning is missing.
-fn assistant_items<'a>(content: &'a str, calls: &'a [ToolCall], input: &mut Vec<Input<'a>>) {
+fn assistant_items<'a>(
+    content: &'a str,
+    calls: &'a [ToolCall],
+    searching: bool,
+    input: &mut Vec<Input<'a>>,
+) {
     let kept: Vec<(&ToolCall, Option<&Map<String, Value>>)> = calls
         .iter()
         .map(|call| (call, call_metadata(call)))
@@ -415,9 +422,10 @@ fn assistant_items<'a>(content: &'a str, calls: &'a [ToolCall], input: &mut Vec<
             .map(Vec::as_slice)
             .unwrap_or_default()
     };
+    let sent = |item: &&Value| searching || !is_tool_search_item(item);
     let replayed = kept
         .iter()
-        .any(|(_, metadata)| !items(*metadata).is_empty());
+        .any(|(_, metadata)| items(*metadata).iter().any(|item| sent(&item)));
     let kept_text: String = kept
         .iter()
         .flat_map(|(_, metadata)| items(*metadata))
@@ -435,7 +443,12 @@ fn assistant_items<'a>(content: &'a str, calls: &'a [ToolCall], input: &mut Vec<
         }
     };
     for (call, metadata) in kept {
-        input.extend(items(metadata).iter().map(Input::Verbatim));
+        input.extend(
+            items(metadata)
+                .iter()
+                .filter(|item| sent(item))
+                .map(Input::Verbatim),
+        );
         input.push(Input::Call {
             r#type: "function_call",
             id: metadata
@@ -450,6 +463,14 @@ fn assistant_items<'a>(content: &'a str, calls: &'a [ToolCall], input: &mut Vec<
     if !after.is_empty() {
         input.push(message_item("assistant", after));
     }
+}
+
+/// Whether a kept output item is a hosted search's call or output.
+fn is_tool_search_item(item: &Value) -> bool {
+    matches!(
+        item.get("type").and_then(Value::as_str),
+        Some("tool_search_call" | "tool_search_output")
+    )
 }
 
 /// The part of a call's metadata this wire wrote.
