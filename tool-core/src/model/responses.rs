@@ -47,7 +47,8 @@
 //! functions follow the offered tools with `"defer_loading": true`. The model's searches come
 //! back as `tool_search_call` and `tool_search_output` items (the latter listing the loaded
 //! tools' definitions); each search is reported as a [`ModelEvent::ToolSearch`], and the items
-//! are kept with the next call, like reasoning, and sent back before it.
+//! are kept with the next call, like reasoning, and sent back before it in the requests that
+//! offer the `tool_search` tool.
 //!
 //! **Stored responses.** With [`ResponsesConfig::store`], responses are kept by OpenAI, and a
 //! request that continues from an answer with tool calls sends `previous_response_id` and only
