@@ -69,6 +69,8 @@ mod tool_choice_allowed;
 mod tool_search;
 mod tool_search_budget;
 mod tool_search_mcp;
+mod tool_search_native;
+mod tool_search_options;
 mod tool_search_sessions;
 mod typed_output;
 mod typed_output_modes;

@@ -295,7 +295,12 @@ async fn tools_bytes(
     budget: Option<DeferBudget>,
 ) -> usize {
     let link = crate::tool_choice::link(provider, false).await;
-    let mut options = AgentOptions::new().registry(registry.clone()).max_steps(1);
+    // The local search on every wire: Anthropic's own search takes every deferred definition
+    // (marked `defer_loading`, kept out of the prompt on Anthropic's side).
+    let mut options = AgentOptions::new()
+        .registry(registry.clone())
+        .max_steps(1)
+        .native_search(tool_core::model::NativeSearch::Off);
     if let Some(budget) = budget {
         options = options.defer_budget(budget);
     }

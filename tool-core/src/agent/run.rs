@@ -21,7 +21,7 @@ use crate::{
     context::{PendingCall, ToolContext},
     execute::{ExecuteError, parse_arguments},
     message::{FinishReason, Message, ToolCall, Usage},
-    model::{ChatRequest, ModelEvent, ProviderError, ToolChoice},
+    model::{ChatRequest, ModelEvent, ProviderError, ProviderToolSearch, ToolChoice},
     registry::RegistrySnapshot,
     schema::FormatOptions,
 };
@@ -123,7 +123,10 @@ pub(super) async fn turn(
     // go on from where it stopped.
     let resumed = match input {
         Input::Decisions(_) => super::lock(&shared.paused).clone(),
-        Input::User(_) => None,
+        Input::User(_) => {
+            shared.search.start_turn();
+            None
+        }
     };
     let mut turn = Turn {
         shared,
@@ -219,6 +222,9 @@ pub(super) async fn turn(
             tool_calls: calls.clone(),
         });
         let (calls, outputs) = output::split(options.output.as_deref(), calls);
+        for event in shared.search.load_found(&snapshot, &answer.tool_searches) {
+            emit(events, event);
+        }
         for event in shared.search.load_called(&snapshot, &calls) {
             emit(events, event);
         }
@@ -553,6 +559,7 @@ impl Turn<'_> {
                         prepared,
                         self.call_context(&prepared.call, step),
                         shared.tool_timeout,
+                        shared.search.refusal(snapshot, &prepared.call.name),
                     ));
                     next += 1;
                 }
@@ -678,6 +685,8 @@ struct Answer {
     tool_calls: Vec<ToolCall>,
     usage: Option<Usage>,
     finish_reason: FinishReason,
+    /// The searches the provider ran on its side.
+    tool_searches: Vec<ProviderToolSearch>,
 }
 
 #[tracing::instrument(
@@ -705,12 +714,14 @@ async fn model_call(
             tool_calls,
             usage: response.usage,
             finish_reason: response.finish_reason,
+            tool_searches: response.tool_searches,
         });
     };
     let events = Some(sender);
     let mut stream = shared.model.stream(request).await?;
     let mut finished: Vec<String> = Vec::new();
     let mut usage = None;
+    let mut tool_searches = Vec::new();
     // How far a stream that ends without `Done` got, for its error.
     let mut received: u64 = 0;
     let mut open_calls: Vec<(usize, String)> = Vec::new();
@@ -738,6 +749,7 @@ async fn model_call(
                 usage = Some(counts);
                 emit(events, AgentEvent::Usage(counts));
             }
+            ModelEvent::ToolSearch(search) => tool_searches.push(search),
             ModelEvent::Done {
                 message,
                 finish_reason,
@@ -754,6 +766,7 @@ async fn model_call(
                     tool_calls,
                     usage,
                     finish_reason,
+                    tool_searches,
                 });
             }
             #[allow(unreachable_patterns)]
@@ -791,10 +804,15 @@ async fn run_call<'c>(
     prepared: &'c Prepared,
     context: CallContext,
     tool_timeout: Option<Duration>,
+    refusal: Option<String>,
 ) -> (&'c Prepared, Result<String, (String, ToolResultKind)>) {
     let call = &prepared.call;
     let span = tracing::info_span!("tool.call", tool = %call.name, id = %call.id);
     let outcome = async {
+        if let Some(text) = refusal {
+            tracing::warn!(tool = %call.name, "the model called a deferred tool it did not search for");
+            return Err((text, ToolResultKind::Error));
+        }
         if snapshot.metadata(&call.name).is_none() {
             tracing::warn!(tool = %call.name, "the model called a tool that does not exist");
             let error = ExecuteError::NotFound {
