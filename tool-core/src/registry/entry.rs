@@ -155,6 +155,7 @@ impl ToolEntry {
         default_timeout: Option<Duration>,
     ) -> Result<Call<'_>, ExecuteError> {
         let args = self.derived().arguments.prepare(
+            self.tool(),
             self.name(),
             &self.definition.function.parameters,
             args,
