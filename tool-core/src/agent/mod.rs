@@ -36,6 +36,7 @@
 
 mod approval;
 mod events;
+mod hybrid;
 mod output;
 mod partial;
 mod run;
@@ -50,6 +51,7 @@ use serde_json::Value;
 
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, resolved_path};
 pub use events::{AgentEvent, ToolResultKind};
+pub use hybrid::{HybridMatches, HybridSearch};
 pub use output::{OUTPUT_TOOL, OutputEvent, OutputMode, OutputOptions, OutputResponse};
 pub use search::{DeferBudget, SEARCH_TOOL};
 
@@ -153,6 +155,9 @@ pub struct AgentOptions {
     /// one of them but the pinned ones is deferred, and found with `search_tools`. See
     /// [`DeferBudget`].
     pub defer_budget: Option<DeferBudget>,
+    /// Rank `search_tools` results by meaning as well as by words (default `None`: by words
+    /// alone). See [`HybridSearch`].
+    pub hybrid_search: Option<Arc<HybridSearch>>,
 }
 
 impl Default for AgentOptions {
@@ -175,6 +180,7 @@ impl Default for AgentOptions {
             skip_unsupported_tools: false,
             search_results: DEFAULT_SEARCH_RESULTS,
             defer_budget: None,
+            hybrid_search: None,
         }
     }
 }
@@ -315,6 +321,13 @@ impl AgentOptions {
     #[must_use]
     pub fn search_results(mut self, limit: usize) -> Self {
         self.search_results = limit;
+        self
+    }
+
+    /// Ranks `search_tools` results with `search` (see [`HybridSearch`]).
+    #[must_use]
+    pub fn hybrid_search(mut self, search: HybridSearch) -> Self {
+        self.hybrid_search = Some(Arc::new(search));
         self
     }
 
@@ -575,7 +588,8 @@ impl Agent {
             options.search_results,
             options.defer_budget,
             model.provider(),
-        );
+        )
+        .with_hybrid(options.hybrid_search);
         Self {
             inner: Arc::new(Shared {
                 model,

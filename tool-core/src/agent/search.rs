@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
-use super::AgentEvent;
+use super::{AgentEvent, HybridSearch};
 use crate::{
     context::ToolContext,
     execute::ExecuteError,
@@ -14,7 +14,7 @@ use crate::{
     model::{RequestTools, ToolChoice},
     registry::{OfferedTools, RegistrySnapshot},
     schema::{Provider, ToolList},
-    search::{MAX_QUERY_BYTES, SearchMatches, ToolIndex},
+    search::{MAX_QUERY_BYTES, SearchMatches},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError},
 };
 
@@ -97,6 +97,8 @@ pub(super) struct ToolSearch {
     provider: Provider,
     /// The last snapshot the budget was checked on, and the snapshot it gave.
     budgeted: Mutex<Option<(Arc<RegistrySnapshot>, Arc<RegistrySnapshot>)>>,
+    /// Ranks by meaning as well, when set.
+    hybrid: Option<Arc<HybridSearch>>,
 }
 
 /// A base snapshot with the search tool added, built once per snapshot.
@@ -122,7 +124,14 @@ impl ToolSearch {
             budget,
             provider,
             budgeted: Mutex::default(),
+            hybrid: None,
         }
+    }
+
+    /// This search, ranking with `hybrid` when given.
+    pub(super) fn with_hybrid(mut self, hybrid: Option<Arc<HybridSearch>>) -> Self {
+        self.hybrid = hybrid;
+        self
     }
 
     /// The snapshot a step runs its calls in, and the tools its request offers: without
@@ -225,7 +234,8 @@ impl ToolSearch {
         let tool = SearchTool {
             context: self.context.clone(),
             searches: self.searches.clone(),
-            index: Arc::new(base.search_index()),
+            base: base.clone(),
+            hybrid: self.hybrid.clone(),
             limit: self.limit,
         };
         let extended = match base.with_tool(Arc::new(tool)) {
@@ -285,15 +295,8 @@ pub(super) fn not_available(
 
 /// The enabled tools that best match the words of `name`, best first.
 fn closest(snapshot: &RegistrySnapshot, name: &str) -> Vec<String> {
-    let definitions = snapshot.definitions();
-    let index = ToolIndex::new(definitions.iter().map(|definition| {
-        let title = snapshot
-            .metadata(&definition.function.name)
-            .and_then(|metadata| metadata.title.as_deref());
-        (definition, title)
-    }));
-    index
-        .search(name, CLOSEST)
+    snapshot
+        .search_enabled(name, CLOSEST)
         .map(|matches| matches.hits.into_iter().map(|hit| hit.name).collect())
         .unwrap_or_default()
 }
@@ -303,7 +306,9 @@ fn closest(snapshot: &RegistrySnapshot, name: &str) -> Vec<String> {
 struct SearchTool {
     context: ToolContext,
     searches: Arc<Mutex<Vec<AgentEvent>>>,
-    index: Arc<ToolIndex>,
+    /// The snapshot whose deferred tools it searches.
+    base: Arc<RegistrySnapshot>,
+    hybrid: Option<Arc<HybridSearch>>,
     limit: usize,
 }
 
@@ -337,7 +342,13 @@ impl ExecutableTool for SearchTool {
             .get("query")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let outcome = self.index.search(query, self.limit);
+        let outcome = match &self.hybrid {
+            Some(hybrid) => hybrid
+                .search(&self.base, query, self.limit)
+                .await
+                .map(|found| found.matches),
+            None => self.base.search(query, self.limit),
+        };
         let matches = outcome
             .as_ref()
             .map_or_else(|_| SearchMatches::default(), Clone::clone);
