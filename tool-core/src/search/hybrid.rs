@@ -8,12 +8,6 @@ use serde_json::Value;
 use super::{MAX_SCHEMA_DEPTH, text};
 use crate::tool::ChatTool;
 
-/// Reciprocal rank fusion's `k`: a tool ranked `r`-th (from 1) in one ranking gets
-/// `1 / (k + r)` from it. 60 is the value of Cormack, Clarke and Büttcher's paper ("Reciprocal
-/// Rank Fusion outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009), which
-/// most systems keep.
-pub const RRF_K: f32 = 60.0;
-
 /// The most bytes of a tool's text an embedder is given.
 const MAX_TEXT: usize = 4_096;
 
@@ -80,26 +74,28 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
-/// Reciprocal rank fusion of `rankings` (each best first): every name gets the sum over the
-/// rankings it is in of `1 / (RRF_K + rank)`, ranks counted from 1. Best first; ties keep the
-/// order in which names first appear, ranking by ranking.
+/// Weighted reciprocal rank fusion (Cormack, Clarke and Büttcher, "Reciprocal Rank Fusion
+/// outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009) of `rankings`,
+/// each best first with its weight: every name gets the sum over the rankings it is in of
+/// `weight / (k + rank)`, ranks counted from 1. Best first; ties keep the order in which names
+/// first appear, ranking by ranking.
 ///
 /// ```
 /// use tool_core::search::hybrid::reciprocal_rank_fusion;
 ///
 /// let lexical = ["git_log", "git_show", "git_diff"];
 /// let semantic = ["git_show", "git_status"];
-/// let fused = reciprocal_rank_fusion(&[&lexical[..], &semantic[..]]);
+/// let fused = reciprocal_rank_fusion(&[(&lexical[..], 1.0), (&semantic[..], 1.0)], 60.0);
 /// let names: Vec<&str> = fused.iter().map(|(name, _)| *name).collect();
 /// assert_eq!(names, ["git_show", "git_log", "git_status", "git_diff"]);
 /// ```
-pub fn reciprocal_rank_fusion<'a>(rankings: &[&[&'a str]]) -> Vec<(&'a str, f32)> {
+pub fn reciprocal_rank_fusion<'a>(rankings: &[(&[&'a str], f32)], k: f32) -> Vec<(&'a str, f32)> {
     let mut fused: Vec<(&'a str, f32)> = Vec::new();
     let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for ranking in rankings {
+    for (ranking, weight) in rankings {
         for (rank, name) in ranking.iter().enumerate() {
             #[allow(clippy::cast_precision_loss)]
-            let share = 1.0 / (RRF_K + (rank + 1) as f32);
+            let share = weight / (k + (rank + 1) as f32);
             match at.get(name) {
                 Some(&slot) => fused[slot].1 += share,
                 None => {
@@ -169,10 +165,13 @@ mod tests {
         assert!(cosine(&[1.0, 0.0], &[0.0, 1.0]).abs() < 1e-6);
         assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
         assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0);
-        let fused = reciprocal_rank_fusion(&[&["a", "b"][..], &["c", "a"][..]]);
+        let fused = reciprocal_rank_fusion(&[(&["a", "b"][..], 1.0), (&["c", "a"][..], 1.0)], 60.0);
         assert_eq!(fused[0].0, "a");
         assert!((fused[0].1 - (1.0 / 61.0 + 1.0 / 62.0)).abs() < 1e-6);
         assert_eq!(fused.len(), 3);
         assert_eq!((fused[1].0, fused[2].0), ("c", "b"));
+        // Weighted: the first ranking counts half, so its first is behind the second's.
+        let fused = reciprocal_rank_fusion(&[(&["a"][..], 0.5), (&["b"][..], 1.0)], 10.0);
+        assert_eq!(fused, [("b", 1.0 / 11.0), ("a", 0.5 / 11.0)]);
     }
 }
