@@ -257,7 +257,7 @@ pub(crate) fn dumped_registry(count: usize) -> Arc<ToolRegistry> {
         let tool = &tools[n % tools.len()].definition;
         let definition = ChatTool::new(
             format!("{}_{n:05}", tool.function.name),
-            tool.function.description.to_string(),
+            &tool.function.description,
             tool.parameters().clone(),
         );
         Arc::new(Dumped(definition)) as Arc<dyn ExecutableTool>

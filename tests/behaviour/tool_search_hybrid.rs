@@ -251,7 +251,8 @@ async fn gemini_batch_embed_answers_are_read() {
 #[tokio::test]
 async fn a_failing_embedder_falls_back_to_the_lexical_ranking() {
     let registry = registry();
-    let cases: Vec<(&str, Vec<Reply>, fn(&EmbedError) -> bool)> = vec![
+    type Case = (&'static str, Vec<Reply>, fn(&EmbedError) -> bool);
+    let cases: Vec<Case> = vec![
         (
             "bad status",
             vec![Reply::error(

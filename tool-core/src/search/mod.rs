@@ -230,21 +230,18 @@ impl ToolIndex {
     /// among ties). Costs the postings of the old and the new definition's words only.
     pub fn upsert(&mut self, tool: &ChatTool, title: Option<&str>) {
         let (fields, extra) = read_fields(tool, title);
-        let (doc, order) = match self.by_name.get(tool.name()) {
-            Some(&doc) => {
-                let order = self.docs[doc as usize].as_ref().map_or(0, |old| old.order);
-                self.clear(doc);
-                (doc, order)
-            }
-            None => {
-                let doc = self.free.pop().unwrap_or_else(|| {
-                    self.docs.push(None);
-                    self.lengths.push([0; FIELDS]);
-                    u32::try_from(self.docs.len() - 1).unwrap_or(u32::MAX)
-                });
-                self.next_order += 1;
-                (doc, self.next_order - 1)
-            }
+        let (doc, order) = if let Some(&doc) = self.by_name.get(tool.name()) {
+            let order = self.docs[doc as usize].as_ref().map_or(0, |old| old.order);
+            self.clear(doc);
+            (doc, order)
+        } else {
+            let doc = self.free.pop().unwrap_or_else(|| {
+                self.docs.push(None);
+                self.lengths.push([0; FIELDS]);
+                u32::try_from(self.docs.len() - 1).unwrap_or(u32::MAX)
+            });
+            self.next_order += 1;
+            (doc, self.next_order - 1)
         };
         let mut words: Vec<(u32, [u16; FIELDS])> = Vec::new();
         let mut lengths = [0_u32; FIELDS];
