@@ -36,6 +36,7 @@
 
 mod approval;
 mod events;
+mod hybrid;
 mod output;
 mod partial;
 mod run;
@@ -50,6 +51,7 @@ use serde_json::Value;
 
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, resolved_path};
 pub use events::{AgentEvent, ToolResultKind};
+pub use hybrid::{HybridMatches, HybridSearch};
 pub use output::{OUTPUT_TOOL, OutputEvent, OutputMode, OutputOptions, OutputResponse};
 pub use search::{DeferBudget, DeferredCalls, SEARCH_TOOL};
 
@@ -164,6 +166,9 @@ pub struct AgentOptions {
     /// What a call to a deferred tool that no search loaded does (default
     /// [`DeferredCalls::Load`]: the tool is loaded and the call runs).
     pub deferred_calls: DeferredCalls,
+    /// Rank `search_tools` results by meaning as well as by words (default `None`: by words
+    /// alone). See [`HybridSearch`].
+    pub hybrid_search: Option<Arc<HybridSearch>>,
 }
 
 impl Default for AgentOptions {
@@ -188,6 +193,7 @@ impl Default for AgentOptions {
             defer_budget: None,
             native_search: crate::model::NativeSearch::default(),
             deferred_calls: DeferredCalls::default(),
+            hybrid_search: None,
         }
     }
 }
@@ -328,6 +334,13 @@ impl AgentOptions {
     #[must_use]
     pub fn search_results(mut self, limit: usize) -> Self {
         self.search_results = limit;
+        self
+    }
+
+    /// Ranks `search_tools` results with `search` (see [`HybridSearch`]).
+    #[must_use]
+    pub fn hybrid_search(mut self, search: HybridSearch) -> Self {
+        self.hybrid_search = Some(Arc::new(search));
         self
     }
 
@@ -607,7 +620,8 @@ impl Agent {
                 native: options.native_search,
                 deferred_calls: options.deferred_calls,
             },
-        );
+        )
+        .with_hybrid(options.hybrid_search);
         Self {
             inner: Arc::new(Shared {
                 model,

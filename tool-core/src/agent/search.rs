@@ -9,7 +9,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use super::AgentEvent;
+use super::{AgentEvent, HybridSearch};
 use crate::{
     context::ToolContext,
     execute::ExecuteError,
@@ -17,7 +17,7 @@ use crate::{
     model::{NativeSearch, ProviderToolSearch, RequestTools, ToolChoice},
     registry::{OfferedTools, RegistrySnapshot},
     schema::{Provider, ToolList},
-    search::{MAX_QUERY_BYTES, SearchMatches, ToolIndex},
+    search::{MAX_QUERY_BYTES, SearchMatches},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError},
 };
 
@@ -141,6 +141,8 @@ pub(super) struct ToolSearch {
     calls: Mutex<HashMap<String, (u64, u64)>>,
     /// The tools the budget keeps eager for being the most used, worked out at a turn's start.
     most_used: Mutex<Arc<[String]>>,
+    /// Ranks by meaning as well, when set.
+    hybrid: Option<Arc<HybridSearch>>,
 }
 
 struct Budgeted {
@@ -167,7 +169,14 @@ impl ToolSearch {
             budgeted: Mutex::default(),
             calls: Mutex::default(),
             most_used: Mutex::new(Arc::from(Vec::new())),
+            hybrid: None,
         }
+    }
+
+    /// This search, ranking with `hybrid` when given.
+    pub(super) fn with_hybrid(mut self, hybrid: Option<Arc<HybridSearch>>) -> Self {
+        self.hybrid = hybrid;
+        self
     }
 
     /// A turn starts: the most used tools the budget keeps eager are worked out again.
@@ -201,12 +210,10 @@ impl ToolSearch {
         if base.deferred_names().is_empty() {
             return None;
         }
-        Some(
-            match base.search_index().search(query, self.settings.limit) {
-                Ok(matches) => answer(query, &matches),
-                Err(error) => format!("Error executing {SEARCH_TOOL}: {error}"),
-            },
-        )
+        Some(match base.search(query, self.settings.limit) {
+            Ok(matches) => answer(query, &matches),
+            Err(error) => format!("Error executing {SEARCH_TOOL}: {error}"),
+        })
     }
 
     /// The snapshot a step runs its calls in, and the tools its request offers: without
@@ -393,7 +400,8 @@ impl ToolSearch {
         let tool = SearchTool {
             context: self.context.clone(),
             searches: self.searches.clone(),
-            index: Arc::new(base.search_index()),
+            base: base.clone(),
+            hybrid: self.hybrid.clone(),
             limit: self.settings.limit,
         };
         let extended = match base.with_tool(Arc::new(tool)) {
@@ -453,15 +461,8 @@ pub(super) fn not_available(
 
 /// The enabled tools that best match the words of `name`, best first.
 fn closest(snapshot: &RegistrySnapshot, name: &str) -> Vec<String> {
-    let definitions = snapshot.definitions();
-    let index = ToolIndex::new(definitions.iter().map(|definition| {
-        let title = snapshot
-            .metadata(&definition.function.name)
-            .and_then(|metadata| metadata.title.as_deref());
-        (definition, title)
-    }));
-    index
-        .search(name, CLOSEST)
+    snapshot
+        .search_enabled(name, CLOSEST)
         .map(|matches| matches.hits.into_iter().map(|hit| hit.name).collect())
         .unwrap_or_default()
 }
@@ -471,7 +472,9 @@ fn closest(snapshot: &RegistrySnapshot, name: &str) -> Vec<String> {
 struct SearchTool {
     context: ToolContext,
     searches: Arc<Mutex<Vec<AgentEvent>>>,
-    index: Arc<ToolIndex>,
+    /// The snapshot whose deferred tools it searches.
+    base: Arc<RegistrySnapshot>,
+    hybrid: Option<Arc<HybridSearch>>,
     limit: usize,
 }
 
@@ -505,7 +508,13 @@ impl ExecutableTool for SearchTool {
             .get("query")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let outcome = self.index.search(query, self.limit);
+        let outcome = match &self.hybrid {
+            Some(hybrid) => hybrid
+                .search(&self.base, query, self.limit)
+                .await
+                .map(|found| found.matches),
+            None => self.base.search(query, self.limit),
+        };
         let matches = outcome
             .as_ref()
             .map_or_else(|_| SearchMatches::default(), Clone::clone);

@@ -41,6 +41,8 @@ mod vars;
 #[cfg(feature = "http")]
 pub(crate) mod wire;
 
+pub mod embed;
+
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
 #[cfg(feature = "gemini")]
@@ -64,6 +66,13 @@ mod decoder_properties;
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use choice::ToolChoice;
+#[cfg(feature = "gemini")]
+pub use embed::GeminiEmbedder;
+#[cfg(feature = "ollama")]
+pub use embed::OllamaEmbedder;
+#[cfg(feature = "openai")]
+pub use embed::OpenAiEmbedder;
+pub use embed::{EmbedError, Embedder, check_embeddings};
 pub use env::{from_env, from_vars};
 pub use format::ResponseFormat;
 #[cfg(feature = "gemini")]
