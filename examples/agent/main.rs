@@ -17,9 +17,16 @@
 //! `--otlp URL` (or `OTEL_EXPORTER_OTLP_ENDPOINT`) exports the agent's spans and metrics, which
 //! follow the OpenTelemetry GenAI conventions, over OTLP/HTTP to a collector at that base URL.
 //!
-//! REPL commands: `/tools` lists every tool with its on/off switch and category, `/enable NAME`
-//! and `/disable NAME` toggle a tool and remember the choice across runs, `/save [REASON]` saves
-//! the session, `/clear` forgets the conversation, `/quit` leaves. Ctrl-C cancels a running turn.
+//! REPL commands: `/tools` lists every tool with its on/off switch and category (and whether it
+//! is deferred or loaded), `/enable NAME` and `/disable NAME` toggle a tool and remember the
+//! choice across runs, `/search QUERY` shows what the model's tool search would answer,
+//! `/save [REASON]` saves the session, `/clear` forgets the conversation, `/quit` leaves. Ctrl-C
+//! cancels a running turn.
+//!
+//! Tool search turns itself on once the tools (built-in, configured, and those of `--mcp`
+//! servers) pass `--search-budget` (30 by default, where models start to pick worse): every tool
+//! but the file tools is then deferred, and the model finds them with a search (its provider's
+//! own on Anthropic and OpenAI Responses, `search_tools` elsewhere).
 //!
 //! What the model may not change stays out of its reach: the switches
 //! (`tool-preferences.json`) and the session (`session.json`) live in a state directory beside
@@ -48,7 +55,7 @@ use tokio::io::{AsyncBufReadExt as _, BufReader, Lines, Stdin};
 use tool_core::{
     Agent, AgentEvent, AgentOptions, ChatSession, FilePreferenceStore, HandlerTable, JsonObject,
     PreferenceStore, ToolContext, ToolContextOptions, ToolRegistry,
-    agent::{ApprovalDecision, ApprovalPolicy, ApprovalRequest},
+    agent::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, DeferBudget},
     config, create_default_tool_registry,
     mcp::{McpClient, McpRegistration, McpServerConfig},
     model::{ChatModel, TestModel},
@@ -73,6 +80,7 @@ commands:
   /tools           list every tool with its on/off switch and category
   /enable NAME     turn a tool on (remembered across runs)
   /disable NAME    turn a tool off (remembered across runs)
+  /search QUERY    show what the model's tool search would answer (once tools are deferred)
   /save [REASON]   save the session context
   /clear           forget the conversation
   /help            show this help
@@ -141,6 +149,10 @@ struct Args {
     /// $OTEL_EXPORTER_OTLP_ENDPOINT, else none].
     #[arg(long, value_name = "URL")]
     otlp: Option<String>,
+    /// Past this many enabled tools, defer all but the file tools and let the model search
+    /// for them.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    search_budget: usize,
 }
 
 fn default_root() -> PathBuf {
@@ -397,6 +409,13 @@ async fn run(args: Args) -> ExitCode {
         // whose annotations are only its server's claims) is asked about first, unless --yes:
         // approval follows what a tool does, not its name.
         .approval(ApprovalPolicy::new().destructive_tools(true))
+        // Many tools (several MCP servers) make models pick worse and cost tokens in every
+        // request: past the budget, the model searches for the tools it needs.
+        .defer_budget(
+            DeferBudget::tools(args.search_budget)
+                .pin(["read_file", "write_file"])
+                .keep_most_used(3),
+        )
         .telemetry(Telemetry::new().agent_name("agent"));
     let agent = Agent::with_model(model, options);
 
@@ -559,6 +578,12 @@ async fn repl(agent: &Agent, session: &ChatSession, answers: &mut Answers, yes: 
             "/quit" | "/exit" => return,
             "/help" => println!("{HELP}"),
             "/tools" => show_tools(agent),
+            "/search" => match agent.preview_search(rest) {
+                Some(answer) => println!("search_tools would answer:\n{}", printable(&answer)),
+                None => println!(
+                    "no tool is deferred: every tool is offered to the model (see --search-budget)"
+                ),
+            },
             "/enable" | "/disable" => {
                 let on = command == "/enable";
                 if rest.is_empty() {
@@ -607,8 +632,13 @@ fn show_tools(agent: &Agent) {
     let tools = agent.list_tools();
     let width = tools.iter().map(|tool| tool.name.len()).max().unwrap_or(0);
     for tool in tools {
+        let offered = match (tool.deferred, tool.loaded) {
+            (false, _) => "",
+            (true, false) => "  (deferred)",
+            (true, true) => "  (loaded)",
+        };
         println!(
-            "[{}] {:width$}  {:10}  {}",
+            "[{}] {:width$}  {:10}  {}{offered}",
             if tool.enabled { "on " } else { "off" },
             printable(&tool.name),
             printable(tool.category.as_deref().unwrap_or("-")),
@@ -681,6 +711,21 @@ async fn print_events(
                     "{mark} {}: {}",
                     printable(&name),
                     printable(&shorten(&content, 300))
+                );
+            }
+            AgentEvent::ToolSearch { query, loaded, .. } => {
+                if mid_line {
+                    println!();
+                    mid_line = false;
+                }
+                println!(
+                    "?? search {:?}: {}",
+                    printable(&query),
+                    if loaded.is_empty() {
+                        "nothing new loaded".to_owned()
+                    } else {
+                        format!("loaded {}", printable(&loaded.join(", ")))
+                    }
                 );
             }
             AgentEvent::Done(reply) => {

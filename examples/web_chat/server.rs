@@ -223,7 +223,9 @@ async fn list_tools(
     let Some(chat) = find_chat(&users, &id, &chat_id) else {
         return no_such_chat(&chat_id);
     };
-    Json(json!({ "tools": chat.session.list_tools() })).into_response()
+    // The agent's view: its switches, and which tools are deferred (by their declaration or
+    // the agent's budget) and loaded in this chat.
+    Json(json!({ "tools": chat.agent.list_tools() })).into_response()
 }
 
 /// The body of `PUT /api/chats/{chat}/tools/{tool}`.
@@ -443,6 +445,14 @@ fn event_view(event: AgentEvent) -> Option<Event> {
             &json!({ "step": step, "finish_reason": finish_reason, "tool_calls": tool_calls }),
         ),
         AgentEvent::Usage(usage) => sse("usage", &json!(usage)),
+        AgentEvent::ToolSearch {
+            query,
+            matches,
+            loaded,
+        } => sse(
+            "tool_search",
+            &json!({ "query": query, "matches": matches, "loaded": loaded }),
+        ),
         AgentEvent::Done(reply) => sse(
             "done",
             &json!({

@@ -359,6 +359,42 @@ fn the_example_uses_an_mcp_servers_tools_like_its_own() {
 }
 
 #[test]
+fn past_its_search_budget_the_example_defers_tools_and_search_shows_what_the_model_reads() {
+    let workspace = Workspace::new();
+    // Within the default budget: nothing is deferred, so there is nothing to search.
+    let stdout = workspace.run(&["--stdin"], "/tools\n/search save\n/quit\n");
+    assert!(!stdout.contains("(deferred)"), "{stdout}");
+    assert!(
+        stdout.contains("no tool is deferred: every tool is offered to the model"),
+        "{stdout}"
+    );
+
+    // Past a budget of one tool: all but the file tools are deferred.
+    let stdout = workspace.run(
+        &["--stdin", "--search-budget", "1"],
+        "/tools\n/search save the conversation\n/search\n/quit\n",
+    );
+    assert!(
+        tool_line(&stdout, "save_session_context").ends_with("(deferred)"),
+        "{stdout}"
+    );
+    assert!(!tool_line(&stdout, "read_file").contains("(deferred)"));
+    assert!(!tool_line(&stdout, "write_file").contains("(deferred)"));
+    assert!(
+        stdout.contains(
+            "search_tools would answer:\nLoaded; call them like any other tool:\n\
+             - save_session_context: "
+        ),
+        "{stdout}"
+    );
+    // An empty query gets the search's own error, as the model would.
+    assert!(
+        stdout.contains("search_tools would answer:\nError executing search_tools: "),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn an_mcp_server_that_cannot_start_stops_the_example_with_the_reason() {
     let workspace = Workspace::new();
     let output = spawn(

@@ -104,6 +104,7 @@ fn the_architecture_invariants_hold() {
         "session",
         "store",
         "mcp",
+        "gateway",
     ] {
         for (used, path) in modules.uses(module) {
             if matches!(used, "model" | "agent") {

@@ -21,7 +21,7 @@ use tool_core::{
 
 use crate::{
     agent_support::assert_every_call_answered,
-    llama_server_support::{LlamaServer, llama_files},
+    llama_server_support::{LlamaFiles, LlamaServer, llama_files},
     loopback::Collected,
 };
 
@@ -342,55 +342,57 @@ async fn a_conversation_moves_between_the_wires() {
 }
 
 /// The server is killed while it streams a forced call: the stream ends with `Truncated`
-/// naming the call, on every wire.
+/// naming the call, on every wire (each with a server of its own, all at once).
 #[tokio::test]
 async fn a_server_killed_mid_stream_gives_truncated() {
     let Some(files) = llama_files("a_server_killed_mid_stream_gives_truncated") else {
         return;
     };
+    futures::future::join_all(WIRES.map(|wire| killed_mid_stream(&files, wire))).await;
+}
+
+async fn killed_mid_stream(files: &LlamaFiles, wire: LlamaWire) {
     let tools = RequestTools::from_definitions(vec![Weather::default().get_schema()]);
-    for wire in WIRES {
-        let mut server = LlamaServer::start(&files, 1).await;
-        let request = ChatRequest::new(vec![Message::user("What is the weather in Paris?")])
-            .tools(tools.clone())
-            .tool_choice(ToolChoice::Required)
-            .settings(settings());
-        let mut stream = tokio::time::timeout(CALL, client(wire, &server).stream(request))
-            .await
-            .expect("the stream started in time")
-            .unwrap();
-        // The call has begun: the grammar still has its arguments to write, a token at a time.
-        let started = tokio::time::timeout(CALL, async {
-            while let Some(event) = futures::StreamExt::next(&mut stream).await {
-                if let Ok(ModelEvent::ToolCallStarted(start)) = event {
-                    return start;
-                }
-            }
-            panic!("{wire:?}: the stream ended before the call began");
-        })
+    let mut server = LlamaServer::start(files, 1).await;
+    let request = ChatRequest::new(vec![Message::user("What is the weather in Paris?")])
+        .tools(tools)
+        .tool_choice(ToolChoice::Required)
+        .settings(settings());
+    let mut stream = tokio::time::timeout(CALL, client(wire, &server).stream(request))
         .await
-        .expect("the call began in time");
-        server.kill();
-        let rest = tokio::time::timeout(CALL, Collected::from(stream))
-            .await
-            .expect("the stream ended after the kill");
-        assert!(
-            !rest
-                .events
-                .iter()
-                .any(|e| matches!(e, ModelEvent::Done { .. })),
-            "{wire:?}: {:?}",
-            rest.events
-        );
-        match rest.error {
-            Some(ProviderError::Truncated {
-                incomplete_call, ..
-            }) => assert_eq!(
-                incomplete_call.as_deref(),
-                Some(started.name.as_str()),
-                "{wire:?}"
-            ),
-            other => panic!("{wire:?}: expected Truncated, got {other:?}"),
+        .expect("the stream started in time")
+        .unwrap();
+    // The call has begun: the grammar still has its arguments to write, a token at a time.
+    let started = tokio::time::timeout(CALL, async {
+        while let Some(event) = futures::StreamExt::next(&mut stream).await {
+            if let Ok(ModelEvent::ToolCallStarted(start)) = event {
+                return start;
+            }
         }
+        panic!("{wire:?}: the stream ended before the call began");
+    })
+    .await
+    .expect("the call began in time");
+    server.kill();
+    let rest = tokio::time::timeout(CALL, Collected::from(stream))
+        .await
+        .expect("the stream ended after the kill");
+    assert!(
+        !rest
+            .events
+            .iter()
+            .any(|e| matches!(e, ModelEvent::Done { .. })),
+        "{wire:?}: {:?}",
+        rest.events
+    );
+    match rest.error {
+        Some(ProviderError::Truncated {
+            incomplete_call, ..
+        }) => assert_eq!(
+            incomplete_call.as_deref(),
+            Some(started.name.as_str()),
+            "{wire:?}"
+        ),
+        other => panic!("{wire:?}: expected Truncated, got {other:?}"),
     }
 }

@@ -142,7 +142,9 @@ impl LlamaServer {
                 "--port",
                 &port.to_string(),
             ])
-            .args(["--seed", "42", "--threads", "2", "--no-warmup"])
+            // One thread: the model is 32 wide, and a second thread would spin-wait (OpenMP)
+            // on every token while the first samples, taking a core from the other tests.
+            .args(["--seed", "42", "--threads", "1", "--no-warmup"])
             .args(["--parallel", &slots.to_string()])
             .args(["--ctx-size", &(slots * 4096).to_string()])
             .stdin(Stdio::null())

@@ -110,7 +110,7 @@ fn run_client(sdk: &Path, args: &[&str]) -> Value {
 /// The SDK's package folder, or `None` after saying the test is skipped. server-everything,
 /// installed in the same place, brings an SDK of its own choosing: only the pinned version is
 /// taken.
-fn sdk() -> Option<&'static Path> {
+pub(crate) fn sdk() -> Option<&'static Path> {
     static SDK: OnceLock<Option<PathBuf>> = OnceLock::new();
     SDK.get_or_init(|| {
         NpmPackage {

@@ -517,3 +517,91 @@ async fn a_key_given_twice_is_refused_on_every_path() {
         );
     }
 }
+
+/// How many times `CountedArgs` were read, whatever came of it.
+static COUNTED_READS: AtomicUsize = AtomicUsize::new(0);
+
+/// Arguments with a bound serde does not enforce, counting how often they are read.
+#[derive(schemars::JsonSchema)]
+struct CountedArgs {
+    /// How many.
+    #[schemars(range(min = 1, max = 9))]
+    n: u8,
+    /// What of.
+    label: String,
+}
+
+impl<'de> Deserialize<'de> for CountedArgs {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Plain {
+            n: u8,
+            label: String,
+        }
+        COUNTED_READS.fetch_add(1, Ordering::SeqCst);
+        Plain::deserialize(deserializer).map(|plain| CountedArgs {
+            n: plain.n,
+            label: plain.label,
+        })
+    }
+}
+
+/// Count things.
+#[tool]
+async fn counted(#[args] args: CountedArgs) -> String {
+    format!("{} {}", args.n, args.label)
+}
+
+/// Arguments that arrive as an object only (an MCP client's, `ToolRegistry::execute`) are
+/// checked as text is: a typed tool's own type checks the types and required fields, and only
+/// the bound is validated before it; the model reads the same message as on the text path.
+#[tokio::test]
+async fn an_object_is_validated_only_for_what_the_typed_arguments_cannot_check() {
+    // A registry that never sees text, as an MCP server's; and one that sees only text.
+    let objects = ToolRegistry::new();
+    objects.register(Counted).unwrap();
+    let texts = ToolRegistry::new();
+    texts.register(Counted).unwrap();
+    let invalid = "Error: invalid arguments for counted: ";
+    let cases = [
+        (r#"{"n": 3, "label": "pears"}"#, "3 pears".to_owned(), 1),
+        // Wrong types and missing fields: the typed arguments refuse them, and the schema says
+        // why, in the words full validation would use.
+        (
+            r#"{"n": "3", "label": "pears"}"#,
+            format!(r#"{invalid}at /n: expected an integer, got "3""#),
+            1,
+        ),
+        (
+            r#"{"label": "pears"}"#,
+            format!("{invalid}missing required argument 'n'"),
+            1,
+        ),
+        // The bound: validated before the tool, which never reads the arguments.
+        (
+            r#"{"n": 30, "label": "pears"}"#,
+            format!("{invalid}at /n: expected a number <= 9, got 30"),
+            0,
+        ),
+        // Both: every problem is named, as full validation names them.
+        (
+            r#"{"n": 30, "label": 5}"#,
+            format!(
+                "{invalid}at /label: expected a string, got 5; at /n: expected a number <= 9, got 30"
+            ),
+            0,
+        ),
+    ];
+    for (text, expected, reads) in cases {
+        let args: JsonObject = serde_json::from_str(text).unwrap();
+        let before = COUNTED_READS.load(Ordering::SeqCst);
+        assert_eq!(objects.execute("counted", args).await, expected, "{text}");
+        let read = COUNTED_READS.load(Ordering::SeqCst) - before;
+        assert_eq!(read, reads, "{text}: times the typed arguments were read");
+        assert_eq!(
+            texts.execute_text("counted", text).await,
+            expected,
+            "{text}"
+        );
+    }
+}

@@ -482,8 +482,9 @@ async fn a_search_index_finds_tools_by_name_parts_title_and_parameters() {
     assert_eq!(top("translating"), "translate_text");
 }
 
-/// The tools of the request each provider client sends over real HTTP: the eager tool and the
-/// search tool, never a deferred definition.
+/// The tools of the request each provider client sends over real HTTP with the local search:
+/// the eager tool and the search tool, never a deferred definition (Anthropic's native form is
+/// in `tool_search_native`).
 #[tokio::test]
 async fn every_wire_sends_the_search_tool_instead_of_the_deferred_definitions() {
     for provider in crate::tool_choice::ALL {
@@ -493,7 +494,10 @@ async fn every_wire_sends_the_search_tool_instead_of_the_deferred_definitions() 
             // at the step limit; only the request matters here.
             let agent = Agent::with_model(
                 Arc::from(link.model),
-                AgentOptions::new().registry(registry()).max_steps(1),
+                AgentOptions::new()
+                    .registry(registry())
+                    .max_steps(1)
+                    .native_search(tool_core::model::NativeSearch::Off),
             );
             let outcome = tokio::time::timeout(Duration::from_secs(20), async {
                 if streamed {

@@ -264,24 +264,25 @@ fn past_a_token_estimate_the_tools_are_deferred_and_a_search_finds_them() {
 }
 
 /// The bytes of the `tools` part of the first request each wire sends over real HTTP for
-/// `count` generated tools, every one offered (search off) or deferred (search on), printed
-/// with their estimated tokens; with 1,000 tools, search sends at most 5% of the bytes.
+/// `count` tools (the dumped lists of real MCP servers repeated with distinct names), every one
+/// offered (search off) or deferred (search on), printed with their estimated tokens; with
+/// 1,000 tools, search sends at most 5% of the bytes.
 #[tokio::test]
 async fn request_size_with_search_on_and_off() {
     for provider in crate::tool_choice::ALL {
-        for count in [10, 100, 1_000] {
-            let registry = generated(count);
+        for count in [10, 100, 1_000, 10_000] {
+            let registry = crate::tool_search_eval::dumped_registry(count);
             let off = tools_bytes(provider, &registry, None).await;
             let on = tools_bytes(provider, &registry, Some(DeferBudget::tools(0))).await;
             #[allow(clippy::cast_precision_loss)]
             let share = on as f64 / off as f64 * 100.0;
             println!(
-                "{provider}: {count:>5} tools: search off {off:>8} bytes (~{:>6} tokens), \
-                 on {on:>5} bytes (~{:>4} tokens), {share:.2}%",
+                "{provider}: {count:>6} tools: search off {off:>9} bytes (~{:>7} tokens), \
+                 on {on:>5} bytes (~{:>4} tokens), {share:.3}%",
                 off / 4,
                 on / 4,
             );
-            if count == 1_000 {
+            if count >= 1_000 {
                 assert!(on * 20 <= off, "{provider}: {on} of {off} bytes");
             }
         }
@@ -295,7 +296,12 @@ async fn tools_bytes(
     budget: Option<DeferBudget>,
 ) -> usize {
     let link = crate::tool_choice::link(provider, false).await;
-    let mut options = AgentOptions::new().registry(registry.clone()).max_steps(1);
+    // The local search on every wire: Anthropic's own search takes every deferred definition
+    // (marked `defer_loading`, kept out of the prompt on Anthropic's side).
+    let mut options = AgentOptions::new()
+        .registry(registry.clone())
+        .max_steps(1)
+        .native_search(tool_core::model::NativeSearch::Off);
     if let Some(budget) = budget {
         options = options.defer_budget(budget);
     }

@@ -84,12 +84,28 @@ async fn test_model_gives_a_valid_enum_output() {
     let agent = test_agent(dir.path(), TestModel::new().call_tools([OUTPUT_TOOL]));
     let mood = agent.chat_output::<Mood>("how are you").await.unwrap();
     assert!(matches!(mood.output, Mood::Happy | Mood::Sad));
+    // An enum of variants with data has an output tool per variant; the test model calls
+    // both, and the first is the output.
+    let agent = test_agent(
+        dir.path(),
+        TestModel::new().call_tools(["final_result_Square", "final_result_Circle"]),
+    );
     let shape = agent.chat_output::<Shape>("draw").await.unwrap();
-    assert!(matches!(
-        shape.output,
-        Shape::Circle { .. } | Shape::Square { .. }
-    ));
+    assert!(matches!(shape.output, Shape::Circle { .. }), "{shape:?}");
     assert_eq!(shape.output_retries, 0);
+    assert_eq!(
+        tool_results(&agent.messages()),
+        [
+            (
+                "test_call_0".to_owned(),
+                "Final result accepted.".to_owned()
+            ),
+            (
+                "test_call_1".to_owned(),
+                "Error: not used; an earlier final result was accepted".to_owned()
+            ),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -763,5 +779,267 @@ async fn a_typed_turn_waiting_for_approval_resumes_into_its_output() {
             ("e1".to_owned(), "hi".to_owned()),
             ("c1".to_owned(), "Final result accepted.".to_owned())
         ]
+    );
+}
+
+/// A reply that is one of two types: `Out = Booking | Refusal`.
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+enum Reply {
+    /// A booking was made.
+    Booked(Booking),
+    /// Nothing can be booked.
+    Refused { reason: String },
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct Booking {
+    hotel: String,
+    nights: u32,
+    guest: Guest,
+}
+
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct Guest {
+    name: String,
+}
+
+#[tokio::test]
+async fn an_enum_output_is_one_output_tool_per_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent(
+        dir.path(),
+        [
+            ScriptedResponse::tool_call(
+                "c1",
+                "final_result_Booked",
+                r#"{"hotel": "Ritz", "nights": "two", "guest": {"name": "Ann"}}"#,
+            ),
+            ScriptedResponse::tool_call(
+                "c2",
+                "final_result_Booked",
+                r#"{"hotel": "Ritz", "nights": 2, "guest": {"name": "Ann"}}"#,
+            ),
+        ],
+    );
+
+    let result = agent.chat_output::<Reply>("book").await.unwrap();
+
+    assert_eq!(
+        result.output,
+        Reply::Booked(Booking {
+            hotel: "Ritz".to_owned(),
+            nights: 2,
+            guest: Guest {
+                name: "Ann".to_owned()
+            }
+        })
+    );
+    assert_eq!(result.output_retries, 1);
+    let request = model.requests()[0].clone();
+    let tools: Vec<(String, String, serde_json::Value)> = request
+        .tools
+        .definitions()
+        .iter()
+        .filter(|tool| tool.name().starts_with(OUTPUT_TOOL))
+        .map(|tool| {
+            (
+                tool.name().to_owned(),
+                tool.description().to_owned(),
+                tool.parameters().clone(),
+            )
+        })
+        .collect();
+    let defs = serde_json::json!({
+        "Booking": {
+            "type": "object",
+            "properties": {
+                "hotel": { "type": "string" },
+                "nights": { "type": "integer", "format": "uint32", "minimum": 0 },
+                "guest": { "$ref": "#/$defs/Guest" }
+            },
+            "required": ["hotel", "nights", "guest"]
+        },
+        "Guest": {
+            "type": "object",
+            "properties": { "name": { "type": "string" } },
+            "required": ["name"]
+        }
+    });
+    assert_eq!(
+        tools,
+        vec![
+            (
+                "final_result_Booked".to_owned(),
+                "A booking was made.\n\nGive the final result of the task as a Booked. Call one \
+                 final_result tool once, when you have the answer; its arguments are the result."
+                    .to_owned(),
+                serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        "hotel": { "type": "string" },
+                        "nights": { "type": "integer", "format": "uint32", "minimum": 0 },
+                        "guest": { "$ref": "#/$defs/Guest" }
+                    },
+                    "required": ["hotel", "nights", "guest"],
+                    "$defs": defs
+                })
+            ),
+            (
+                "final_result_Refused".to_owned(),
+                "Nothing can be booked.\n\nGive the final result of the task as a Refused. Call \
+                 one final_result tool once, when you have the answer; its arguments are the \
+                 result."
+                    .to_owned(),
+                serde_json::json!({
+                    "type": "object",
+                    "properties": { "reason": { "type": "string" } },
+                    "required": ["reason"],
+                    "$defs": defs
+                })
+            ),
+        ]
+    );
+    assert_eq!(
+        tool_results(&agent.messages()),
+        vec![
+            (
+                "c1".to_owned(),
+                "Error: invalid arguments for final_result_Booked: at /nights: expected an \
+                 integer, got \"two\"; call final_result_Booked again with a corrected value, \
+                 or another of final_result_Refused"
+                    .to_owned()
+            ),
+            ("c2".to_owned(), "Final result accepted.".to_owned()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_other_variant_of_an_enum_output_and_a_text_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent(
+        dir.path(),
+        [
+            ScriptedResponse::text("Sorry, no rooms."),
+            ScriptedResponse::tool_call("c1", "final_result_Refused", r#"{"reason": "no rooms"}"#),
+        ],
+    );
+
+    let result = agent.chat_output::<Reply>("book").await.unwrap();
+
+    assert_eq!(
+        result.output,
+        Reply::Refused {
+            reason: "no rooms".to_owned()
+        }
+    );
+    assert_eq!(
+        model.requests()[1].messages.last(),
+        Some(&Message::user(
+            "Error: a plain text answer is not accepted here; give the result by calling \
+             final_result_Booked or final_result_Refused"
+        ))
+    );
+}
+
+#[tokio::test]
+async fn an_enum_output_in_native_mode_is_one_schema() {
+    use tool_core::agent::OutputMode;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, model) = scripted_agent(
+        dir.path(),
+        [ScriptedResponse::text(
+            r#"{"value": {"Refused": {"reason": "full"}}}"#,
+        )],
+    );
+
+    let result = agent
+        .chat_output_with::<Reply>("book", OutputOptions::new().mode(OutputMode::Native))
+        .await
+        .unwrap();
+
+    assert_eq!(
+        result.output,
+        Reply::Refused {
+            reason: "full".to_owned()
+        }
+    );
+    let request = model.requests()[0].clone();
+    assert!(
+        request
+            .tools
+            .definitions()
+            .iter()
+            .all(|tool| !tool.name().starts_with(OUTPUT_TOOL))
+    );
+    let Some(tool_core::model::ResponseFormat::JsonSchema { schema, .. }) =
+        &request.response_format
+    else {
+        panic!("{:?}", request.response_format);
+    };
+    assert_eq!(schema["required"], serde_json::json!(["value"]));
+    assert_eq!(
+        schema["properties"]["value"]["oneOf"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+}
+
+/// The most a count may be, given to the validator as the application's dependency.
+struct Limit(u32);
+
+#[tokio::test]
+async fn a_validator_reads_the_deps_and_the_call() {
+    use std::sync::{Arc, Mutex};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (agent, _model) = scripted_agent_with(
+        AgentOptions::new().deps(tool_core::Deps::new().with(Limit(3))),
+        dir.path(),
+        [
+            output_call("c1", r#"{"value": 5}"#),
+            output_call("c2", r#"{"value": 2}"#),
+        ],
+    );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let options =
+        OutputOptions::new().validator_with(move |n: &u32, call: &tool_core::CallContext| {
+            log.lock().unwrap().push((
+                call.call_id().to_owned(),
+                call.tool_name().to_owned(),
+                call.step(),
+                call.turn(),
+            ));
+            let Limit(limit) = call.dep::<Limit>().map_err(|missing| missing.to_string())?;
+            if n > limit {
+                Err(format!("at most {limit}"))
+            } else {
+                Ok(())
+            }
+        });
+
+    let result = agent
+        .chat_output_with::<u32>("count", options)
+        .await
+        .unwrap();
+
+    assert_eq!(result.output, 2);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            ("c1".to_owned(), OUTPUT_TOOL.to_owned(), 1, 1),
+            ("c2".to_owned(), OUTPUT_TOOL.to_owned(), 2, 1)
+        ]
+    );
+    assert_eq!(
+        tool_results(&agent.messages())[0].1,
+        "Error: final_result asks you to try again: at most 3; call final_result again with a \
+         corrected value"
     );
 }

@@ -49,7 +49,7 @@ fn wire_of(kind: &str) -> Wire {
 }
 
 /// The text `answer`, as the whole answer of the wire of `kind`.
-fn text_answer(kind: &str, answer: &str) -> String {
+pub(crate) fn text_answer(kind: &str, answer: &str) -> String {
     let escaped = serde_json::to_string(answer).unwrap();
     let recording = |bytes: &[u8], text: &str| {
         String::from_utf8(bytes.to_vec())
@@ -182,14 +182,33 @@ async fn native_mode_over_openai_sends_a_strict_json_schema() {
 #[tokio::test]
 async fn native_mode_over_responses_sends_a_text_format() {
     let requests = run_in_mode("responses", OutputMode::Native, VALID).await;
-    let format = &requests[0]["text"]["format"];
-    assert_eq!(format["type"], "json_schema");
-    assert_eq!(format["name"], OUTPUT_TOOL);
-    assert_eq!(format["strict"], true);
-    // The same strict schema as on Chat Completions.
-    assert_eq!(format["schema"]["required"], json!(["city", "nights"]));
-    assert_eq!(format["schema"]["additionalProperties"], false);
-    assert!(!offers_output_tool(&requests[0]));
+    for body in &requests {
+        // The same strict schema as on Chat Completions, flat in `text.format`.
+        assert_eq!(
+            body["text"],
+            json!({
+                "format": {
+                    "type": "json_schema",
+                    "name": OUTPUT_TOOL,
+                    "strict": true,
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "city": { "type": "string" },
+                            "nights": {
+                                "type": ["integer", "null"],
+                                "minimum": 0,
+                                "maximum": 4_294_967_295_u32
+                            }
+                        },
+                        "required": ["city", "nights"],
+                        "additionalProperties": false
+                    }
+                }
+            })
+        );
+        assert!(!offers_output_tool(body), "{body}");
+    }
 }
 
 #[tokio::test]
@@ -544,4 +563,54 @@ async fn a_streamed_native_output_is_seen_as_its_text_arrives() {
     let body = server.requests()[0].json();
     assert_eq!(body["stream"], true);
     assert_eq!(body["response_format"]["type"], "json_schema");
+}
+
+/// Counts by name: a map, which OpenAI's strict mode cannot express (its objects are closed).
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct Tally {
+    counts: std::collections::BTreeMap<String, u32>,
+}
+
+#[tokio::test]
+async fn native_mode_sends_a_schema_strict_mode_cannot_take_as_not_strict() {
+    let answer = r#"{"counts": {"Lyon": 2}}"#;
+    for kind in ["openai", "responses"] {
+        let server = Server::start(vec![Reply::json_owned(text_answer(kind, answer))]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let agent = agent_over(&wire_of(kind), &server, dir.path());
+
+        let result = agent
+            .chat_output_with::<Tally>("Count", OutputOptions::new().mode(OutputMode::Native))
+            .await
+            .unwrap();
+
+        assert_eq!(result.output.counts["Lyon"], 2, "{kind}");
+        let body = server.requests()[0].json();
+        let format = match kind {
+            "openai" => &body["response_format"]["json_schema"],
+            _ => &body["text"]["format"],
+        };
+        assert_eq!(format["strict"], false, "{kind}: {body}");
+        assert_eq!(
+            format["schema"],
+            json!({
+                "description": "Counts by name: a map, which OpenAI's strict mode cannot \
+                                express (its objects are closed).",
+                "type": "object",
+                "properties": {
+                    "counts": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": 4_294_967_295_u32
+                        }
+                    }
+                },
+                "required": ["counts"]
+            }),
+            "{kind}"
+        );
+    }
 }

@@ -1021,3 +1021,71 @@ async fn with_store_files_each_user_has_a_preferences_file() {
     assert_eq!(saved["tools"]["roll_dice"]["enabled"], false, "{saved}");
     assert!(!data.path().join("preferences.db").exists());
 }
+
+/// A configuration file in `data` adding `flip_coin`, a deferred tool; its path.
+pub(crate) fn deferred_tool_config(data: &Path) -> String {
+    let config = data.join("tools.toml");
+    std::fs::write(
+        &config,
+        r#"
+[[tools]]
+name = "flip_coin"
+description = "Flip a coin and say which side is up."
+type = "function"
+handler = "flip_coin"
+implementation = { type = "mock", mock_response = "heads" }
+metadata = { defer_loading = true }
+
+[tools.parameters]
+type = "object"
+properties = {}
+"#,
+    )
+    .unwrap();
+    config.display().to_string()
+}
+
+#[tokio::test]
+async fn searches_are_events_and_the_tool_list_says_which_tools_are_deferred() {
+    let data = tempfile::tempdir().unwrap();
+    let config = deferred_tool_config(data.path());
+    let server = WebChat::start_with(data.path(), &["--tools-config", &config], &[]);
+    let mut user = Browser::new(&server);
+    let chat = user.new_chat().await;
+
+    let listed = |tools: &Value, name: &str| -> (bool, bool) {
+        let tool = tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {tools}"))
+            .clone();
+        (
+            tool["deferred"].as_bool().unwrap(),
+            tool["loaded"].as_bool().unwrap(),
+        )
+    };
+    let tools = user.get(&format!("/api/chats/{chat}/tools")).await;
+    assert_eq!(listed(&tools, "flip_coin"), (true, false));
+    assert_eq!(listed(&tools, "read_file"), (false, false));
+
+    // The offline model calls every offered tool, the search tool among them: the page gets
+    // the search as an event of its own.
+    let events = user.send(&chat, "hello").await;
+    assert!(called(&events).contains(&"search_tools"), "{events:?}");
+    let search = events
+        .iter()
+        .find(|(name, _)| name == "tool_search")
+        .map(|(_, data)| data.clone())
+        .unwrap_or_else(|| panic!("no tool_search event in {events:?}"));
+    assert!(search["query"].is_string(), "{search}");
+    assert!(search["matches"].is_array(), "{search}");
+    assert!(search["loaded"].is_array(), "{search}");
+    let loaded = search["loaded"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("flip_coin"));
+    let tools = user.get(&format!("/api/chats/{chat}/tools")).await;
+    assert_eq!(listed(&tools, "flip_coin"), (true, loaded));
+}

@@ -934,3 +934,68 @@ async fn the_page_fits_a_phone_a_tablet_and_a_wide_screen() {
     }
     drop(server);
 }
+
+#[tokio::test]
+async fn a_search_shows_as_a_card_and_the_popover_marks_the_deferred_tool() {
+    let data = tempfile::tempdir().unwrap();
+    let config = crate::web_chat::deferred_tool_config(data.path());
+    let server = WebChat::start_with(data.path(), &["--tools-config", &config], &[]);
+    let Some(browser) = Chromium::start(1280, 860).await else {
+        return;
+    };
+    let client = &browser.client;
+    open_page(client, &server.url).await;
+
+    // Before any search: the tool is marked deferred in the popover.
+    open_tools(client, 8).await;
+    let mark = "const row = document.getElementById('tool-flip_coin').closest('li');
+                const mark = row.querySelector('.tool-deferred');
+                return mark ? mark.textContent : 'none';";
+    let before = client.execute(mark, vec![]).await.unwrap();
+    assert_eq!(before, json!("deferred"));
+    let none = client
+        .execute(
+            "const row = document.getElementById('tool-read_file').closest('li');
+             return row.querySelector('.tool-deferred') === null;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(none, json!(true), "an eager tool has no mark");
+    screenshot(client, "search-popover").await;
+    client
+        .execute("document.getElementById('tools').hidePopover();", vec![])
+        .await
+        .unwrap();
+
+    // The offline model calls every offered tool, the search tool among them: the search
+    // shows as a card of its own, with what it looked for and what it loaded.
+    send(client, "hello", 1).await;
+    let card = wait_for(
+        client,
+        "a search card",
+        "const card = document.querySelector('#conversation li.assistant .search-card');
+         return card ? { label: card.getAttribute('aria-label'),
+                         title: card.querySelector('h3').textContent,
+                         result: card.querySelector('.search-result').textContent } : null;",
+    )
+    .await;
+    let title = card["title"].as_str().unwrap();
+    assert!(title.starts_with("🔍 "), "{card}");
+    assert_eq!(
+        card["label"].as_str().unwrap(),
+        format!("Tool search {}", &title["🔍 ".len()..])
+    );
+    let result = card["result"].as_str().unwrap();
+    assert!(
+        result.starts_with("loaded ") || result.starts_with("found ") || result == "no tool found",
+        "{card}"
+    );
+    screenshot(client, "search-card").await;
+
+    // The popover says whether the search loaded the tool.
+    open_tools(client, 8).await;
+    let after = client.execute(mark, vec![]).await.unwrap();
+    let loaded = result.starts_with("loaded ") && result.contains("flip_coin");
+    assert_eq!(after, json!(if loaded { "loaded" } else { "deferred" }));
+}

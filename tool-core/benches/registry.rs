@@ -6,7 +6,10 @@
 //!   a map of boxed closures that `serde_json::from_str` the text into the arguments type; the
 //!   registry is timed on the text path (`execute_text`) and on the object path (`execute` on a
 //!   parsed `JsonObject`), each with and without validation, and a snapshot of it on the text
-//!   path (`RegistrySnapshot::execute_text`: what an agent's turn does, with no lock);
+//!   path (`RegistrySnapshot::execute_text`: what an agent's turn does, with no lock). The
+//!   object path's own baselines: a hand-written dispatcher that parses the text into a
+//!   `serde_json::Value` and calls `from_value` ("value"), and a peer's, rmcp's `ToolRouter`
+//!   (what an rmcp server runs for a `tools/call`; see `support/rmcp_router.rs`);
 //! - parts: the 2-integer call's share spent in the tool itself and in the registry's lookup;
 //! - first call: a tool's first call in a fresh registry (its argument checks are worked out
 //!   then) against its later calls;
@@ -28,20 +31,25 @@ use tool_core::{ExecutableTool, Provider, RegistryOptions, TextCall, ToolRegistr
 
 #[path = "support/dispatch.rs"]
 mod dispatch_cases;
+#[path = "support/rmcp_router.rs"]
+mod rmcp_router;
 mod support;
 use dispatch_cases::{
     CASES, PATHS, Path, Registries, TypedTool, cases, dispatch_object, dispatch_text,
     nested_result, registry, typed,
 };
+use rmcp_router::RmcpRouter;
 
 // --- dispatch --------------------------------------------------------------------------------
 
 fn dispatch(c: &mut Criterion) {
     let registries = Registries::new();
+    let rmcp = RmcpRouter::for_cases();
     for case in cases() {
         // Every path must agree before it is timed.
         let expected = (case.baseline_value)(&case.text);
         assert_eq!(typed(&case), expected);
+        assert_eq!(rmcp.dispatch(case.name, &case.text), expected, "rmcp");
         for (label, path, validate) in PATHS {
             assert_eq!(
                 registries.dispatch((path, validate), &case),
@@ -54,6 +62,9 @@ fn dispatch(c: &mut Criterion) {
         group.bench_function("baseline_fn_map", |b| b.iter(|| typed(&case)));
         group.bench_function("baseline_value_deserialize", |b| {
             b.iter(|| (case.baseline_value)(black_box(&case.text)));
+        });
+        group.bench_function("peer_rmcp_router", |b| {
+            b.iter(|| rmcp.dispatch(black_box(case.name), black_box(&case.text)));
         });
         for (label, path, validate) in PATHS {
             group.bench_function(label, |b| {
@@ -263,6 +274,12 @@ fn main() {
             "registry_validated",
             "baseline_value_deserialize",
         ));
+        pairs.push((
+            group.as_str(),
+            "peer_rmcp_router",
+            "baseline_value_deserialize",
+        ));
+        pairs.push((group.as_str(), "registry_validated", "peer_rmcp_router"));
     }
     let providers: Vec<(String, String)> = Provider::ALL
         .iter()
@@ -315,6 +332,7 @@ fn print_first_calls() {
 fn paired_ratios() {
     println!("\n== registry: paired ratios (candidate / baseline, alternating rounds) ==");
     let registries = Registries::new();
+    let rmcp = RmcpRouter::for_cases();
     for case in cases() {
         for (label, path, validate) in PATHS {
             let paired = support::Paired::measure(
@@ -341,6 +359,28 @@ fn paired_ratios() {
         support::print_paired(
             &format!(
                 "dispatch/{}: registry_validated / baseline_value_deserialize",
+                case.name
+            ),
+            &paired,
+        );
+        let paired = support::Paired::measure(
+            || rmcp.dispatch(black_box(case.name), black_box(&case.text)),
+            || (case.baseline_value)(black_box(&case.text)),
+        );
+        support::print_paired(
+            &format!(
+                "dispatch/{}: peer_rmcp_router / baseline_value_deserialize",
+                case.name
+            ),
+            &paired,
+        );
+        let paired = support::Paired::measure(
+            || registries.dispatch((Path::Object, true), &case),
+            || rmcp.dispatch(black_box(case.name), black_box(&case.text)),
+        );
+        support::print_paired(
+            &format!(
+                "dispatch/{}: registry_validated / peer_rmcp_router",
                 case.name
             ),
             &paired,

@@ -1,6 +1,7 @@
 //! Tool search over 10,000 tools: one query through the index's postings, against a scan that
 //! scores every tool with the same BM25F formula, in the same run. Prints the median of each,
-//! their ratio, and the median time to build the index.
+//! their ratio, the median time to build the index and to update one tool in it (replace its
+//! definition, as an MCP `list_changed` does), and the index's memory per tool.
 
 use std::{
     hint::black_box,
@@ -90,8 +91,27 @@ fn search(c: &mut Criterion) {
     group.bench_function("scan, 10,000 tools", |b| {
         b.iter(|| index.search_by_scan(black_box(QUERY), 5));
     });
+    let mut updated = build(&tools);
+    let versions = changed(&tools[TOOLS / 2]);
+    let mut turn = 0;
+    group.bench_function("update one tool, 10,000 tools", |b| {
+        b.iter(|| {
+            turn += 1;
+            updated.upsert(black_box(&versions[turn % 2]), None);
+        });
+    });
     group.finish();
     print_medians(&tools, &index);
+}
+
+/// Two definitions of one tool that differ in their text, to switch between.
+fn changed(tool: &ChatTool) -> [ChatTool; 2] {
+    let other = ChatTool::new(
+        tool.name(),
+        format!("{} Also archives what it replaces.", tool.description()),
+        tool.parameters().clone(),
+    );
+    [other, tool.clone()]
 }
 
 /// Medians of interleaved single runs, so both ways see the same machine load.
@@ -123,12 +143,21 @@ fn print_medians(tools: &[ChatTool], index: &ToolIndex) {
             })
         })
         .collect();
+    let mut updated = build(tools);
+    let versions = changed(&tools[TOOLS / 2]);
+    let updates: Vec<Duration> = (0..rounds)
+        .map(|round| once(|| updated.upsert(black_box(&versions[round % 2]), None)))
+        .collect();
     let (postings, scan) = (median(postings), median(scan));
+    #[allow(clippy::cast_precision_loss)]
+    let per_tool = index.memory_bytes() as f64 / TOOLS as f64;
     println!(
         "tool_search, {TOOLS} tools: index {postings:?}, scan {scan:?} (median of {rounds}); \
-         scan/index = {:.1}; index build {:?} (median of 11)",
+         scan/index = {:.1}; index build {:?} (median of 11); update of one tool {:?} \
+         (median of {rounds}); index memory {per_tool:.0} bytes per tool",
         scan.as_secs_f64() / postings.as_secs_f64().max(1e-12),
         median(builds),
+        median(updates),
     );
 }
 

@@ -15,6 +15,9 @@
 //! - once the shutdown signal fires, no connection is accepted, idle ones are closed, and
 //!   [`serve`] returns when the last request in flight has been answered.
 //!
+//! Each request carries the client's address as axum's
+//! [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo) extension.
+//!
 //! ```no_run
 //! use tool_core::http_server::{ServerLimits, serve};
 //!
@@ -131,8 +134,8 @@ where
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
         };
-        let stream = match accepted {
-            Ok((stream, _peer)) => stream,
+        let (stream, peer) = match accepted {
+            Ok((stream, peer)) => (stream, peer),
             Err(error) => {
                 wait_after_accept_error(&error).await;
                 continue;
@@ -143,7 +146,9 @@ where
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let router = router.clone();
+        let router = router
+            .clone()
+            .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
         let closing = closing.clone();
         tokio::spawn(async move {
             serve_connection(stream, router, header_read_timeout, closing).await;

@@ -73,6 +73,7 @@
 //! | `otel` | spans and metrics that follow the OpenTelemetry GenAI and MCP conventions (the opt-in `otel` feature) |
 //! | [`agent`] | the tool-call loop: [`Agent`], its events, approvals and retries |
 //! | `mcp` | the MCP server, and the client that brings an MCP server's tools into a registry |
+//! | `gateway` | one MCP endpoint in front of many MCP servers, with each user's own tool switches |
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // Some docs link to the stores of opt-in features (`FilePreferenceStore`, `SqlStore`); those
@@ -105,6 +106,9 @@ pub mod call;
 pub mod config;
 pub mod context;
 pub mod execute;
+#[cfg(feature = "gateway")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gateway")))]
+pub mod gateway;
 #[cfg(feature = "http-server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http-server")))]
 pub mod http_server;

@@ -103,10 +103,15 @@ pub trait ExecutableTool: Send + Sync {
     /// `None`), so a hand-written tool needs nothing more.
     ///
     /// An implementation promises that its typed arguments enforce what its parameter schema
-    /// says about types and required fields: the registry then validates only the keywords
-    /// a deserializer cannot check (bounds, lengths, patterns). When the text does not
-    /// deserialize it answers [`TextCall::Refused`], and the registry takes the object path,
-    /// which explains what is wrong in the schema's words.
+    /// says about types and required fields, and that [`execute`](Self::execute) and
+    /// [`execute_with`](Self::execute_with) read an object into the same typed arguments,
+    /// answering arguments they refuse with [`ToolError::invalid_arguments`] in the schema's
+    /// words: the registry then validates only the keywords a deserializer cannot check
+    /// (bounds, lengths, patterns), on text and on objects (an MCP client's arguments) alike.
+    /// When the text does not deserialize it answers [`TextCall::Refused`] without running
+    /// the tool (the registry asks a tool whether it reads text this way, with text that is
+    /// not JSON), and the registry takes the object path, which explains what is wrong in the
+    /// schema's words.
     fn execute_text<'a>(&'a self, text: &str, call: Option<crate::CallContext>) -> TextCall<'a> {
         let _ = text;
         TextCall::Unsupported(call)

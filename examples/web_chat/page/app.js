@@ -157,6 +157,16 @@ function addCard(turn, id, name) {
   return card;
 }
 
+// A tool search, as a card of its own: what the model looked for and what it loaded.
+function addSearchCard(turn, data) {
+  const found = data.loaded.length ? `loaded ${data.loaded.join(', ')}` :
+    data.matches.length ? `found ${data.matches.join(', ')} (already loaded)` : 'no tool found';
+  turn.li.append(el('article', { class: 'search-card', 'aria-label': `Tool search ${data.query}` },
+    el('h3', { text: `🔍 ${data.query}` }),
+    el('p', { class: 'search-result', text: found })));
+  turn.text = null;
+}
+
 // `kind` is how the call went, when the event says (`denied`, `error`, ...).
 function finishCard(card, content, isError, kind) {
   card.dataset.state = kind === 'denied' ? 'denied' : isError ? 'error' : 'ok';
@@ -312,6 +322,9 @@ function handle(turn, name, data) {
     case 'approval_requested':
       askApproval(turn, data);
       break;
+    case 'tool_search':
+      addSearchCard(turn, data);
+      break;
     case 'step_finished':
       turn.byIndex.clear();
       break;
@@ -435,9 +448,12 @@ function toolRow(tool) {
   const toggle = el('input', { type: 'checkbox', role: 'switch', id, 'aria-describedby': `${id}-description` });
   toggle.checked = tool.enabled;
   toggle.addEventListener('change', () => setTool(tool.name, toggle));
+  // A deferred tool is offered once a search loads it.
+  const offered = tool.deferred ? el('span', { class: 'tool-deferred', text: tool.loaded ? 'loaded' : 'deferred' }) : '';
   const details = el('div', {},
     el('label', { for: id, class: 'tool-name', text: tool.title || tool.name }),
     el('span', { class: 'tool-category', text: tool.category || 'general' }),
+    offered,
     el('p', { class: 'tool-description', id: `${id}-description`, text: tool.description }));
   return el('li', {}, toolIcon(tool), details, toggle);
 }

@@ -69,14 +69,14 @@ async fn nested(#[args] args: NestedArgs) -> String {
 macro_rules! wide_args {
     ($($s:ident)*; $($i:ident)*; $($b:ident)*; $($f:ident)*) => {
         #[derive(Deserialize, JsonSchema)]
-        struct WideArgs {
+        pub(crate) struct WideArgs {
             $($s: String,)*
             $($i: i64,)*
             $($b: bool,)*
             $($f: f64,)*
         }
 
-        fn wide_result(args: WideArgs) -> String {
+        pub(crate) fn wide_result(args: WideArgs) -> String {
             let mut total = 0.0;
             $(total += args.$s.len() as f64;)*
             $(total += args.$i as f64;)*

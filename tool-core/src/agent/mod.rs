@@ -36,6 +36,7 @@
 
 mod approval;
 mod events;
+mod hybrid;
 mod output;
 mod partial;
 mod run;
@@ -50,8 +51,9 @@ use serde_json::Value;
 
 pub use approval::{ApprovalDecision, ApprovalPolicy, ApprovalRequest, resolved_path};
 pub use events::{AgentEvent, ToolResultKind};
+pub use hybrid::{HybridMatches, HybridSearch};
 pub use output::{OUTPUT_TOOL, OutputEvent, OutputMode, OutputOptions, OutputResponse};
-pub use search::{DeferBudget, SEARCH_TOOL};
+pub use search::{DeferBudget, DeferredCalls, SEARCH_TOOL};
 
 use crate::{
     builtin::register_builtins,
@@ -153,6 +155,20 @@ pub struct AgentOptions {
     /// one of them but the pinned ones is deferred, and found with `search_tools`. See
     /// [`DeferBudget`].
     pub defer_budget: Option<DeferBudget>,
+    /// Which search of the provider's own replaces `search_tools` on the clients that have one
+    /// (Anthropic Messages, OpenAI Responses); default [`NativeSearch::Bm25`].
+    /// [`NativeSearch::Off`] keeps the agent's own `search_tools` on every wire. See the
+    /// README's tool search section.
+    ///
+    /// [`NativeSearch::Bm25`]: crate::model::NativeSearch::Bm25
+    /// [`NativeSearch::Off`]: crate::model::NativeSearch::Off
+    pub native_search: crate::model::NativeSearch,
+    /// What a call to a deferred tool that no search loaded does (default
+    /// [`DeferredCalls::Load`]: the tool is loaded and the call runs).
+    pub deferred_calls: DeferredCalls,
+    /// Rank `search_tools` results by meaning as well as by words (default `None`: by words
+    /// alone). See [`HybridSearch`].
+    pub hybrid_search: Option<Arc<HybridSearch>>,
     /// How the agent's turns, model calls and tool calls report to OpenTelemetry (see
     /// [`otel`](crate::otel)): its name, the conversation's id, whether content is recorded,
     /// where the metrics go.
@@ -181,6 +197,9 @@ impl Default for AgentOptions {
             skip_unsupported_tools: false,
             search_results: DEFAULT_SEARCH_RESULTS,
             defer_budget: None,
+            native_search: crate::model::NativeSearch::default(),
+            deferred_calls: DeferredCalls::default(),
+            hybrid_search: None,
             #[cfg(feature = "otel")]
             telemetry: crate::otel::Telemetry::default(),
         }
@@ -336,10 +355,32 @@ impl AgentOptions {
         self
     }
 
+    /// Ranks `search_tools` results with `search` (see [`HybridSearch`]).
+    #[must_use]
+    pub fn hybrid_search(mut self, search: HybridSearch) -> Self {
+        self.hybrid_search = Some(Arc::new(search));
+        self
+    }
+
     /// Defers tools past `budget` (see [`defer_budget`](Self::defer_budget)).
     #[must_use]
     pub fn defer_budget(mut self, budget: DeferBudget) -> Self {
         self.defer_budget = Some(budget);
+        self
+    }
+
+    /// Sets which search of the provider's own is used where a client has one
+    /// ([`NativeSearch::Off`](crate::model::NativeSearch::Off): the local search everywhere).
+    #[must_use]
+    pub fn native_search(mut self, search: crate::model::NativeSearch) -> Self {
+        self.native_search = search;
+        self
+    }
+
+    /// Sets what a call to a deferred tool that no search loaded does.
+    #[must_use]
+    pub fn deferred_calls(mut self, calls: DeferredCalls) -> Self {
+        self.deferred_calls = calls;
         self
     }
 }
@@ -592,10 +633,15 @@ impl Agent {
         });
         let search = search::ToolSearch::new(
             context.clone(),
-            options.search_results,
-            options.defer_budget,
-            model.provider(),
-        );
+            search::SearchSettings {
+                limit: options.search_results,
+                budget: options.defer_budget,
+                provider: model.provider(),
+                native: options.native_search,
+                deferred_calls: options.deferred_calls,
+            },
+        )
+        .with_hybrid(options.hybrid_search);
         Self {
             inner: Arc::new(Shared {
                 model,
@@ -893,9 +939,26 @@ impl Agent {
         self.inner.context.loaded_tools()
     }
 
-    /// Every tool with its metadata and its enabled state for this agent, in registration order.
+    /// The answer the model would get from `search_tools(query)` now (the tools it would load,
+    /// in a few lines), without loading anything: for a `/search` command or a test. `None`
+    /// when no tool is deferred, so there is nothing to search.
+    pub fn preview_search(&self, query: &str) -> Option<String> {
+        self.inner.search.preview(self.inner.snapshot(), query)
+    }
+
+    /// Every tool with its metadata and its enabled state for this agent, in registration order:
+    /// [`deferred`](crate::ToolInfo::deferred) says whether the agent leaves the tool out of
+    /// requests until a search loads it (by its own declaration, its registry's, or this
+    /// agent's [`defer_budget`](AgentOptions::defer_budget)), and
+    /// [`loaded`](crate::ToolInfo::loaded) whether this conversation has loaded it. An enabled
+    /// tool that is neither deferred nor loaded is eager: offered in every request.
     pub fn list_tools(&self) -> Vec<crate::ToolInfo> {
-        self.inner.snapshot().list_tools()
+        let loaded = self.inner.context.loaded_tools();
+        let mut tools = self.inner.search.view(self.inner.snapshot()).list_tools();
+        for tool in &mut tools {
+            tool.loaded = tool.deferred && loaded.contains(&tool.name);
+        }
+        tools
     }
 
     /// Forgets the conversation (messages and notes); the system prompt stays.

@@ -20,10 +20,14 @@ use serde_json::{Map, Value, json};
 
 use super::{AgentError, AgentEvent, AgentResponse, TurnOptions, partial::partial_value};
 use crate::{
+    call::CallContext,
     context::{PendingCall, ToolContext},
-    execute::{ExecuteError, describe_schema_errors, describe_serde_error, parse_arguments},
+    execute::{
+        ExecuteError, describe_schema_errors, describe_serde_error, describe_serde_error_within,
+        parse_arguments,
+    },
     message::{Message, ToolCall},
-    model::{RequestTools, ResponseFormat},
+    model::{RequestTools, ResponseFormat, ToolChoice},
     schema::{OptionalNulls, Provider},
     tool::ChatTool,
 };
@@ -35,13 +39,13 @@ pub const OUTPUT_TOOL: &str = "final_result";
 const ACCEPTED_RESULT: &str = "Final result accepted.";
 
 /// A value the application rejects, with the message the model reads.
-type Validator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
+type Validator<T> = Arc<dyn Fn(&T, &CallContext) -> Result<(), String> + Send + Sync>;
 
 /// How a typed run asks the model for its output ([`OutputOptions::mode`]).
 ///
 /// | mode | the request | the output |
 /// |---|---|---|
-/// | [`Tool`](Self::Tool) | one more tool, [`OUTPUT_TOOL`], whose parameters are the output's schema | the output tool's arguments |
+/// | [`Tool`](Self::Tool) | one more tool, [`OUTPUT_TOOL`], whose parameters are the output's schema (for an enum whose variants each hold an object, one tool per variant, `final_result_<Variant>`) | the output tool's arguments |
 /// | [`Native`](Self::Native) | the provider's structured-output form, [`ResponseFormat::JsonSchema`] (OpenAI `response_format` / Responses `text.format` with `json_schema`, strict where the schema allows; Gemini `responseJsonSchema`; Ollama `format`) | the text answer |
 /// | [`Prompted`](Self::Prompted) | the schema in the instructions (a system message), and the provider's JSON mode, [`ResponseFormat::JsonObject`], where it has one | the text answer |
 ///
@@ -148,6 +152,35 @@ impl<T> OutputOptions<T> {
     where
         F: Fn(&T) -> Result<(), String> + Send + Sync + 'static,
     {
+        self.validators
+            .push(Arc::new(move |value, _: &CallContext| validator(value)));
+        self
+    }
+
+    /// Like [`validator`](Self::validator), with what a tool gets of its call: the
+    /// application's [`Deps`](crate::Deps) (the agent's and the turn's), the step and turn, the
+    /// conversation so far, and the output call's id and tool name (for a text answer in
+    /// native or prompted mode, an empty id and [`OUTPUT_TOOL`]).
+    ///
+    /// ```
+    /// use tool_core::{CallContext, agent::OutputOptions};
+    ///
+    /// struct Stock(u32);
+    ///
+    /// let options = OutputOptions::<u32>::new().validator_with(|n: &u32, call: &CallContext| {
+    ///     match call.dep::<Stock>() {
+    ///         Ok(Stock(stock)) if n > stock => Err(format!("only {stock} are in stock")),
+    ///         Ok(_) => Ok(()),
+    ///         Err(missing) => Err(missing.to_string()),
+    ///     }
+    /// });
+    /// # let _ = options;
+    /// ```
+    #[must_use]
+    pub fn validator_with<F>(mut self, validator: F) -> Self
+    where
+        F: Fn(&T, &CallContext) -> Result<(), String> + Send + Sync + 'static,
+    {
         self.validators.push(Arc::new(validator));
         self
     }
@@ -191,17 +224,23 @@ pub enum OutputEvent<T> {
 pub(super) struct PartialOutput {
     mode: OutputMode,
     wrapped: bool,
-    /// In tool mode, the position of the output call in the current answer.
-    call: Option<usize>,
+    /// In tool mode, the output tools' names and the enum variant each gives (`None`: the
+    /// output tool of a type that is not split).
+    tools: Vec<(String, Option<String>)>,
+    /// In tool mode, the position of the output call in the current answer, and its variant.
+    call: Option<(usize, Option<String>)>,
     text: String,
     last: Option<Value>,
 }
 
 impl PartialOutput {
-    pub(super) fn new(mode: OutputMode, wrapped: bool) -> Self {
+    /// The view of a typed turn in `mode`; `wrapped` when the value is the `value` member of
+    /// the output's JSON, `tools` the output tools and their variants.
+    fn new(mode: OutputMode, wrapped: bool, tools: Vec<(String, Option<String>)>) -> Self {
         Self {
             mode,
             wrapped,
+            tools,
             call: None,
             text: String::new(),
             last: None,
@@ -211,13 +250,14 @@ impl PartialOutput {
     /// The new partial view, if `event` brought more of the output and the view changed.
     pub(super) fn see(&mut self, event: &AgentEvent) -> Option<Value> {
         match (self.mode, event) {
-            (OutputMode::Tool, AgentEvent::ToolCallStarted(start)) if start.name == OUTPUT_TOOL => {
-                self.call = Some(start.index);
+            (OutputMode::Tool, AgentEvent::ToolCallStarted(start)) => {
+                let (_, variant) = self.tools.iter().find(|(name, _)| *name == start.name)?;
+                self.call = Some((start.index, variant.clone()));
                 self.restart();
                 None
             }
             (OutputMode::Tool, AgentEvent::ToolCallDelta { index, arguments })
-                if self.call == Some(*index) =>
+                if self.call.as_ref().is_some_and(|(call, _)| call == index) =>
             {
                 self.text.push_str(arguments);
                 self.view()
@@ -248,7 +288,10 @@ impl PartialOutput {
             None => text,
         };
         let mut value = partial_value(text)?;
-        if self.wrapped {
+        if let Some((_, Some(variant))) = &self.call {
+            // A variant's tool takes the variant's data, unwrapped.
+            value = json!({ variant.as_str(): value });
+        } else if self.wrapped {
             value = value.get("value")?.clone();
         }
         if self.last.as_ref() == Some(&value) {
@@ -263,11 +306,13 @@ impl PartialOutput {
 pub(crate) trait OutputSpec: Send + Sync + fmt::Debug {
     /// The mode the run asks for its output in.
     fn mode(&self) -> OutputMode;
-    /// The output tool (in every mode: its parameters are the output's schema).
-    fn tool(&self) -> &ChatTool;
-    /// Checks the output tool's arguments; keeps the value when it is accepted, else returns
-    /// the text the model reads.
-    fn accept(&self, arguments: &str) -> Result<(), String>;
+    /// The output's JSON Schema (an object's: a value that is not an object is wrapped).
+    fn schema(&self) -> &Value;
+    /// The tools a step offers in tool mode: the output tool, or one per variant of an enum.
+    fn tools(&self) -> &[ChatTool];
+    /// Checks the arguments of a call of the output tool `name` (or, in the other modes, the
+    /// text answer); keeps the value when it is accepted, else returns the text the model reads.
+    fn accept(&self, name: &str, arguments: &str, call: &CallContext) -> Result<(), String>;
     /// Counts a failure; `false` once the budget is used up.
     fn fail(&self) -> (u32, bool);
 }
@@ -279,7 +324,12 @@ pub(super) struct TypedOutput<T> {
     /// The schema's validator; `None` if the schema is not one the validator reads (the type
     /// then checks alone).
     validator: Option<jsonschema::Validator>,
-    pub(super) wrapped: bool,
+    wrapped: bool,
+    /// In tool mode, for an enum whose variants all hold an object: one output tool per
+    /// variant. Empty otherwise.
+    variants: Vec<Variant>,
+    /// The tools a step offers in tool mode.
+    offered: Vec<ChatTool>,
     max_retries: u32,
     validators: Vec<Validator<T>>,
     state: Mutex<State<T>>,
@@ -303,7 +353,12 @@ impl<T> fmt::Debug for TypedOutput<T> {
 
 impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
     pub(super) fn new(mode: OutputMode, max_retries: u32, validators: Vec<Validator<T>>) -> Self {
-        let (parameters, wrapped) = output_parameters::<T>();
+        let schema = schema_of::<T>();
+        let variants = match mode {
+            OutputMode::Tool => variants(&schema).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let (parameters, wrapped) = output_parameters(schema);
         let validator = jsonschema::validator_for(&parameters).ok();
         let tool = ChatTool::new(
             OUTPUT_TOOL,
@@ -311,11 +366,21 @@ impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
              arguments are the result.",
             parameters,
         );
+        let offered = if variants.is_empty() {
+            vec![tool.clone()]
+        } else {
+            variants
+                .iter()
+                .map(|variant| variant.tool.clone())
+                .collect()
+        };
         Self {
             mode,
             tool,
             validator,
             wrapped,
+            variants,
+            offered,
             max_retries,
             validators,
             state: Mutex::new(State {
@@ -347,34 +412,74 @@ impl<T: JsonSchema + DeserializeOwned + Send> TypedOutput<T> {
         })
     }
 
-    fn check(&self, arguments: &str) -> Result<T, ExecuteError> {
+    /// The view of this output that [`stream_output_with`](super::Agent::stream_output_with)
+    /// follows.
+    pub(super) fn partial(&self) -> PartialOutput {
+        let tools = if self.variants.is_empty() {
+            vec![(OUTPUT_TOOL.to_owned(), None)]
+        } else {
+            self.variants
+                .iter()
+                .map(|variant| (variant.tool.name().to_owned(), Some(variant.tag.clone())))
+                .collect()
+        };
+        PartialOutput::new(self.mode, self.wrapped, tools)
+    }
+
+    /// Reads the arguments of a call of the output tool `name` into a value that its schema,
+    /// the type and the validators accept.
+    fn check(&self, name: &str, arguments: &str, call: &CallContext) -> Result<T, ExecuteError> {
         let invalid = |message| ExecuteError::InvalidArguments {
-            name: OUTPUT_TOOL.to_owned(),
+            name: name.to_owned(),
             message,
+        };
+        let variant = self
+            .variants
+            .iter()
+            .find(|variant| variant.tool.name() == name);
+        let (tool, validator) = match variant {
+            Some(variant) => (&variant.tool, &variant.validator),
+            None => (&self.tool, &self.validator),
         };
         let mut args = parse_arguments(arguments).map_err(invalid)?;
         // Under OpenAI strict mode a model sends `null` for an optional field it leaves out.
-        OptionalNulls::for_schema(self.tool.parameters()).drop_from(&mut args);
+        OptionalNulls::for_schema(tool.parameters()).drop_from(&mut args);
         let value = Value::Object(args);
-        if let Some(validator) = &self.validator {
+        if let Some(validator) = validator {
             if !validator.is_valid(&value) {
                 return Err(invalid(describe_schema_errors(validator, &value)));
             }
         }
-        let serde_error = |error: serde_path_to_error::Error<serde_json::Error>| {
-            invalid(describe_serde_error(error.path(), error.inner()))
-        };
-        // A wrapped value is read through its wrapper, so an error's place starts at `/value`.
-        let output: T = if self.wrapped {
-            serde_path_to_error::deserialize::<_, Wrapped<T>>(value)
-                .map_err(serde_error)?
-                .value
+        let output: T = if let Some(variant) = variant {
+            // The variant's data is read as the enum, `{"Circle": {…}}`; an error's place is
+            // told from the data the model sent.
+            let outer = format!("/{}", variant.tag.replace('~', "~0").replace('/', "~1"));
+            serde_path_to_error::deserialize(json!({ variant.tag.as_str(): value })).map_err(
+                |error| {
+                    invalid(describe_serde_error_within(
+                        &outer,
+                        error.path(),
+                        error.inner(),
+                    ))
+                },
+            )?
         } else {
-            serde_path_to_error::deserialize(value).map_err(serde_error)?
+            let serde_error = |error: serde_path_to_error::Error<serde_json::Error>| {
+                invalid(describe_serde_error(error.path(), error.inner()))
+            };
+            // A wrapped value is read through its wrapper, so an error's place starts at
+            // `/value`.
+            if self.wrapped {
+                serde_path_to_error::deserialize::<_, Wrapped<T>>(value)
+                    .map_err(serde_error)?
+                    .value
+            } else {
+                serde_path_to_error::deserialize(value).map_err(serde_error)?
+            }
         };
         for validator in &self.validators {
-            validator(&output).map_err(|message| ExecuteError::RetryRequested {
-                name: OUTPUT_TOOL.to_owned(),
+            validator(&output, call).map_err(|message| ExecuteError::RetryRequested {
+                name: name.to_owned(),
                 message,
             })?;
         }
@@ -387,11 +492,15 @@ impl<T: JsonSchema + DeserializeOwned + Send> OutputSpec for TypedOutput<T> {
         self.mode
     }
 
-    fn tool(&self) -> &ChatTool {
-        &self.tool
+    fn schema(&self) -> &Value {
+        self.tool.parameters()
     }
 
-    fn accept(&self, arguments: &str) -> Result<(), String> {
+    fn tools(&self) -> &[ChatTool] {
+        &self.offered
+    }
+
+    fn accept(&self, name: &str, arguments: &str, call: &CallContext) -> Result<(), String> {
         if self.mode != OutputMode::Tool {
             if let Err(error) = serde_json::from_str::<Value>(arguments) {
                 return Err(format!(
@@ -400,25 +509,32 @@ impl<T: JsonSchema + DeserializeOwned + Send> OutputSpec for TypedOutput<T> {
                 ));
             }
         }
-        let output = self.check(arguments).map_err(|error| match self.mode {
-            OutputMode::Tool => format!(
-                "{}; call {OUTPUT_TOOL} again with a corrected value",
-                error.to_model_string()
-            ),
-            _ => match error {
-                ExecuteError::RetryRequested { message, .. } => format!(
-                    "Error: the output was rejected: {message}; answer again with only the \
+        let output = self
+            .check(name, arguments, call)
+            .map_err(|error| match self.mode {
+                OutputMode::Tool if self.variants.is_empty() => format!(
+                    "{}; call {name} again with a corrected value",
+                    error.to_model_string()
+                ),
+                OutputMode::Tool => format!(
+                    "{}; call {name} again with a corrected value, or another of {}",
+                    error.to_model_string(),
+                    names(&self.offered, name)
+                ),
+                _ => match error {
+                    ExecuteError::RetryRequested { message, .. } => format!(
+                        "Error: the output was rejected: {message}; answer again with only the \
                      corrected JSON value"
-                ),
-                other => format!(
-                    "Error: the answer is not a valid output: {}; answer again with only the \
+                    ),
+                    other => format!(
+                        "Error: the answer is not a valid output: {}; answer again with only the \
                      corrected JSON value",
-                    other.to_model_string().trim_start_matches(&format!(
-                        "Error: invalid arguments for {OUTPUT_TOOL}: "
-                    ))
-                ),
-            },
-        })?;
+                        other.to_model_string().trim_start_matches(&format!(
+                            "Error: invalid arguments for {OUTPUT_TOOL}: "
+                        ))
+                    ),
+                },
+            })?;
         self.state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -433,6 +549,95 @@ impl<T: JsonSchema + DeserializeOwned + Send> OutputSpec for TypedOutput<T> {
     }
 }
 
+/// One variant of an enum output, given through an output tool of its own
+/// (`final_result_<Variant>`) whose arguments are the variant's data.
+struct Variant {
+    /// The variant's name in the enum's JSON (`{"Circle": {…}}`).
+    tag: String,
+    tool: ChatTool,
+    validator: Option<jsonschema::Validator>,
+}
+
+/// The longest tool name every provider takes.
+const MAX_TOOL_NAME: usize = 64;
+
+/// One output tool per variant, when `schema` is an enum's in serde's default (externally
+/// tagged) form whose every variant holds an object, `{"Circle": {"radius": …}}`: the tool
+/// `final_result_Circle` takes the object. `None` for any other schema (a struct, an enum of
+/// names, an enum with a variant that holds no object, a variant name a tool name cannot
+/// carry): the one output tool takes it whole.
+fn variants(schema: &Value) -> Option<Vec<Variant>> {
+    let root = schema.as_object()?;
+    let branches = root
+        .get("oneOf")
+        .or_else(|| root.get("anyOf"))?
+        .as_array()?;
+    let definitions = root.get("$defs").and_then(Value::as_object);
+    if branches.len() < 2 {
+        return None;
+    }
+    branches
+        .iter()
+        .map(|branch| {
+            let branch = branch.as_object()?;
+            let properties = branch.get("properties")?.as_object()?;
+            let [(tag, data)] = properties.iter().collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            if branch.get("required") != Some(&json!([tag])) {
+                return None;
+            }
+            let name = format!("{OUTPUT_TOOL}_{tag}");
+            let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+            if name.len() > MAX_TOOL_NAME || !tag.chars().all(allowed) {
+                return None;
+            }
+            let mut parameters = resolve(data, definitions)?.clone();
+            if parameters.get("type").and_then(Value::as_str) != Some("object") {
+                return None;
+            }
+            parameters.remove("title");
+            if let Some(definitions) = definitions {
+                // The data's own references still point into the enum's definitions.
+                parameters
+                    .entry("$defs")
+                    .or_insert_with(|| Value::Object(definitions.clone()));
+            }
+            let parameters = Value::Object(parameters);
+            let mut description = format!(
+                "Give the final result of the task as a {tag}. Call one final_result tool once, \
+                 when you have the answer; its arguments are the result."
+            );
+            let documented = branch
+                .get("description")
+                .or_else(|| data.get("description"))
+                .and_then(Value::as_str);
+            if let Some(documented) = documented {
+                description = format!("{documented}\n\n{description}");
+            }
+            Some(Variant {
+                tag: tag.clone(),
+                validator: jsonschema::validator_for(&parameters).ok(),
+                tool: ChatTool::new(name, description, parameters),
+            })
+        })
+        .collect()
+}
+
+/// The object schema `schema` is, or the definition it refers to (`{"$ref": "#/$defs/A"}`).
+fn resolve<'a>(
+    schema: &'a Value,
+    definitions: Option<&'a Map<String, Value>>,
+) -> Option<&'a Map<String, Value>> {
+    let schema = schema.as_object()?;
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some(reference) => definitions?
+            .get(reference.strip_prefix("#/$defs/")?)?
+            .as_object(),
+        None => Some(schema),
+    }
+}
+
 /// A value whose schema is not an object's, as the output tool takes it.
 #[derive(serde::Deserialize)]
 #[serde(bound = "T: DeserializeOwned")]
@@ -440,13 +645,17 @@ struct Wrapped<T> {
     value: T,
 }
 
-/// The output tool's parameters for `T`, and whether `T`'s value is wrapped in `{"value": …}`
-/// (its schema is not an object's).
-fn output_parameters<T: JsonSchema>() -> (Value, bool) {
-    let schema = schemars::generate::SchemaSettings::draft2020_12()
+/// `T`'s JSON Schema, with its definitions under `$defs`.
+fn schema_of<T: JsonSchema>() -> Value {
+    schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<T>()
-        .to_value();
+        .to_value()
+}
+
+/// The output tool's parameters for the output's `schema`, and whether the value is wrapped in
+/// `{"value": …}` (its schema is not an object's).
+fn output_parameters(schema: Value) -> (Value, bool) {
     let Value::Object(mut root) = schema else {
         return (wrap(Value::Bool(true), Map::new()), true);
     };
@@ -484,11 +693,36 @@ pub(super) fn offer(output: Option<&dyn OutputSpec>, tools: RequestTools) -> Req
     let mut definitions: Vec<ChatTool> = tools
         .definitions()
         .iter()
-        .filter(|tool| tool.name() != OUTPUT_TOOL)
+        .filter(|tool| !is_output(output, tool.name()))
         .cloned()
         .collect();
-    definitions.push(output.tool().clone());
+    definitions.extend(output.tools().iter().cloned());
     RequestTools::from_definitions(definitions)
+}
+
+/// The step's tool choice, with the output tools added to an allowed list in tool mode: the
+/// model must always be able to give the output.
+pub(super) fn choice(output: Option<&dyn OutputSpec>, choice: ToolChoice) -> ToolChoice {
+    match (
+        output.filter(|output| output.mode() == OutputMode::Tool),
+        choice,
+    ) {
+        (
+            Some(output),
+            ToolChoice::Allowed {
+                mut tools,
+                required,
+            },
+        ) => {
+            for tool in output.tools() {
+                if !tools.iter().any(|name| name == tool.name()) {
+                    tools.push(tool.name().to_owned());
+                }
+            }
+            ToolChoice::Allowed { tools, required }
+        }
+        (_, choice) => choice,
+    }
 }
 
 /// The model's calls apart from the output tool's, and the output tool's.
@@ -496,10 +730,31 @@ pub(super) fn split(
     output: Option<&dyn OutputSpec>,
     calls: Vec<ToolCall>,
 ) -> (Vec<ToolCall>, Vec<ToolCall>) {
-    if output.is_none_or(|output| output.mode() != OutputMode::Tool) {
+    let Some(output) = output.filter(|output| output.mode() == OutputMode::Tool) else {
         return (calls, Vec::new());
+    };
+    calls
+        .into_iter()
+        .partition(|call| !is_output(output, &call.name))
+}
+
+/// Whether `name` is one of the output tools.
+fn is_output(output: &dyn OutputSpec, name: &str) -> bool {
+    output.tools().iter().any(|tool| tool.name() == name)
+}
+
+/// The names of `tools` but `except`, for a message: `a`, `a or b`, `a, b or c`.
+fn names(tools: &[ChatTool], except: &str) -> String {
+    let names: Vec<&str> = tools
+        .iter()
+        .map(ChatTool::name)
+        .filter(|name| *name != except)
+        .collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
-    calls.into_iter().partition(|call| call.name != OUTPUT_TOOL)
 }
 
 /// The output calls of a step whose other calls wait for approval, as pending calls that
@@ -558,10 +813,11 @@ pub(super) enum Judged {
 
 /// Judges a step's output calls (the other calls have run), or its text when it made no call:
 /// each output call gets its result; a text answer where an output was required is an invalid
-/// output.
+/// output. `call_context` gives the validators the context of a call (id, tool name).
 pub(super) fn judge(
     output: Option<&dyn OutputSpec>,
     context: &ToolContext,
+    call_context: &dyn Fn(&str, &str) -> CallContext,
     text: &str,
     outputs: &[ToolCall],
 ) -> Judged {
@@ -575,11 +831,15 @@ pub(super) fn judge(
             context.push_message(Message::tool_error(
                 &call.id,
                 &call.name,
-                "Error: not used; an earlier final_result was accepted",
+                "Error: not used; an earlier final result was accepted",
             ));
             continue;
         }
-        match output.accept(&call.arguments) {
+        match output.accept(
+            &call.name,
+            &call.arguments,
+            &call_context(&call.id, &call.name),
+        ) {
             Ok(()) => {
                 accepted = true;
                 context.push_message(Message::tool_result(&call.id, &call.name, ACCEPTED_RESULT));
@@ -602,11 +862,16 @@ pub(super) fn judge(
         let error = if output.mode() == OutputMode::Tool {
             format!(
                 "Error: a plain text answer is not accepted here; give the result by calling \
-                 {OUTPUT_TOOL}"
+                 {}",
+                names(output.tools(), "")
             )
         } else {
             // The text answer is the output.
-            match output.accept(without_fence(text)) {
+            match output.accept(
+                OUTPUT_TOOL,
+                without_fence(text),
+                &call_context("", OUTPUT_TOOL),
+            ) {
                 Ok(()) => return Judged::Done,
                 Err(error) => error,
             }
@@ -635,7 +900,7 @@ pub(super) fn response_format(output: Option<&dyn OutputSpec>) -> Option<Respons
     match output.mode() {
         OutputMode::Native => Some(ResponseFormat::json_schema(
             OUTPUT_TOOL,
-            output.tool().parameters().clone(),
+            output.schema().clone(),
         )),
         OutputMode::Prompted => Some(ResponseFormat::JsonObject),
         _ => None,
@@ -654,7 +919,7 @@ pub(super) fn instruct(
     let instructions = format!(
         "Always respond with a JSON value that matches this JSON Schema, and nothing else (no \
          prose, no code fence):\n{}",
-        output.tool().parameters()
+        output.schema()
     );
     match messages.first_mut() {
         Some(Message::System { content }) => {

@@ -21,7 +21,7 @@ use crate::{
     context::{PendingCall, ToolContext},
     execute::{ExecuteError, parse_arguments},
     message::{FinishReason, Message, ToolCall, Usage},
-    model::{ChatRequest, ModelEvent, ProviderError, ToolChoice},
+    model::{ChatRequest, ModelEvent, ProviderError, ProviderToolSearch, ToolChoice},
     registry::RegistrySnapshot,
     schema::FormatOptions,
 };
@@ -205,7 +205,10 @@ async fn run_turn(
     // go on from where it stopped.
     let resumed = match input {
         Input::Decisions(_) => super::lock(&shared.paused).clone(),
-        Input::User(_) => None,
+        Input::User(_) => {
+            shared.search.start_turn();
+            None
+        }
     };
     let mut turn = Turn {
         shared,
@@ -288,7 +291,7 @@ async fn run_turn(
         let output = options.output.as_deref();
         let request = ChatRequest::new(output::instruct(output, request_messages(context)))
             .tools(tools)
-            .tool_choice(choice)
+            .tool_choice(output::choice(output, choice))
             .settings(shared.settings.clone())
             .response_format(output::response_format(output));
         let answer = model_call(shared, request, step, events).await?;
@@ -301,6 +304,9 @@ async fn run_turn(
             tool_calls: calls.clone(),
         });
         let (calls, outputs) = output::split(options.output.as_deref(), calls);
+        for event in shared.search.load_found(&snapshot, &answer.tool_searches) {
+            emit(events, event);
+        }
         for event in shared.search.load_called(&snapshot, &calls) {
             emit(events, event);
         }
@@ -317,6 +323,7 @@ async fn run_turn(
             let judged = output::judge(
                 options.output.as_deref(),
                 context,
+                &|id, name| turn.call_context(&ToolCall::new(id, name, ""), step),
                 &answer.content,
                 &outputs,
             );
@@ -416,6 +423,7 @@ async fn run_turn(
             match output::judge(
                 options.output.as_deref(),
                 context,
+                &|id, name| turn.call_context(&ToolCall::new(id, name, ""), step),
                 &answer.content,
                 &outputs,
             ) {
@@ -650,6 +658,7 @@ impl Turn<'_> {
                         snapshot,
                         prepared,
                         self.call_context(&prepared.call, step),
+                        shared.search.refusal(snapshot, &prepared.call.name),
                     ));
                     next += 1;
                 }
@@ -775,6 +784,8 @@ struct Answer {
     tool_calls: Vec<ToolCall>,
     usage: Option<Usage>,
     finish_reason: FinishReason,
+    /// The searches the provider ran on its side.
+    tool_searches: Vec<ProviderToolSearch>,
 }
 
 #[cfg(not(feature = "otel"))]
@@ -850,6 +861,7 @@ async fn ask(
             tool_calls,
             usage: response.usage,
             finish_reason: response.finish_reason,
+            tool_searches: response.tool_searches,
         });
     };
     let events = Some(sender);
@@ -858,6 +870,7 @@ async fn ask(
     let mut stream = shared.model.stream(request).await?;
     let mut finished: Vec<String> = Vec::new();
     let mut usage = None;
+    let mut tool_searches = Vec::new();
     // How far a stream that ends without `Done` got, for its error.
     let mut received: u64 = 0;
     let mut open_calls: Vec<(usize, String)> = Vec::new();
@@ -889,6 +902,7 @@ async fn ask(
                 usage = Some(counts);
                 emit(events, AgentEvent::Usage(counts));
             }
+            ModelEvent::ToolSearch(search) => tool_searches.push(search),
             ModelEvent::Done {
                 message,
                 finish_reason,
@@ -905,6 +919,7 @@ async fn ask(
                     tool_calls,
                     usage,
                     finish_reason,
+                    tool_searches,
                 });
             }
             #[allow(unreachable_patterns)]
@@ -942,6 +957,7 @@ async fn run_call<'c>(
     snapshot: &RegistrySnapshot,
     prepared: &'c Prepared,
     context: CallContext,
+    refusal: Option<String>,
 ) -> (&'c Prepared, Result<String, (String, ToolResultKind)>) {
     let call = &prepared.call;
     #[cfg(not(feature = "otel"))]
@@ -958,6 +974,10 @@ async fn run_call<'c>(
     let (started, tool_span) = (std::time::Instant::now(), span.clone());
     let tool_timeout = shared.tool_timeout;
     let outcome = async {
+        if let Some(text) = refusal {
+            tracing::warn!(tool = %call.name, "the model called a deferred tool it did not search for");
+            return Err((text, ToolResultKind::Error, "search_required"));
+        }
         if snapshot.metadata(&call.name).is_none() {
             tracing::warn!(tool = %call.name, "the model called a tool that does not exist");
             let error = ExecuteError::NotFound {

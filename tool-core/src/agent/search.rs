@@ -2,19 +2,22 @@
 //! definitions stay out and a `search_tools` tool is offered instead; what a search finds is
 //! loaded for the rest of the conversation, appended after the tools already offered.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+};
 
 use serde_json::{Value, json};
 
-use super::AgentEvent;
+use super::{AgentEvent, HybridSearch};
 use crate::{
     context::ToolContext,
     execute::ExecuteError,
     message::ToolCall,
-    model::{RequestTools, ToolChoice},
+    model::{NativeSearch, ProviderToolSearch, RequestTools, ToolChoice},
     registry::{OfferedTools, RegistrySnapshot},
     schema::{Provider, ToolList},
-    search::{MAX_QUERY_BYTES, SearchMatches, ToolIndex},
+    search::{MAX_QUERY_BYTES, SearchMatches},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError},
 };
 
@@ -23,7 +26,8 @@ pub const SEARCH_TOOL: &str = "search_tools";
 
 /// When an agent defers tools by itself ([`AgentOptions::defer_budget`]): once the tools it
 /// would offer in full pass a number or an estimated token count, it defers every one of them
-/// but the pinned ones, and offers `search_tools` instead.
+/// but the pinned ones and the most used ones ([`keep_most_used`](Self::keep_most_used)), and
+/// offers `search_tools` instead.
 ///
 /// The estimate is a quarter of the bytes of those tools' definitions in the model's provider
 /// format (what the request's tools part carries). The budget is checked whenever the tools
@@ -50,6 +54,11 @@ pub struct DeferBudget {
     pub max_tokens: Option<usize>,
     /// The tools the budget never defers (a tool deferred by its own declaration stays so).
     pub pinned: Vec<String>,
+    /// How many of the tools this agent's model called most often the budget keeps eager,
+    /// besides the pinned ones (default 0). Calls are counted per agent, from its first turn;
+    /// the set is worked out when a turn starts, so the tools offered stay in one order for
+    /// the whole turn.
+    pub most_used: usize,
 }
 
 impl DeferBudget {
@@ -76,6 +85,14 @@ impl DeferBudget {
         self
     }
 
+    /// Keeps the `count` tools called most often eager when the budget defers the others (ties
+    /// go to the tool called first).
+    #[must_use]
+    pub fn keep_most_used(mut self, count: usize) -> Self {
+        self.most_used = count;
+        self
+    }
+
     /// Whether `offered` tools, in `provider`'s format, pass the budget.
     fn passed(&self, offered: &OfferedTools, provider: Provider) -> bool {
         self.max_tools
@@ -86,17 +103,52 @@ impl DeferBudget {
     }
 }
 
+/// What an agent does with a call to a deferred tool that no search loaded
+/// ([`AgentOptions::deferred_calls`](super::AgentOptions::deferred_calls)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeferredCalls {
+    /// The tool exists and is enabled: it is loaded and the call runs, with an
+    /// [`AgentEvent::DeferredToolCalled`]. The default.
+    #[default]
+    Load,
+    /// The call does not run: the model is told to search for the tool first.
+    RequireSearch,
+}
+
+/// The search settings of one agent.
+pub(super) struct SearchSettings {
+    /// The most tools one search loads.
+    pub(super) limit: usize,
+    pub(super) budget: Option<DeferBudget>,
+    /// The model's format, for the budget's estimate.
+    pub(super) provider: Provider,
+    pub(super) native: NativeSearch,
+    pub(super) deferred_calls: DeferredCalls,
+}
+
 /// The search state of one agent: the conversation whose loaded tools it extends, the index
 /// of the current snapshot, and the searches made since the application last heard of them.
 pub(super) struct ToolSearch {
     context: ToolContext,
     searches: Arc<Mutex<Vec<AgentEvent>>>,
     prepared: Mutex<Option<Prepared>>,
-    limit: usize,
-    budget: Option<DeferBudget>,
-    provider: Provider,
-    /// The last snapshot the budget was checked on, and the snapshot it gave.
-    budgeted: Mutex<Option<(Arc<RegistrySnapshot>, Arc<RegistrySnapshot>)>>,
+    settings: SearchSettings,
+    /// The last snapshot the budget was checked on, with the most used tools then, and the
+    /// snapshot it gave.
+    budgeted: Mutex<Option<Budgeted>>,
+    /// How often the model called each tool, and when first.
+    calls: Mutex<HashMap<String, (u64, u64)>>,
+    /// The tools the budget keeps eager for being the most used, worked out at a turn's start.
+    most_used: Mutex<Arc<[String]>>,
+    /// Ranks by meaning as well, when set.
+    hybrid: Option<Arc<HybridSearch>>,
+}
+
+struct Budgeted {
+    base: Arc<RegistrySnapshot>,
+    most_used: Arc<[String]>,
+    result: Arc<RegistrySnapshot>,
 }
 
 /// A base snapshot with the search tool added, built once per snapshot.
@@ -106,23 +158,62 @@ struct Prepared {
 }
 
 impl ToolSearch {
-    /// A search that loads at most `limit` tools per query into `context`'s conversation, and
-    /// defers tools past `budget` (estimated in `provider`'s format).
-    pub(super) fn new(
-        context: ToolContext,
-        limit: usize,
-        budget: Option<DeferBudget>,
-        provider: Provider,
-    ) -> Self {
+    /// A search over `context`'s conversation with these settings.
+    pub(super) fn new(context: ToolContext, mut settings: SearchSettings) -> Self {
+        settings.limit = settings.limit.max(1);
         Self {
             context,
             searches: Arc::default(),
             prepared: Mutex::default(),
-            limit: limit.max(1),
-            budget,
-            provider,
+            settings,
             budgeted: Mutex::default(),
+            calls: Mutex::default(),
+            most_used: Mutex::new(Arc::from(Vec::new())),
+            hybrid: None,
         }
+    }
+
+    /// This search, ranking with `hybrid` when given.
+    pub(super) fn with_hybrid(mut self, hybrid: Option<Arc<HybridSearch>>) -> Self {
+        self.hybrid = hybrid;
+        self
+    }
+
+    /// A turn starts: the most used tools the budget keeps eager are worked out again.
+    pub(super) fn start_turn(&self) {
+        let Some(count) = self.settings.budget.as_ref().map(|budget| budget.most_used) else {
+            return;
+        };
+        if count == 0 {
+            return;
+        }
+        let calls = lock(&self.calls);
+        let mut ranked: Vec<(&String, &(u64, u64))> = calls.iter().collect();
+        ranked.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)));
+        let most_used: Vec<String> = ranked
+            .into_iter()
+            .take(count)
+            .map(|(name, _)| name.clone())
+            .collect();
+        *lock(&self.most_used) = Arc::from(most_used);
+    }
+
+    /// The snapshot `base` as this agent offers it: with the tools its budget defers deferred.
+    pub(super) fn view(&self, base: Arc<RegistrySnapshot>) -> Arc<RegistrySnapshot> {
+        self.budgeted(base)
+    }
+
+    /// What `search_tools(query)` would answer over `base` now, without loading anything;
+    /// `None` when no tool is deferred.
+    pub(super) fn preview(&self, base: Arc<RegistrySnapshot>, query: &str) -> Option<String> {
+        let base = self.budgeted(base);
+        if base.deferred_names().is_empty() {
+            return None;
+        }
+        Some(match base.search(query, self.settings.limit) {
+            Ok(matches) => answer(query, &matches),
+            Err(error) => format!("Error executing {SEARCH_TOOL}: {error}"),
+        })
     }
 
     /// The snapshot a step runs its calls in, and the tools its request offers: without
@@ -153,16 +244,89 @@ impl ToolSearch {
             .chain([SEARCH_TOOL])
             .chain(deferred_loaded);
         let offered = snapshot.offer(names);
-        (snapshot, RequestTools::from_snapshot(Arc::new(offered)))
+        let mut tools = RequestTools::from_snapshot(Arc::new(offered));
+        if self.settings.native != NativeSearch::Off {
+            // For a client with a search of its provider's own: the deferred tools not loaded
+            // yet, in registration order, sent marked `defer_loading`.
+            let waiting = base
+                .deferred_names()
+                .into_iter()
+                .filter(|name| !loaded.iter().any(|loaded| loaded == name));
+            let deferred = snapshot.offer(waiting);
+            tools = tools.with_native_search(Arc::new(deferred), self.settings.native, SEARCH_TOOL);
+        }
+        (snapshot, tools)
     }
 
-    /// Loads the deferred tools the model called without searching for them (they exist and
-    /// are enabled, so the calls run), and returns an event for each.
+    /// Loads the tools the provider's own searches found (those that are deferred and enabled
+    /// here), and returns an event for each search.
+    pub(super) fn load_found(
+        &self,
+        snapshot: &RegistrySnapshot,
+        searches: &[ProviderToolSearch],
+    ) -> Vec<AgentEvent> {
+        searches
+            .iter()
+            .map(|search| {
+                let loaded = search
+                    .tools
+                    .iter()
+                    .filter(|name| {
+                        snapshot.is_deferred(name)
+                            && snapshot.is_enabled(name)
+                            && self.context.load_tool(name)
+                    })
+                    .cloned()
+                    .collect();
+                AgentEvent::ToolSearch {
+                    query: shortened(&search.query),
+                    matches: search.tools.clone(),
+                    loaded,
+                }
+            })
+            .collect()
+    }
+
+    /// The error the model gets for a call of `name` instead of its result, when the agent
+    /// requires a search first and no search loaded the deferred tool.
+    pub(super) fn refusal(&self, snapshot: &RegistrySnapshot, name: &str) -> Option<String> {
+        (self.settings.deferred_calls == DeferredCalls::RequireSearch
+            && name != SEARCH_TOOL
+            && snapshot.is_deferred(name)
+            && snapshot.is_enabled(name)
+            && !self
+                .context
+                .loaded_tools()
+                .iter()
+                .any(|loaded| loaded == name))
+        .then(|| {
+            format!(
+                "Error: tool '{name}' is not loaded; search for it first (with {SEARCH_TOOL}, \
+                 `select:{name}` loads it by name), then call it"
+            )
+        })
+    }
+
+    /// Counts the model's calls, and loads the deferred tools it called without searching for
+    /// them (they exist and are enabled, so the calls run; unless a search is required first),
+    /// and returns an event for each.
     pub(super) fn load_called(
         &self,
         snapshot: &RegistrySnapshot,
         calls: &[ToolCall],
     ) -> Vec<AgentEvent> {
+        {
+            let mut counts = lock(&self.calls);
+            for call in calls {
+                if call.name != SEARCH_TOOL && snapshot.metadata(&call.name).is_some() {
+                    let first = counts.len() as u64;
+                    counts.entry(call.name.clone()).or_insert((0, first)).0 += 1;
+                }
+            }
+        }
+        if self.settings.deferred_calls == DeferredCalls::RequireSearch {
+            return Vec::new();
+        }
         let mut events = Vec::new();
         for call in calls {
             if snapshot.is_deferred(&call.name)
@@ -196,22 +360,33 @@ impl ToolSearch {
     /// `base`, or, when its eager tools pass the budget, `base` with all of them deferred but
     /// the pinned ones; checked once per snapshot.
     fn budgeted(&self, base: Arc<RegistrySnapshot>) -> Arc<RegistrySnapshot> {
-        let Some(budget) = &self.budget else {
+        let Some(budget) = &self.settings.budget else {
             return base;
         };
+        let most_used = lock(&self.most_used).clone();
         let mut budgeted = lock(&self.budgeted);
-        if let Some((checked, result)) = budgeted.as_ref() {
-            if Arc::ptr_eq(checked, &base) {
-                return result.clone();
+        if let Some(checked) = budgeted.as_ref() {
+            if Arc::ptr_eq(&checked.base, &base) && checked.most_used == most_used {
+                return checked.result.clone();
             }
         }
         let offered = base.offer(base.eager_names());
-        let result = if budget.passed(&offered, self.provider) {
-            Arc::new(base.deferring_all_but(&budget.pinned))
+        let result = if budget.passed(&offered, self.settings.provider) {
+            let eager: Vec<String> = budget
+                .pinned
+                .iter()
+                .chain(most_used.iter())
+                .cloned()
+                .collect();
+            Arc::new(base.deferring_all_but(&eager))
         } else {
             base.clone()
         };
-        *budgeted = Some((base, result.clone()));
+        *budgeted = Some(Budgeted {
+            base,
+            most_used,
+            result: result.clone(),
+        });
         result
     }
 
@@ -225,8 +400,9 @@ impl ToolSearch {
         let tool = SearchTool {
             context: self.context.clone(),
             searches: self.searches.clone(),
-            index: Arc::new(base.search_index()),
-            limit: self.limit,
+            base: base.clone(),
+            hybrid: self.hybrid.clone(),
+            limit: self.settings.limit,
         };
         let extended = match base.with_tool(Arc::new(tool)) {
             Ok(extended) => Arc::new(extended),
@@ -285,15 +461,8 @@ pub(super) fn not_available(
 
 /// The enabled tools that best match the words of `name`, best first.
 fn closest(snapshot: &RegistrySnapshot, name: &str) -> Vec<String> {
-    let definitions = snapshot.definitions();
-    let index = ToolIndex::new(definitions.iter().map(|definition| {
-        let title = snapshot
-            .metadata(&definition.function.name)
-            .and_then(|metadata| metadata.title.as_deref());
-        (definition, title)
-    }));
-    index
-        .search(name, CLOSEST)
+    snapshot
+        .search_enabled(name, CLOSEST)
         .map(|matches| matches.hits.into_iter().map(|hit| hit.name).collect())
         .unwrap_or_default()
 }
@@ -303,7 +472,9 @@ fn closest(snapshot: &RegistrySnapshot, name: &str) -> Vec<String> {
 struct SearchTool {
     context: ToolContext,
     searches: Arc<Mutex<Vec<AgentEvent>>>,
-    index: Arc<ToolIndex>,
+    /// The snapshot whose deferred tools it searches.
+    base: Arc<RegistrySnapshot>,
+    hybrid: Option<Arc<HybridSearch>>,
     limit: usize,
 }
 
@@ -337,7 +508,13 @@ impl ExecutableTool for SearchTool {
             .get("query")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let outcome = self.index.search(query, self.limit);
+        let outcome = match &self.hybrid {
+            Some(hybrid) => hybrid
+                .search(&self.base, query, self.limit)
+                .await
+                .map(|found| found.matches),
+            None => self.base.search(query, self.limit),
+        };
         let matches = outcome
             .as_ref()
             .map_or_else(|_| SearchMatches::default(), Clone::clone);

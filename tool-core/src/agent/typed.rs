@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 
 use super::{
     Agent, AgentError, AgentEvent, ApprovalDecision, TurnOptions,
-    output::{OutputEvent, OutputMode, OutputOptions, OutputResponse, PartialOutput, TypedOutput},
+    output::{OutputEvent, OutputMode, OutputOptions, OutputResponse, TypedOutput},
     run,
 };
 
@@ -26,7 +26,10 @@ impl Agent {
     ///   run ends when it calls the output tool with a value that validates against the
     ///   schema, deserializes into `T` and passes the validators of
     ///   [`OutputOptions::validator`]. A text answer counts as an invalid output: the model is
-    ///   asked to call the output tool.
+    ///   asked to call the output tool. A `T` that is an enum of variants that each hold an
+    ///   object (`enum Reply { Booked(Booking), Refused { reason: String } }`, in serde's
+    ///   default form) has one output tool per variant instead, `final_result_<Variant>`, whose
+    ///   parameters are the variant's data.
     /// - **Native mode**: the request carries the schema in the provider's structured-output
     ///   form ([`ResponseFormat`](crate::model::ResponseFormat)), and the model's text answer (once it makes no more tool
     ///   calls) is the output, checked the same way. On Anthropic this is the tool mode.
@@ -46,6 +49,9 @@ impl Agent {
     ///   that wait for approval stop the run with [`AgentError::AwaitingApproval`];
     ///   [`continue_output`](Self::continue_output) answers them and resumes the run into its
     ///   output.
+    ///
+    /// A tool choice that allows only some tools ([`ToolChoice::Allowed`](crate::model::ToolChoice::Allowed)) allows the
+    /// output tools too, in tool mode, so that the model can always give the output.
     ///
     /// The output call is not counted in [`AgentResponse::tool_calls`](super::AgentResponse::tool_calls) nor its corrections in
     /// [`AgentResponse::retried_calls`](super::AgentResponse::retried_calls) ([`OutputResponse::output_retries`] counts those). A
@@ -161,7 +167,7 @@ impl Agent {
         T: JsonSchema + DeserializeOwned + Send + 'static,
     {
         let (spec, turn) = self.typed_turn(options);
-        let mut partial = PartialOutput::new(spec.mode, spec.wrapped);
+        let mut partial = spec.partial();
         self.stream_turn(run::Input::User(text.into()), turn)
             .flat_map(move |event| {
                 let events: Vec<Result<OutputEvent<T>, AgentError>> = match event {

@@ -143,10 +143,18 @@ impl ArgumentChecks {
             .get_or_init(|| OptionalNulls::for_schema(parameters))
     }
 
-    /// The arguments for the tool `name` with `parameters`: coerced when `lenient`, optional
-    /// `null`s dropped, validated when `validate`.
+    /// The arguments for `tool` (named `name`, with `parameters`): coerced when `lenient`,
+    /// optional `null`s dropped, validated when `validate`.
+    ///
+    /// A tool that reads text (see [`ExecutableTool::execute_text`]) reads an object into the
+    /// same typed arguments, which check types and required fields themselves: as on the text
+    /// path, only what they cannot check is validated here (see [`Residue`]). Arguments that
+    /// fail that check are validated whole, and arguments the typed arguments refuse are
+    /// explained by the tool in the schema's words, so the model reads the same message
+    /// either way.
     pub(crate) fn prepare(
         &self,
+        tool: &dyn ExecutableTool,
         name: &str,
         parameters: &Value,
         mut args: JsonObject,
@@ -158,10 +166,47 @@ impl ArgumentChecks {
         }
         // Under OpenAI strict mode a model sends `null` for an optional field it leaves out.
         self.optional_nulls(parameters).drop_from(&mut args);
-        if validate {
-            self.validate(name, parameters, args)
-        } else {
-            Ok(args)
+        if !validate {
+            return Ok(args);
+        }
+        if !lenient && self.reads_text(tool) {
+            match self.residue(parameters) {
+                ResidueCheck::Nothing => return Ok(args),
+                ResidueCheck::Keywords(validator) => {
+                    let value = Value::Object(args);
+                    let valid = validator.is_valid(&value);
+                    // The arguments move into a `Value` and back out; nothing is cloned.
+                    args = match value {
+                        Value::Object(args) => args,
+                        _ => JsonObject::new(),
+                    };
+                    if valid {
+                        return Ok(args);
+                    }
+                }
+                ResidueCheck::Whole => {}
+            }
+        }
+        self.validate(name, parameters, args)
+    }
+
+    /// Whether `tool` reads text, asked once: by the first text call, or here by text no tool
+    /// can read (`]` is not JSON), which a tool that reads text refuses without running
+    /// ([`TextCall::Refused`]) and any other answers [`TextCall::Unsupported`] to.
+    fn reads_text(&self, tool: &dyn ExecutableTool) -> bool {
+        match self.reads_text.load(Ordering::Relaxed) {
+            READS_TEXT => true,
+            OBJECTS_ONLY => false,
+            _ => {
+                let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    matches!(tool.execute_text("]", None), TextCall::Refused(_))
+                }));
+                let reads = probe.unwrap_or(false);
+                // A tool that would run on this text, or panic, is not trusted to check.
+                let learned = if reads { READS_TEXT } else { OBJECTS_ONLY };
+                self.reads_text.store(learned, Ordering::Relaxed);
+                reads
+            }
         }
     }
 

@@ -206,6 +206,17 @@ pub(crate) fn describe_serde_error(
     describe_serde_message(&json_pointer(path), error)
 }
 
+/// [`describe_serde_error`] for a value the model sent as the member `outer` (a JSON pointer,
+/// `/Circle`) of the value that was read: the error's place is told from the model's value.
+pub(crate) fn describe_serde_error_within(
+    outer: &str,
+    path: &serde_path_to_error::Path,
+    error: &serde_json::Error,
+) -> String {
+    let pointer = json_pointer(path);
+    describe_serde_message(pointer.strip_prefix(outer).unwrap_or(&pointer), error)
+}
+
 /// [`describe_serde_error`] for an error whose place is known only as a JSON pointer (empty for
 /// the root).
 fn describe_serde_message(pointer: &str, error: &serde_json::Error) -> String {

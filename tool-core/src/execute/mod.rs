@@ -12,7 +12,8 @@ mod messages;
 pub(crate) use arguments::{ArgumentChecks, TextStart, parse_arguments};
 pub(crate) use guard::{Call, GuardedCall, Target, outcome_of};
 pub(crate) use messages::{
-    describe_schema_errors, describe_serde_error, describe_unplaced_serde_error,
+    describe_schema_errors, describe_serde_error, describe_serde_error_within,
+    describe_unplaced_serde_error,
 };
 
 use std::{fmt, time::Duration};

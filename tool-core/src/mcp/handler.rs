@@ -28,7 +28,7 @@ use super::McpOptions;
 use crate::{
     call::{CallContext, Progress},
     execute::ExecuteError,
-    registry::{RegistryEvent, ToolRegistry},
+    registry::{RegistryEvent, RegistrySnapshot, ToolRegistry},
     schema::drop_rust_formats,
     tool::{ChatTool, JsonObject, ToolHints, ToolMetadata},
 };
@@ -94,7 +94,15 @@ pub struct McpHandler {
     closed: CancellationToken,
     /// The registry version of the last `tools/list` answer ([`NOT_LISTED`] before the first).
     listed_version: AtomicU64,
+    /// How a request sees the registry; `None`: as it is.
+    view: Option<SnapshotView>,
 }
+
+/// A request's view of the registry (a user's switches applied), for servers that show each
+/// client its own tools.
+#[cfg_attr(not(feature = "gateway"), allow(dead_code))]
+pub(crate) type SnapshotView =
+    Arc<dyn Fn(&RequestContext<RoleServer>) -> Arc<RegistrySnapshot> + Send + Sync>;
 
 /// [`McpHandler::listed_version`] before the client has listed the tools.
 const NOT_LISTED: u64 = u64::MAX;
@@ -120,6 +128,22 @@ impl McpHandler {
             stop,
             closed: CancellationToken::new(),
             listed_version: AtomicU64::new(NOT_LISTED),
+            view: None,
+        }
+    }
+
+    /// Lists and calls tools through `view` instead of the registry as it is.
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
+    pub(crate) fn with_view(mut self, view: SnapshotView) -> Self {
+        self.view = Some(view);
+        self
+    }
+
+    /// The registry as the request sees it.
+    fn snapshot_for(&self, context: &RequestContext<RoleServer>) -> Arc<RegistrySnapshot> {
+        match &self.view {
+            Some(view) => view(context),
+            None => self.registry.snapshot(),
         }
     }
 
@@ -132,7 +156,10 @@ impl McpHandler {
     /// The tools of the registry as MCP lists them for a client on `version`; fields newer
     /// than it are left out.
     pub fn tools(&self, version: &ProtocolVersion) -> Vec<Tool> {
-        let snapshot = self.registry.snapshot();
+        self.tools_in(&self.registry.snapshot(), version)
+    }
+
+    fn tools_in(&self, snapshot: &RegistrySnapshot, version: &ProtocolVersion) -> Vec<Tool> {
         self.listed_version
             .store(snapshot.version(), Ordering::Release);
         snapshot
@@ -167,7 +194,7 @@ impl McpHandler {
             AbortOnDrop(watch)
         };
         let version = self.version_of(&context);
-        let snapshot = self.registry.snapshot();
+        let snapshot = self.snapshot_for(&context);
         let needs_approval = snapshot.is_enabled(&request.name)
             && snapshot
                 .metadata(&request.name)
@@ -394,9 +421,10 @@ impl ServerHandler for McpHandler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.tools(&self.version_of(&context)),
-        ))
+        Ok(ListToolsResult::with_all_items(self.tools_in(
+            &self.snapshot_for(&context),
+            &self.version_of(&context),
+        )))
     }
 
     fn get_tool(&self, _name: &str) -> Option<Tool> {

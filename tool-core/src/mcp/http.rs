@@ -382,6 +382,42 @@ pub(super) async fn start(
     let addr = listener.local_addr().map_err(McpServerError::Http)?;
 
     let options = server.options();
+    let stop = CancellationToken::new();
+    let factory = {
+        let server = server.clone();
+        move || Ok(server.handler())
+    };
+    let (router, path) = router(options, addr, factory, &stop);
+    let task = tokio::spawn(serve(
+        listener,
+        router,
+        options.http_limits.clone(),
+        stop.clone().cancelled_owned(),
+    ));
+    Ok(McpHttpServer {
+        addr,
+        path,
+        _stop_on_drop: stop.clone().drop_guard(),
+        stop,
+        task,
+    })
+}
+
+/// The MCP endpoint's router: rmcp's streamable HTTP service over handlers from `factory`,
+/// behind the request gate ([`admit`]) and the session cap, at [`McpOptions::http_path`]
+/// (returned normalized). `stop` ends its sessions.
+///
+/// [`McpOptions::http_path`]: super::McpOptions::http_path
+pub(crate) fn router<H, F>(
+    options: &super::McpOptions,
+    addr: SocketAddr,
+    factory: F,
+    stop: &CancellationToken,
+) -> (axum::Router, String)
+where
+    H: rmcp::ServerHandler,
+    F: Fn() -> Result<H, io::Error> + Send + Sync + 'static,
+{
     let allowed_hosts = options.allowed_hosts.clone().unwrap_or_else(|| {
         let mut hosts = vec![
             "localhost".to_owned(),
@@ -398,7 +434,6 @@ pub(super) async fn start(
         .allowed_origins
         .clone()
         .unwrap_or_else(|| LOOPBACK_ORIGINS.map(str::to_owned).to_vec());
-    let stop = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
         .with_allowed_origins(allowed_origins)
@@ -409,10 +444,6 @@ pub(super) async fn start(
         .with_legacy_session_mode(!options.stateless)
         .with_json_response(options.stateless)
         .with_cancellation_token(stop.child_token());
-    let factory = {
-        let server = server.clone();
-        move || Ok(server.handler())
-    };
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(options.session_idle_timeout);
     let sessions = CappedSessions {
@@ -433,19 +464,7 @@ pub(super) async fn start(
         max_sessions: options.max_sessions,
     });
     let router = router.layer(axum::middleware::from_fn_with_state(gate, admit));
-    let task = tokio::spawn(serve(
-        listener,
-        router,
-        options.http_limits.clone(),
-        stop.clone().cancelled_owned(),
-    ));
-    Ok(McpHttpServer {
-        addr,
-        path,
-        _stop_on_drop: stop.clone().drop_guard(),
-        stop,
-        task,
-    })
+    (router, path)
 }
 
 fn normalized_path(path: &str) -> String {

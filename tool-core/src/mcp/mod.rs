@@ -165,7 +165,11 @@ pub use client::{
     CommandLineError, McpClient, McpClientError, McpProgress, McpRegistration, McpServerConfig,
     McpStatus, McpToolInfo, McpTransportConfig, ReconnectPolicy, parse_command_line,
 };
+#[cfg(feature = "gateway")]
+pub(crate) use handler::SnapshotView;
 pub use handler::{McpApproval, McpHandler};
+#[cfg(feature = "gateway")]
+pub(crate) use http::router as http_router;
 pub use http::{McpAuth, McpHttpServer};
 use rmcp::ServiceExt;
 use tokio::{
@@ -412,6 +416,38 @@ pub enum McpServerError {
     Task(#[source] tokio::task::JoinError),
 }
 
+/// Serves one client with the handler `make` builds on a byte stream pair (newline-delimited
+/// JSON-RPC), until the client closes the connection. `make` gets the token cancelled when the
+/// input ends, to cancel the calls still running. A message over
+/// [`McpOptions::max_line_bytes`] is answered with a JSON-RPC error.
+pub(crate) async fn serve_io_with<H, R, W>(
+    options: &McpOptions,
+    make: impl FnOnce(tokio_util::sync::CancellationToken) -> H,
+    reader: R,
+    writer: W,
+) -> Result<(), McpServerError>
+where
+    H: rmcp::ServerHandler,
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let closed = tokio_util::sync::CancellationToken::new();
+    let reader = stdio::LimitedLines::new(reader, options.max_line_bytes, closed.clone());
+    // The limit is enforced (with an answer) by `LimitedLines`; rmcp's own would drop the
+    // stand-in line of a message just under it.
+    let transport =
+        rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(reader, writer)
+            .with_max_line_length(usize::MAX);
+    let running = make(closed)
+        .serve(transport)
+        .await
+        .map_err(|error| McpServerError::Handshake(Box::new(error)))?;
+    // Ends when the client closes the connection; the end of input has already cancelled the
+    // calls still running (each call's cancellation token fires).
+    running.waiting().await.map_err(McpServerError::Task)?;
+    Ok(())
+}
+
 /// An MCP server over a shared [`ToolRegistry`]; see the [module docs](self).
 ///
 /// Cloning is cheap and serves the same registry. Every connection gets its own
@@ -468,24 +504,13 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let closed = tokio_util::sync::CancellationToken::new();
-        let reader = stdio::LimitedLines::new(reader, self.options.max_line_bytes, closed.clone());
-        // The limit is enforced (with an answer) by `LimitedLines`; rmcp's own would drop the
-        // stand-in line of a message just under it.
-        let transport = rmcp::transport::async_rw::AsyncRwTransport::<rmcp::RoleServer, _, _>::new(
-            reader, writer,
+        serve_io_with(
+            &self.options,
+            |closed| self.handler().with_closed(closed),
+            reader,
+            writer,
         )
-        .with_max_line_length(usize::MAX);
-        let running = self
-            .handler()
-            .with_closed(closed)
-            .serve(transport)
-            .await
-            .map_err(|error| McpServerError::Handshake(Box::new(error)))?;
-        // Ends when the client closes the connection; the end of input has already cancelled
-        // the calls still running (each call's cancellation token fires).
-        running.waiting().await.map_err(McpServerError::Task)?;
-        Ok(())
+        .await
     }
 
     /// Binds streamable HTTP at `addr` (for example `127.0.0.1:8080`; port `0` picks a free

@@ -12,6 +12,21 @@
 //! When the answer hits `max_tokens` inside a call's input, the call is reported with the input
 //! received so far (usually invalid JSON) and no `ToolCallFinished`, with
 //! [`FinishReason::Length`].
+//!
+//! **Tool search** (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>):
+//! when the request asks for a native search ([`RequestTools::with_native_search`]), the
+//! deferred tools are sent with `"defer_loading": true`, Anthropic's search tool
+//! (`{"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}`, or the
+//! `regex` one) takes the place of the local search tool, and the request carries the
+//! `anthropic-beta: advanced-tool-use-2025-11-20` header. The model's searches come back as a
+//! `server_tool_use` block and a `tool_search_tool_result` block whose
+//! `tool_search_tool_search_result` content lists `tool_reference` blocks; each search is
+//! reported as a [`ModelEvent::ToolSearch`] (and in [`ChatResponse::tool_searches`]), and the
+//! two blocks are kept, verbatim, in the [`provider_metadata`](ToolCall::provider_metadata)
+//! (under `"anthropic"`) of the call that follows them, to be sent back before that call on
+//! the next request that asks for a native search.
+//!
+//! [`RequestTools::with_native_search`]: super::RequestTools::with_native_search
 
 use std::collections::HashMap;
 
@@ -26,6 +41,14 @@ const PROVIDER: Provider = Provider::Anthropic;
 
 /// The `anthropic-version` header sent by default.
 pub const API_VERSION: &str = "2023-06-01";
+
+/// The `anthropic-beta` feature a request with Anthropic's tool search tool needs
+/// (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>).
+pub const TOOL_SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
+
+/// The key of a call's [`provider_metadata`](ToolCall::provider_metadata) that this wire
+/// writes and reads.
+const METADATA: &str = "anthropic";
 
 /// Settings of an [`AnthropicClient`]: its [`Endpoint`], the default `max_tokens`, the API
 /// version and beta features.
@@ -113,12 +136,23 @@ impl Wire for Messages {
     }
 
     fn own_headers(config: &AnthropicConfig) -> Vec<(&'static str, String)> {
-        let mut headers = vec![("anthropic-version", config.version.clone())];
-        // No `anthropic-beta` header when no beta feature is on.
-        if !config.beta.is_empty() {
-            headers.push(("anthropic-beta", config.beta.join(",")));
+        vec![("anthropic-version", config.version.clone())]
+    }
+
+    fn request_headers(
+        config: &AnthropicConfig,
+        request: &ChatRequest,
+    ) -> Vec<(&'static str, String)> {
+        let mut features: Vec<&str> = config.beta.iter().map(String::as_str).collect();
+        if request.tools.native_search().is_some() && !features.contains(&TOOL_SEARCH_BETA) {
+            features.push(TOOL_SEARCH_BETA);
         }
-        headers
+        // No `anthropic-beta` header when no beta feature is on.
+        if features.is_empty() {
+            Vec::new()
+        } else {
+            vec![("anthropic-beta", features.join(","))]
+        }
     }
 
     fn request_body(
@@ -128,6 +162,7 @@ impl Wire for Messages {
     ) -> Result<Bytes, ProviderError> {
         request.tool_choice.check(&request.tools)?;
         request.tool_choice.reject_allowed("anthropic")?;
+        let native = request.tools.native_search().is_some();
         let mut system: Vec<&str> = Vec::new();
         let mut messages: Vec<WireMessage> = Vec::new();
         for message in &request.messages {
@@ -148,14 +183,19 @@ impl Wire for Messages {
                     if !content.is_empty() {
                         blocks.push(json!({ "type": "text", "text": content }));
                     }
-                    blocks.extend(tool_calls.iter().map(|call| {
-                        json!({
+                    for call in tool_calls {
+                        // The searches Anthropic ran before the call, sent back only when the
+                        // request offers its search tool (the blocks name it).
+                        if native {
+                            blocks.extend(kept_blocks(call).iter().cloned());
+                        }
+                        blocks.push(json!({
                             "type": "tool_use",
                             "id": call.id,
                             "name": call.name,
                             "input": arguments_object(&call.arguments),
-                        })
-                    }));
+                        }));
+                    }
                     ("assistant", blocks)
                 }
                 Message::Tool {
@@ -191,7 +231,9 @@ impl Wire for Messages {
             }
         }
         let system = system.join("\n\n");
-        let tools = (!request.tools.is_empty()).then(|| request.tools.provider_json(PROVIDER));
+        let tools = (!request.tools.is_empty())
+            .then(|| wire_tools(request))
+            .transpose()?;
         ChatBody {
             model: &config.endpoint.model,
             messages,
@@ -214,6 +256,7 @@ impl Wire for Messages {
         #[cfg(feature = "otel")]
         super::wire::record_response(reply.id.as_deref(), reply.model.as_deref());
         let mut answer = Answer::default();
+        let mut searches = Searches::default();
         let mut sink = Vec::new();
         for block in reply.content {
             match block {
@@ -222,21 +265,152 @@ impl Wire for Messages {
                     let slot = answer.calls.push();
                     answer.calls.set_id(slot, &id);
                     answer.calls.set_name(slot, &name, &mut sink);
+                    searches.attach(slot, &mut answer);
                     if !input.is_null() {
                         answer.calls.append(slot, &input.to_string(), &mut sink);
                     }
                 }
+                ReplyBlock::ServerToolUse { id, name, input } => {
+                    searches.server_tool_use(&id, &name, input);
+                }
+                ReplyBlock::ToolSearchToolResult {
+                    tool_use_id,
+                    content,
+                } => searches.result(&tool_use_id, content, &mut answer),
                 ReplyBlock::Other => {}
             }
         }
         if let Some(usage) = reply.usage {
             answer.usage(usage.normalised());
         }
+        let tool_searches = answer.take_searches();
         let (message, usage) = answer.into_message();
         let finish = finish_reason(reply.stop_reason.as_deref().unwrap_or("end_turn"));
         let mut response = ChatResponse::new(message, finish);
         response.usage = usage;
+        response.tool_searches = tool_searches;
         Ok(response)
+    }
+}
+
+/// The request's tools in Anthropic's format: the offered ones, and, when the request asks
+/// for a native search, Anthropic's search tool in the place of the local one and the
+/// deferred tools after them, each with `"defer_loading": true`
+/// (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>).
+fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, ProviderError> {
+    let offered = request.tools.provider_json(PROVIDER);
+    let Some((search, deferred, local)) = request.tools.native_search() else {
+        return Ok(offered);
+    };
+    let unreadable = |error: serde_json::Error| {
+        ProviderError::Config(format!("cannot encode the tools: {error}"))
+    };
+    let search_tool = match search {
+        NativeSearch::Regex => json!({
+            "type": "tool_search_tool_regex_20251119",
+            "name": "tool_search_tool_regex",
+        }),
+        _ => json!({
+            "type": "tool_search_tool_bm25_20251119",
+            "name": "tool_search_tool_bm25",
+        }),
+    };
+    let offered: Vec<Value> = serde_json::from_str(offered.get()).map_err(unreadable)?;
+    let mut tools = Vec::with_capacity(offered.len() + 1);
+    let mut replaced = false;
+    for tool in offered {
+        if !replaced && tool.get("name").and_then(Value::as_str) == Some(local) {
+            tools.push(search_tool.clone());
+            replaced = true;
+        } else {
+            tools.push(tool);
+        }
+    }
+    if !replaced {
+        tools.push(search_tool);
+    }
+    let deferred: Vec<Value> =
+        serde_json::from_str(deferred.provider_json(PROVIDER).get()).map_err(unreadable)?;
+    for mut tool in deferred {
+        if let Some(fields) = tool.as_object_mut() {
+            fields.insert("defer_loading".into(), Value::Bool(true));
+        }
+        tools.push(tool);
+    }
+    serde_json::value::to_raw_value(&tools)
+        .map(std::sync::Arc::from)
+        .map_err(unreadable)
+}
+
+/// The blocks of Anthropic's searches kept with `call`, to send back before it.
+fn kept_blocks(call: &ToolCall) -> &[Value] {
+    call.provider_metadata
+        .as_ref()
+        .and_then(|metadata| metadata.get(METADATA))
+        .and_then(|kept| kept.get("blocks"))
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The tool searches Anthropic ran in an answer: their blocks since the last call, and the
+/// query of each `server_tool_use` by id.
+#[derive(Default)]
+struct Searches {
+    pending: Vec<Value>,
+    queries: HashMap<String, String>,
+}
+
+impl Searches {
+    /// A `server_tool_use` block; kept when it is a tool search (other server tools are read
+    /// past).
+    fn server_tool_use(&mut self, id: &str, name: &str, input: Value) {
+        if !name.starts_with("tool_search_tool") {
+            return;
+        }
+        // The BM25 tool takes a `query`; the regex tool's input has been seen as `query` and
+        // as `pattern`.
+        let query = ["query", "pattern"]
+            .iter()
+            .find_map(|key| input.get(key).and_then(Value::as_str))
+            .unwrap_or_default();
+        self.queries.insert(id.to_owned(), query.to_owned());
+        let input = if input.is_object() { input } else { json!({}) };
+        self.pending.push(json!({
+            "type": "server_tool_use",
+            "id": id,
+            "name": name,
+            "input": input,
+        }));
+    }
+
+    /// A `tool_search_tool_result` block: kept, and its `tool_reference`s reported as a
+    /// search (a `tool_search_tool_result_error` loads nothing).
+    fn result(&mut self, tool_use_id: &str, content: Value, answer: &mut Answer) {
+        let tools: Vec<String> = content
+            .get("tool_references")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|reference| reference.get("tool_name").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect();
+        let query = self.queries.remove(tool_use_id).unwrap_or_default();
+        answer.search(ProviderToolSearch::new(query, tools));
+        self.pending.push(json!({
+            "type": "tool_search_tool_result",
+            "tool_use_id": tool_use_id,
+            "content": content,
+        }));
+    }
+
+    /// Keeps the blocks since the last call with the call in `slot`.
+    fn attach(&mut self, slot: usize, answer: &mut Answer) {
+        if !self.pending.is_empty() {
+            let blocks = Value::Array(std::mem::take(&mut self.pending));
+            answer
+                .calls
+                .set_metadata(slot, json!({ METADATA: { "blocks": blocks } }));
+        }
     }
 }
 
@@ -310,6 +484,17 @@ enum ReplyBlock {
         #[serde(default)]
         input: Value,
     },
+    ServerToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    ToolSearchToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        content: Value,
+    },
     #[serde(other)]
     Other,
 }
@@ -371,8 +556,9 @@ struct Event<'a> {
     index: u64,
     #[serde(default)]
     message: Option<StartMessage>,
+    /// Read as a [`Block`]; kept whole for a search result.
     #[serde(default, borrow)]
-    content_block: Option<Block<'a>>,
+    content_block: Option<&'a RawValue>,
     #[serde(default, borrow)]
     delta: Option<Delta<'a>>,
     #[serde(default)]
@@ -405,6 +591,10 @@ struct Block<'a> {
     name: Option<Text<'a>>,
     #[serde(default, borrow)]
     input: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    tool_use_id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    content: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -429,6 +619,9 @@ pub(crate) struct AnthropicDecoder {
     finish: Option<FinishReason>,
     /// The counts so far, as Anthropic reports them.
     usage: WireUsage,
+    /// The `server_tool_use` blocks by content block index: id, name and input so far.
+    server_blocks: HashMap<u64, (String, String, String)>,
+    searches: Searches,
 }
 
 impl AnthropicDecoder {
@@ -449,8 +642,14 @@ impl AnthropicDecoder {
                 }
             }
             "content_block_start" => {
-                if let Some(block) = event.content_block {
-                    self.block_start(event.index, block, out);
+                if let Some(raw) = event.content_block {
+                    let block: Block<'_> = serde_json::from_str(raw.get()).map_err(|error| {
+                        ProviderError::Protocol {
+                            provider: PROVIDER,
+                            message: format!("cannot read a content block: {error}"),
+                        }
+                    })?;
+                    self.block_start(event.index, block, out)?;
                 }
             }
             "content_block_delta" => {
@@ -462,6 +661,9 @@ impl AnthropicDecoder {
                 if let Some(&slot) = self.tool_blocks.get(&event.index) {
                     self.flush_start_input(slot, out);
                     self.answer.calls.end(slot, out);
+                } else if let Some((id, name, input)) = self.server_blocks.remove(&event.index) {
+                    let input = serde_json::from_str(&input).unwrap_or_else(|_| json!({}));
+                    self.searches.server_tool_use(&id, &name, input);
                 }
             }
             "message_delta" => {
@@ -495,7 +697,12 @@ impl AnthropicDecoder {
         Ok(false)
     }
 
-    fn block_start(&mut self, index: u64, block: Block<'_>, out: &mut Vec<ModelEvent>) {
+    fn block_start(
+        &mut self,
+        index: u64,
+        block: Block<'_>,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<(), ProviderError> {
         match &*block.r#type {
             "text" => {
                 if let Some(text) = block.text {
@@ -507,15 +714,46 @@ impl AnthropicDecoder {
                 let slot = calls.push();
                 calls.set_id(slot, block.id.as_deref().unwrap_or_default());
                 calls.set_name(slot, block.name.as_deref().unwrap_or_default(), out);
+                self.searches.attach(slot, &mut self.answer);
                 self.tool_blocks.insert(index, slot);
                 let input = block.input.map(RawValue::get);
                 if let Some(input) = input.filter(|input| !is_empty_object(input)) {
                     self.start_inputs.insert(slot, input.to_owned());
                 }
             }
-            // Server tools, their results, thinking: not calls for the client to run.
+            // A server tool's input comes as `input_json_delta` fragments, as a call's does.
+            "server_tool_use" => {
+                let input = block
+                    .input
+                    .map(RawValue::get)
+                    .filter(|input| !is_empty_object(input))
+                    .unwrap_or_default();
+                self.server_blocks.insert(
+                    index,
+                    (
+                        block.id.as_deref().unwrap_or_default().to_owned(),
+                        block.name.as_deref().unwrap_or_default().to_owned(),
+                        input.to_owned(),
+                    ),
+                );
+            }
+            "tool_search_tool_result" => {
+                let content = match block.content {
+                    Some(raw) => serde_json::from_str(raw.get()).map_err(|error| {
+                        ProviderError::Protocol {
+                            provider: PROVIDER,
+                            message: format!("cannot read a tool search result: {error}"),
+                        }
+                    })?,
+                    None => Value::Null,
+                };
+                let id = block.tool_use_id.as_deref().unwrap_or_default().to_owned();
+                self.searches.result(&id, content, &mut self.answer);
+            }
+            // Other server tools, their results, thinking: not calls for the client to run.
             _ => {}
         }
+        Ok(())
     }
 
     fn block_delta(&mut self, index: u64, delta: Delta<'_>, out: &mut Vec<ModelEvent>) {
@@ -526,7 +764,12 @@ impl AnthropicDecoder {
                 }
             }
             Some("input_json_delta") => {
-                if let (Some(&slot), Some(fragment)) =
+                if let (Some(server), Some(fragment)) = (
+                    self.server_blocks.get_mut(&index),
+                    delta.partial_json.as_ref(),
+                ) {
+                    server.2.push_str(fragment);
+                } else if let (Some(&slot), Some(fragment)) =
                     (self.tool_blocks.get(&index), delta.partial_json)
                 {
                     self.start_inputs.remove(&slot);

@@ -41,6 +41,8 @@ mod vars;
 #[cfg(feature = "http")]
 pub(crate) mod wire;
 
+pub mod embed;
+
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
 #[cfg(feature = "gemini")]
@@ -64,6 +66,13 @@ mod decoder_properties;
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use choice::ToolChoice;
+#[cfg(feature = "gemini")]
+pub use embed::GeminiEmbedder;
+#[cfg(feature = "ollama")]
+pub use embed::OllamaEmbedder;
+#[cfg(feature = "openai")]
+pub use embed::OpenAiEmbedder;
+pub use embed::{EmbedError, Embedder, check_embeddings};
 pub use env::{from_env, from_vars};
 pub use format::ResponseFormat;
 #[cfg(feature = "gemini")]
@@ -220,6 +229,56 @@ pub struct RequestTools {
     /// only need the list's provider JSON).
     definitions: OnceLock<Vec<ChatTool>>,
     list: Option<Arc<dyn ToolList>>,
+    /// The deferred tools, for a client with a search of its provider's own.
+    deferred: Option<DeferredTools>,
+}
+
+/// The deferred tools of a request, and how a client with a provider-native search offers
+/// them.
+#[derive(Clone, Debug)]
+struct DeferredTools {
+    list: Arc<dyn ToolList>,
+    search: NativeSearch,
+    local_tool: Arc<str>,
+}
+
+/// Which search of the provider's own a request asks for, on the clients that have one
+/// (Anthropic Messages and OpenAI Responses): the deferred tools are then sent marked
+/// `defer_loading` and the provider's search tool takes the place of the local one. Every
+/// other client sends the local search tool and leaves the deferred tools out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NativeSearch {
+    /// Anthropic's BM25 search tool (`tool_search_tool_bm25_20251119`); OpenAI Responses'
+    /// hosted `tool_search`. The default.
+    #[default]
+    Bm25,
+    /// Anthropic's regex search tool (`tool_search_tool_regex_20251119`); OpenAI Responses'
+    /// hosted `tool_search`, which has one form.
+    Regex,
+    /// No search of the provider's: the local search tool on every wire.
+    Off,
+}
+
+/// A search the provider ran on its side (Anthropic's tool search tool, OpenAI's hosted
+/// `tool_search`): what it was asked and the tools it loaded, by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProviderToolSearch {
+    /// The query or pattern the model searched with (empty when the provider did not say).
+    pub query: String,
+    /// The tools the search loaded, in the provider's order.
+    pub tools: Vec<String>,
+}
+
+impl ProviderToolSearch {
+    /// A search for `query` that loaded `tools`.
+    pub fn new(query: impl Into<String>, tools: Vec<String>) -> Self {
+        Self {
+            query: query.into(),
+            tools,
+        }
+    }
 }
 
 impl RequestTools {
@@ -228,6 +287,7 @@ impl RequestTools {
         Self {
             definitions: OnceLock::from(definitions),
             list: None,
+            deferred: None,
         }
     }
 
@@ -237,7 +297,39 @@ impl RequestTools {
         Self {
             definitions: OnceLock::new(),
             list: Some(list),
+            deferred: None,
         }
+    }
+
+    /// These tools, where the client has a search of its provider's own, with `deferred` sent
+    /// marked `defer_loading` and the provider's search tool (`search`) in place of the tool
+    /// named `local_tool`. `NativeSearch::Off`, or an empty `deferred`, changes nothing.
+    #[must_use]
+    pub fn with_native_search(
+        mut self,
+        deferred: Arc<dyn ToolList>,
+        search: NativeSearch,
+        local_tool: &str,
+    ) -> Self {
+        self.deferred =
+            (search != NativeSearch::Off && !deferred.is_empty()).then(|| DeferredTools {
+                list: deferred,
+                search,
+                local_tool: Arc::from(local_tool),
+            });
+        self
+    }
+
+    /// The native search asked for, the deferred tools to send with it, and the name of the
+    /// local search tool it replaces; `None` when the request asks for none.
+    pub fn native_search(&self) -> Option<(NativeSearch, &dyn ToolList, &str)> {
+        self.deferred.as_ref().map(|deferred| {
+            (
+                deferred.search,
+                &*deferred.list as &dyn ToolList,
+                &*deferred.local_tool,
+            )
+        })
     }
 
     /// The tools' definitions, in order.
@@ -296,6 +388,8 @@ pub struct ChatResponse {
     pub usage: Option<Usage>,
     /// Why the model stopped.
     pub finish_reason: FinishReason,
+    /// The searches the provider ran on its side, in order (see [`NativeSearch`]).
+    pub tool_searches: Vec<ProviderToolSearch>,
 }
 
 impl ChatResponse {
@@ -305,6 +399,7 @@ impl ChatResponse {
             message,
             usage: None,
             finish_reason,
+            tool_searches: Vec::new(),
         }
     }
 }
@@ -360,6 +455,9 @@ pub enum ModelEvent {
     },
     /// Token counts (may come more than once; the last one wins).
     Usage(Usage),
+    /// The provider ran a tool search on its side and loaded these tools (see
+    /// [`NativeSearch`]); comes before `Done`.
+    ToolSearch(ProviderToolSearch),
     /// The answer is complete: the final assistant message (text and every tool call) and why
     /// it ended. Always the last event of a successful stream.
     Done {

@@ -41,6 +41,15 @@
 //! its tools are OpenAI's function definitions under the same schema rules, only laid out
 //! flat, and its errors name `openai`.
 //!
+//! **Tool search** (<https://developers.openai.com/api/docs/guides/tools-tool-search>): when
+//! the request asks for a native search ([`RequestTools::with_native_search`]), OpenAI's hosted
+//! `{"type": "tool_search"}` takes the place of the local search tool and the deferred
+//! functions follow the offered tools with `"defer_loading": true`. The model's searches come
+//! back as `tool_search_call` and `tool_search_output` items (the latter listing the loaded
+//! tools' definitions); each search is reported as a [`ModelEvent::ToolSearch`], and the items
+//! are kept with the next call, like reasoning, and sent back before it in the requests that
+//! offer the `tool_search` tool.
+//!
 //! **Stored responses.** With [`ResponsesConfig::store`], responses are kept by OpenAI, and a
 //! request that continues from an answer with tool calls sends `previous_response_id` and only
 //! the messages after that answer.
@@ -224,16 +233,46 @@ impl Wire for Responses {
             None => (None, &messages[leading..]),
         };
         let mut input = Vec::new();
+        // A hosted search's items go back only beside the `tool_search` tool they name.
+        let searching = request.tools.native_search().is_some();
         for message in rest {
-            input_items(message, &mut input);
+            input_items(message, searching, &mut input);
         }
         let tools_json = (!request.tools.is_empty())
             .then(|| tools_text(config, &request.tools))
             .transpose()?;
         let nested = tools_json.as_deref().map(nested_tools).transpose()?;
-        let tools = nested
-            .as_ref()
-            .map(|nested| nested.iter().map(FlatTool::from).collect::<Vec<_>>());
+        let native = request.tools.native_search();
+        let deferred_json = native.map(|(_, deferred, _)| deferred.provider_json(PROVIDER));
+        let deferred = deferred_json.as_deref().map(nested_tools).transpose()?;
+        let tools = nested.as_ref().map(|nested| {
+            let local = native.map(|(_, _, local)| local);
+            let mut tools: Vec<WireTool<'_>> = Vec::new();
+            let mut replaced = false;
+            for tool in nested {
+                if native.is_some() && !replaced && Some(&*tool.function.name) == local {
+                    tools.push(WireTool::Search {
+                        r#type: "tool_search",
+                    });
+                    replaced = true;
+                } else {
+                    tools.push(WireTool::Function(FlatTool::from(tool)));
+                }
+            }
+            if let Some(deferred) = &deferred {
+                if !replaced {
+                    tools.push(WireTool::Search {
+                        r#type: "tool_search",
+                    });
+                }
+                tools.extend(deferred.iter().map(|tool| {
+                    let mut flat = FlatTool::from(tool);
+                    flat.defer_loading = Some(true);
+                    WireTool::Function(flat)
+                }));
+            }
+            tools
+        });
         let body = ResponsesBody {
             model: &config.endpoint.model,
             instructions,
@@ -279,7 +318,7 @@ struct ResponsesBody<'a> {
     store: bool,
     include: Option<[&'static str; 1]>,
     previous_response_id: Option<&'a str>,
-    tools: Option<Vec<FlatTool<'a>>>,
+    tools: Option<Vec<WireTool<'a>>>,
     tool_choice: Option<Value>,
     parallel_tool_calls: Option<bool>,
     temperature: Option<f32>,
@@ -343,14 +382,14 @@ fn message_item<'a>(role: &'static str, content: &'a str) -> Input<'a> {
 }
 
 /// Appends the `input` items of one message.
-fn input_items<'a>(message: &'a Message, input: &mut Vec<Input<'a>>) {
+fn input_items<'a>(message: &'a Message, searching: bool, input: &mut Vec<Input<'a>>) {
     match message {
         Message::System { content } => input.push(message_item("system", content)),
         Message::User { content } => input.push(message_item("user", content)),
         Message::Assistant {
             content,
             tool_calls,
-        } => assistant_items(content, tool_calls, input),
+        } => assistant_items(content, tool_calls, searching, input),
         Message::Tool {
             tool_call_id,
             content,
@@ -367,7 +406,12 @@ fn input_items<'a>(message: &'a Message, input: &mut Vec<Input<'a>>) {
 /// the messages between them) in their places, its text unless those items hold it, and its
 /// calls. A call's own item id is sent only beside the items kept with it: OpenAI refuses a
 /// call item with an id whose reasoning is missing.
-fn assistant_items<'a>(content: &'a str, calls: &'a [ToolCall], input: &mut Vec<Input<'a>>) {
+fn assistant_items<'a>(
+    content: &'a str,
+    calls: &'a [ToolCall],
+    searching: bool,
+    input: &mut Vec<Input<'a>>,
+) {
     let kept: Vec<(&ToolCall, Option<&Map<String, Value>>)> = calls
         .iter()
         .map(|call| (call, call_metadata(call)))
@@ -379,9 +423,10 @@ fn assistant_items<'a>(content: &'a str, calls: &'a [ToolCall], input: &mut Vec<
             .map(Vec::as_slice)
             .unwrap_or_default()
     };
+    let sent = |item: &&Value| searching || !is_tool_search_item(item);
     let replayed = kept
         .iter()
-        .any(|(_, metadata)| !items(*metadata).is_empty());
+        .any(|(_, metadata)| items(*metadata).iter().any(|item| sent(&item)));
     let kept_text: String = kept
         .iter()
         .flat_map(|(_, metadata)| items(*metadata))
@@ -399,7 +444,12 @@ fn assistant_items<'a>(content: &'a str, calls: &'a [ToolCall], input: &mut Vec<
         }
     };
     for (call, metadata) in kept {
-        input.extend(items(metadata).iter().map(Input::Verbatim));
+        input.extend(
+            items(metadata)
+                .iter()
+                .filter(|item| sent(item))
+                .map(Input::Verbatim),
+        );
         input.push(Input::Call {
             r#type: "function_call",
             id: metadata
@@ -414,6 +464,14 @@ fn assistant_items<'a>(content: &'a str, calls: &'a [ToolCall], input: &mut Vec<
     if !after.is_empty() {
         input.push(message_item("assistant", after));
     }
+}
+
+/// Whether a kept output item is a hosted search's call or output.
+fn is_tool_search_item(item: &Value) -> bool {
+    matches!(
+        item.get("type").and_then(Value::as_str),
+        Some("tool_search_call" | "tool_search_output")
+    )
 }
 
 /// The part of a call's metadata this wire wrote.
@@ -509,6 +567,14 @@ fn nested_tools(text: &RawValue) -> Result<Vec<NestedTool<'_>>, ProviderError> {
         .map_err(|error| ProviderError::Config(format!("cannot encode the tools: {error}")))
 }
 
+/// A tool of a request: a function, or the hosted tool search.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireTool<'a> {
+    Function(FlatTool<'a>),
+    Search { r#type: &'static str },
+}
+
 /// A function tool in the Responses shape
 /// (<https://platform.openai.com/docs/api-reference/responses/create#responses-create-tools>),
 /// `strict` always set: the Responses API takes a missing `strict` as `true`.
@@ -520,6 +586,8 @@ struct FlatTool<'a> {
     description: Option<&'a str>,
     parameters: &'a RawValue,
     strict: bool,
+    /// Left out of the model's context until its `tool_search` loads it.
+    defer_loading: Option<bool>,
 }
 
 impl<'a> From<&'a NestedTool<'a>> for FlatTool<'a> {
@@ -531,6 +599,7 @@ impl<'a> From<&'a NestedTool<'a>> for FlatTool<'a> {
             description: function.description.as_deref(),
             parameters: function.parameters,
             strict: function.strict.unwrap_or(false),
+            defer_loading: None,
         }
     }
 }
@@ -675,6 +744,8 @@ enum Kind {
     FunctionCall,
     /// Reasoning, kept for the next call.
     Reasoning,
+    /// A hosted tool search's call or output, kept for the next call.
+    ToolSearch,
     /// An item of a hosted tool (web search, code interpreter, …): not ours to read.
     Other,
 }
@@ -685,6 +756,7 @@ impl Kind {
             "message" => Self::Message,
             "function_call" => Self::FunctionCall,
             "reasoning" => Self::Reasoning,
+            "tool_search_call" | "tool_search_output" => Self::ToolSearch,
             _ => Self::Other,
         }
     }
@@ -711,6 +783,8 @@ pub(crate) struct ResponsesDecoder {
     pending: Vec<Value>,
     response_id: Option<String>,
     refused: bool,
+    /// The query of the last `tool_search_call`, for its output.
+    search_query: String,
 }
 
 impl ResponsesDecoder {
@@ -982,9 +1056,65 @@ impl ResponsesDecoder {
                 self.items[at].done = true;
                 self.pending.push(value);
             }
+            Kind::ToolSearch => {
+                if self.items[at].done {
+                    return Ok(());
+                }
+                let value: Value = parse(item, "an output item")?;
+                self.tool_search(&value);
+                self.items[at].done = true;
+                self.pending.push(value);
+            }
             Kind::Other => self.items[at].done = true,
         }
         Ok(())
+    }
+
+    /// A hosted search's `tool_search_call` (its query) or `tool_search_output` (the tools it
+    /// loaded, functions alone or in a namespace).
+    fn tool_search(&mut self, item: &Value) {
+        if item.get("type").and_then(Value::as_str) == Some("tool_search_call") {
+            let arguments = item.get("arguments");
+            // The arguments are an object; a JSON string of one is read too.
+            let parsed = arguments
+                .and_then(Value::as_str)
+                .and_then(|text| serde_json::from_str::<Value>(text).ok());
+            parsed
+                .as_ref()
+                .or(arguments)
+                .and_then(|arguments| arguments.get("query"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .clone_into(&mut self.search_query);
+            return;
+        }
+        let mut tools = Vec::new();
+        let mut pending: Vec<&Value> = item
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .rev()
+            .collect();
+        // A stack, so the names come in the provider's order.
+        while let Some(tool) = pending.pop() {
+            match tool.get("type").and_then(Value::as_str) {
+                Some("namespace") => pending.extend(
+                    tool.get("tools")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .rev(),
+                ),
+                _ => {
+                    if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                        tools.push(name.to_owned());
+                    }
+                }
+            }
+        }
+        let query = std::mem::take(&mut self.search_query);
+        self.answer.search(ProviderToolSearch::new(query, tools));
     }
 
     /// Ends the answer: its usage, and why it ended.

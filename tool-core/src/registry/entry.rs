@@ -25,6 +25,8 @@ use crate::{
 /// What a settings screen shows about a tool: its definition, metadata and enabled state.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[non_exhaustive]
+// Independent facts about one tool, each read on its own by a tool list (a popover, `/tools`).
+#[allow(clippy::struct_excessive_bools)]
 pub struct ToolInfo {
     /// The tool's name.
     pub name: String,
@@ -46,6 +48,9 @@ pub struct ToolInfo {
     /// (its [`ToolMetadata::defer_loading`], or the registry's
     /// [`RegistryOptions::defer_loading`]).
     pub deferred: bool,
+    /// Whether a deferred tool has been loaded in the conversation (only an agent knows:
+    /// [`Agent::list_tools`](crate::Agent::list_tools) sets it; `false` elsewhere).
+    pub loaded: bool,
 }
 
 /// A registered tool with everything worked out from it once: definition and metadata when it
@@ -128,6 +133,7 @@ impl ToolEntry {
             enabled,
             hints: metadata.hints,
             deferred: self.is_deferred(options),
+            loaded: false,
         }
     }
 
@@ -149,6 +155,7 @@ impl ToolEntry {
         default_timeout: Option<Duration>,
     ) -> Result<Call<'_>, ExecuteError> {
         let args = self.derived().arguments.prepare(
+            self.tool(),
             self.name(),
             &self.definition.function.parameters,
             args,

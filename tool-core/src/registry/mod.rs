@@ -20,6 +20,7 @@ mod checks;
 mod entry;
 mod events;
 mod options;
+mod search;
 mod snapshot;
 mod toggles;
 
@@ -87,6 +88,8 @@ struct State {
     tools: IndexMap<Arc<str>, Slot, foldhash::fast::RandomState>,
     version: u64,
     snapshot: Option<Arc<RegistrySnapshot>>,
+    /// Every tool in a search index, shared with the snapshots; updated with each change.
+    search: Arc<search::SharedIndex>,
 }
 
 #[derive(Clone)]
@@ -148,8 +151,9 @@ impl ToolRegistry {
         let entry = Arc::new(ToolEntry::new(tool)?);
         let name = {
             let mut state = self.write();
-            let name = state.insert(entry)?;
+            let name = state.insert(entry.clone())?;
             state.changed();
+            state.search.inserted(state.version, &entry);
             name
         };
         self.notify(|| RegistryEvent::Registered(name.to_string()));
@@ -178,9 +182,10 @@ impl ToolRegistry {
             let mut state = self.write();
             state.tools.reserve(entries.len());
             for entry in entries {
-                match entry.and_then(|entry| state.insert(entry)) {
-                    Ok(name) => {
+                match entry.and_then(|entry| Ok((state.insert(entry.clone())?, entry))) {
+                    Ok((name, entry)) => {
                         state.changed();
+                        state.search.inserted(state.version, &entry);
                         if listening {
                             registered.push(name);
                         }
@@ -202,6 +207,7 @@ impl ToolRegistry {
             let removed = state.tools.shift_remove(name).is_some();
             if removed {
                 state.changed();
+                state.search.removed(state.version, name);
             }
             removed
         };
@@ -235,6 +241,7 @@ impl ToolRegistry {
             slot.enabled = enabled;
             if changed {
                 state.changed();
+                state.search.switched(state.version);
             }
             changed
         };
@@ -313,6 +320,14 @@ impl ToolRegistry {
     /// Whether no tool is registered.
     pub fn is_empty(&self) -> bool {
         self.read().tools.is_empty()
+    }
+
+    /// How many postings of the registry's search index its updates have written or removed
+    /// (`None` until the first search builds it): each registration or removal costs the
+    /// postings of that tool's words only.
+    #[doc(hidden)]
+    pub fn search_postings_written(&self) -> Option<u64> {
+        self.read().search.postings_written()
     }
 
     /// A counter that grows on every change (register, unregister, enable, disable).
@@ -474,6 +489,7 @@ impl ToolRegistry {
                 .values()
                 .map(|slot| (slot.entry.clone(), slot.enabled)),
             self.options.clone(),
+            state.search.clone(),
         ));
         state.snapshot = Some(snapshot.clone());
         snapshot
@@ -493,6 +509,7 @@ impl ToolRegistry {
                 (slot.entry.clone(), on)
             }),
             self.options.clone(),
+            state.search.clone(),
         )
     }
 

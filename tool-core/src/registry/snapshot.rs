@@ -10,7 +10,11 @@ use std::{
 
 use serde_json::{Value, value::RawValue};
 
-use super::{RegistryError, RegistryOptions, ToolInfo, entry::ToolEntry};
+use super::{
+    RegistryError, RegistryOptions, ToolInfo,
+    entry::ToolEntry,
+    search::{self, SharedIndex},
+};
 use crate::{
     call::CallContext,
     execute::{Call, ExecuteError, model_text, outcome_of},
@@ -18,7 +22,7 @@ use crate::{
         Coercion, FormatOptions, Provider, SchemaError, ToolCheckError, ToolList,
         list::{self, ListCache},
     },
-    search::ToolIndex,
+    search::{SearchError, SearchMatches, ToolIndex},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolMetadata},
 };
 
@@ -34,6 +38,8 @@ pub struct RegistrySnapshot {
     eager_only: Option<Arc<[String]>>,
     /// Tools an agent added to the snapshot (its search tool): never deferred.
     added: Vec<Arc<str>>,
+    /// The registry's search index.
+    search: Arc<SharedIndex>,
 }
 
 impl fmt::Debug for RegistrySnapshot {
@@ -87,6 +93,7 @@ impl RegistrySnapshot {
         version: u64,
         tools: impl Iterator<Item = (Arc<ToolEntry>, bool)>,
         options: RegistryOptions,
+        search: Arc<SharedIndex>,
     ) -> Self {
         Self {
             version,
@@ -96,6 +103,7 @@ impl RegistrySnapshot {
             options,
             eager_only: None,
             added: Vec::new(),
+            search,
         }
     }
 
@@ -151,14 +159,55 @@ impl RegistrySnapshot {
             .collect()
     }
 
-    /// A search index over the enabled deferred tools (see [`ToolIndex`]): what a
-    /// `search_tools` call of an agent looks in. A switched-off tool is not in it.
+    /// A search index of its own over the enabled deferred tools (see [`ToolIndex`]), built
+    /// now: for an application that keeps it. [`search`](Self::search) looks in the same
+    /// tools through the registry's index, which is built once and kept up to date.
     pub fn search_index(&self) -> ToolIndex {
-        ToolIndex::new(
+        search::index_of(
             self.enabled()
                 .filter(|entry| self.defers(entry))
-                .map(|entry| (entry.definition(), entry.metadata().title.as_deref())),
+                .map(|entry| &**entry),
         )
+    }
+
+    /// The `limit` tools among the enabled deferred ones that best match `query` (see
+    /// [`ToolIndex::search`] for the query forms): what a `search_tools` call of an agent
+    /// finds. A switched-off or eager tool is not found.
+    ///
+    /// It looks in the registry's index, built at the first search and then updated one tool
+    /// at a time as tools are registered and removed. The words are weighed over every
+    /// registered tool, so a rare word counts as rare whichever tools are deferred.
+    pub fn search(&self, query: &str, limit: usize) -> Result<SearchMatches, SearchError> {
+        self.search_where(query, limit, |entry| self.defers(entry))
+    }
+
+    /// Like [`search`](Self::search), among every enabled tool, eager ones too.
+    pub(crate) fn search_enabled(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<SearchMatches, SearchError> {
+        self.search_where(query, limit, |_| true)
+    }
+
+    fn search_where(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: impl Fn(&ToolEntry) -> bool,
+    ) -> Result<SearchMatches, SearchError> {
+        // The tools an agent added (its search tool) are not the registry's: they stay out of
+        // its index.
+        let registered = self
+            .tools
+            .iter()
+            .filter(|(entry, _)| !self.added.contains(entry.name()))
+            .map(|(entry, _)| &**entry);
+        self.search
+            .search(self.version, registered, query, limit, |name| {
+                self.slot(name)
+                    .is_some_and(|(entry, enabled)| *enabled && keep(entry))
+            })
     }
 
     /// This snapshot with one more tool, enabled and not deferred (an agent's `search_tools`),
@@ -179,6 +228,7 @@ impl RegistrySnapshot {
                 self.version,
                 self.tools.iter().cloned().chain([(entry, true)]),
                 self.options.clone(),
+                self.search.clone(),
             )
         })
     }
@@ -193,6 +243,7 @@ impl RegistrySnapshot {
                 self.version,
                 self.tools.iter().cloned(),
                 self.options.clone(),
+                self.search.clone(),
             )
         }
     }

@@ -22,6 +22,7 @@
 //! assert_eq!(picked.missing, ["nope"]);
 //! ```
 
+pub mod hybrid;
 mod text;
 
 use std::{collections::HashMap, sync::Arc};
@@ -38,6 +39,16 @@ const MAX_QUERY_WORDS: usize = 32;
 
 /// The most names one `select:` query picks.
 const MAX_SELECTED: usize = 32;
+
+/// The most memory a `regex:` pattern may compile to, in bytes, for the program and for the
+/// lazy DFA's cache each.
+const MAX_PATTERN_SIZE: usize = 1 << 20;
+
+/// How deeply a `regex:` pattern may nest groups and repetitions.
+const MAX_PATTERN_NESTING: u32 = 64;
+
+/// The most bytes of parameter text the regex mode keeps per tool.
+const MAX_EXTRA: usize = 4_096;
 
 /// How deep into nested parameter schemas names and descriptions are read.
 const MAX_SCHEMA_DEPTH: usize = 3;
@@ -81,6 +92,12 @@ pub enum SearchError {
     /// The query has no word to look for (only punctuation, control characters, stop words).
     #[error("the query has no words to look for; describe the tool you need in a few words")]
     NoWords,
+    /// A `regex:` query's pattern is not a valid regular expression, or compiles too large.
+    #[error("the pattern is not usable: {reason}")]
+    Pattern {
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// One tool a search found.
@@ -105,31 +122,78 @@ pub struct SearchMatches {
     pub missing: Vec<String>,
 }
 
-/// A BM25F index over a set of tool definitions, built once (see the [module docs](self)).
+/// A BM25F index over a set of tool definitions (see the [module docs](self)), kept up to
+/// date one tool at a time: [`upsert`](Self::upsert) and [`remove`](Self::remove) touch the
+/// postings of that tool's words only, never the rest of the index.
 ///
-/// A search costs the postings of the query's words, not a pass over every tool.
+/// A search costs the postings of the query's words, not a pass over every tool. Field
+/// lengths are normalized by the averages at query time, so adding a tool changes no other
+/// tool's postings.
 pub struct ToolIndex {
-    names: Vec<Arc<str>>,
-    descriptions: Vec<Arc<str>>,
+    /// Per slot, the tool it holds; a removed tool's slot is free until the next insert.
+    docs: Vec<Option<Doc>>,
+    free: Vec<u32>,
     by_name: HashMap<Arc<str>, u32, foldhash::fast::RandomState>,
-    /// The words of the index, numbered.
-    vocabulary: HashMap<String, u32, foldhash::fast::RandomState>,
-    /// Per word, the tools that have it with their length-normalized, weighted count.
-    postings: Vec<Vec<(u32, f32)>>,
-    /// Per tool, its words with their count in each field (sorted by word): what the postings
-    /// are made from, kept for incremental updates and for a scan that scores every tool.
-    forward: Vec<Vec<(u32, [u16; FIELDS])>>,
-    /// Per tool, each field's length in words.
+    /// The words of the index, numbered; a word stays numbered when its last tool goes.
+    vocabulary: HashMap<Box<str>, u32, foldhash::fast::RandomState>,
+    /// Per word, the tools that have it with their count in each field, in no order.
+    postings: Vec<Vec<Posting>>,
+    /// Per slot, each field's length in words (zeros for a free slot), apart from `docs` so
+    /// that scoring reads a dense array.
     lengths: Vec<[u32; FIELDS]>,
-    average: [f32; FIELDS],
+    /// Per field, the sum of the lengths of the tools indexed.
+    totals: [u64; FIELDS],
+    /// The order the next new tool gets; ties go to the lower.
+    next_order: u64,
+    /// How many postings were written or removed so far: the work of the updates.
+    postings_written: u64,
+}
+
+/// One indexed tool.
+struct Doc {
+    name: Arc<str>,
+    description: Arc<str>,
+    /// Its title and its parameters' names and descriptions, as the regex mode reads them.
+    extra: Box<str>,
+    order: u64,
+    /// Its words, sorted, each with the place of its posting in that word's list.
+    words: Vec<DocWord>,
+}
+
+#[derive(Clone, Copy)]
+struct DocWord {
+    term: u32,
+    at: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Posting {
+    doc: u32,
+    counts: [u16; FIELDS],
 }
 
 impl std::fmt::Debug for ToolIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolIndex")
-            .field("tools", &self.names.len())
+            .field("tools", &self.len())
             .field("words", &self.vocabulary.len())
             .finish_non_exhaustive()
+    }
+}
+
+impl Default for ToolIndex {
+    fn default() -> Self {
+        Self {
+            docs: Vec::new(),
+            free: Vec::new(),
+            by_name: HashMap::default(),
+            vocabulary: HashMap::default(),
+            postings: Vec::new(),
+            lengths: Vec::new(),
+            totals: [0; FIELDS],
+            next_order: 0,
+            postings_written: 0,
+        }
     }
 }
 
@@ -138,34 +202,23 @@ impl ToolIndex {
     /// [`ToolMetadata::title`](crate::ToolMetadata::title)). A name given twice keeps its
     /// first definition.
     pub fn new<'a>(tools: impl IntoIterator<Item = (&'a ChatTool, Option<&'a str>)>) -> Self {
-        let mut index = Self {
-            names: Vec::new(),
-            descriptions: Vec::new(),
-            by_name: HashMap::default(),
-            vocabulary: HashMap::default(),
-            postings: Vec::new(),
-            forward: Vec::new(),
-            lengths: Vec::new(),
-            average: [0.0; FIELDS],
-        };
+        let mut index = Self::default();
         for (tool, title) in tools {
-            if index.by_name.contains_key(tool.name()) {
-                continue;
+            if !index.by_name.contains_key(tool.name()) {
+                index.upsert(tool, title);
             }
-            index.add(tool, title);
         }
-        index.compute_postings();
         index
     }
 
     /// The number of tools indexed.
     pub fn len(&self) -> usize {
-        self.names.len()
+        self.by_name.len()
     }
 
     /// Whether no tool is indexed.
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
+        self.by_name.is_empty()
     }
 
     /// Whether a tool of this name is indexed.
@@ -173,11 +226,132 @@ impl ToolIndex {
         self.by_name.contains_key(name)
     }
 
+    /// Adds a tool, or replaces the definition indexed under its name (which keeps its place
+    /// among ties). Costs the postings of the old and the new definition's words only.
+    pub fn upsert(&mut self, tool: &ChatTool, title: Option<&str>) {
+        let (fields, extra) = read_fields(tool, title);
+        let (doc, order) = if let Some(&doc) = self.by_name.get(tool.name()) {
+            let order = self.docs[doc as usize].as_ref().map_or(0, |old| old.order);
+            self.clear(doc);
+            (doc, order)
+        } else {
+            let doc = self.free.pop().unwrap_or_else(|| {
+                self.docs.push(None);
+                self.lengths.push([0; FIELDS]);
+                u32::try_from(self.docs.len() - 1).unwrap_or(u32::MAX)
+            });
+            self.next_order += 1;
+            (doc, self.next_order - 1)
+        };
+        let mut words: Vec<(u32, [u16; FIELDS])> = Vec::new();
+        let mut lengths = [0_u32; FIELDS];
+        for (field, text) in fields.iter().enumerate() {
+            for word in text {
+                lengths[field] = lengths[field].saturating_add(1);
+                let term = self.term(word);
+                if let Some((_, counts)) = words.iter_mut().find(|(known, _)| *known == term) {
+                    counts[field] = counts[field].saturating_add(1);
+                } else {
+                    let mut counts = [0; FIELDS];
+                    counts[field] = 1;
+                    words.push((term, counts));
+                }
+            }
+        }
+        words.sort_unstable_by_key(|(term, _)| *term);
+        let words = words
+            .into_iter()
+            .map(|(term, counts)| {
+                let list = &mut self.postings[term as usize];
+                list.push(Posting { doc, counts });
+                let at = u32::try_from(list.len() - 1).unwrap_or(u32::MAX);
+                DocWord { term, at }
+            })
+            .collect::<Vec<_>>();
+        self.postings_written += words.len() as u64;
+        for (total, length) in self.totals.iter_mut().zip(lengths) {
+            *total += u64::from(length);
+        }
+        self.lengths[doc as usize] = lengths;
+        self.by_name.insert(tool.function.name.clone(), doc);
+        self.docs[doc as usize] = Some(Doc {
+            name: tool.function.name.clone(),
+            description: tool.function.description.clone(),
+            extra,
+            order,
+            words,
+        });
+    }
+
+    /// Removes the tool of this name; returns whether there was one. Costs the postings of its
+    /// words only.
+    pub fn remove(&mut self, name: &str) -> bool {
+        let Some(doc) = self.by_name.remove(name) else {
+            return false;
+        };
+        self.clear(doc);
+        self.docs[doc as usize] = None;
+        self.free.push(doc);
+        true
+    }
+
+    /// An estimate of the bytes the index holds (its tables and postings, not the names and
+    /// descriptions it shares with the definitions).
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let docs = self.docs.capacity() * size_of::<Option<Doc>>()
+            + self
+                .docs
+                .iter()
+                .flatten()
+                .map(|doc| doc.words.capacity() * size_of::<DocWord>() + doc.extra.len())
+                .sum::<usize>();
+        let names = self.by_name.capacity() * (size_of::<(Arc<str>, u32)>() + 1);
+        let vocabulary = self.vocabulary.capacity() * (size_of::<(Box<str>, u32)>() + 1)
+            + self.vocabulary.keys().map(|word| word.len()).sum::<usize>();
+        let postings = self.postings.capacity() * size_of::<Vec<Posting>>()
+            + self
+                .postings
+                .iter()
+                .map(|list| list.capacity() * size_of::<Posting>())
+                .sum::<usize>();
+        let lengths = self.lengths.capacity() * size_of::<[u32; FIELDS]>()
+            + self.free.capacity() * size_of::<u32>();
+        size_of::<Self>() + docs + names + vocabulary + postings + lengths
+    }
+
+    /// How many postings the updates of this index wrote or removed: a tool costs one per
+    /// distinct word it has.
+    #[doc(hidden)]
+    pub fn postings_written(&self) -> u64 {
+        self.postings_written
+    }
+
     /// The `limit` best tools for `query`, best first; ties go to the tool indexed first.
-    /// `select:a,b` picks tools by exact name (up to 32), in the order given, and reports the
-    /// names it does not know. A query of more than [`MAX_QUERY_BYTES`], or with nothing to
-    /// look for, is an error that says so; only the first 32 distinct words count.
+    ///
+    /// - `select:a,b` picks tools by exact name (up to 32), in the order given, and reports
+    ///   the names it does not know;
+    /// - `regex:PATTERN` finds the tools whose name, title, description or parameters match a
+    ///   regular expression (case-insensitive; a linear-time engine, so no pattern can make
+    ///   a search take long, and a pattern that compiles too large is refused), those whose
+    ///   name matches first;
+    /// - anything else is ranked by BM25F.
+    ///
+    /// A query of more than [`MAX_QUERY_BYTES`], or with nothing to look for, is an error that
+    /// says so; only the first 32 distinct words count.
     pub fn search(&self, query: &str, limit: usize) -> Result<SearchMatches, SearchError> {
+        self.search_where(query, limit, |_| true)
+    }
+
+    /// Like [`search`](Self::search), among the tools for which `keep(name)` holds (the
+    /// deferred tools of a snapshot, say) only; the others are neither found nor counted
+    /// against `limit`.
+    pub fn search_where(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<SearchMatches, SearchError> {
         if query.len() > MAX_QUERY_BYTES {
             return Err(SearchError::TooLong {
                 len: query.len(),
@@ -189,11 +363,14 @@ impl ToolIndex {
             return Err(SearchError::Empty);
         }
         if let Some(names) = query.strip_prefix("select:") {
-            return self.select(names);
+            return self.select(names, &keep);
+        }
+        if let Some(pattern) = query.strip_prefix("regex:") {
+            return self.search_pattern(pattern, limit, &keep);
         }
         let terms = self.query_terms(query)?;
         Ok(SearchMatches {
-            hits: self.rank(self.score_postings(&terms), limit),
+            hits: self.rank(self.score_postings(&terms), limit, &keep),
             missing: Vec::new(),
         })
     }
@@ -204,16 +381,22 @@ impl ToolIndex {
     pub fn search_by_scan(&self, query: &str, limit: usize) -> Result<SearchMatches, SearchError> {
         let terms = self.query_terms(query.trim())?;
         let idf: Vec<(u32, f32)> = terms.iter().map(|&term| (term, self.idf(term))).collect();
+        let norms = self.norms();
         let scores = self
-            .forward
+            .docs
             .iter()
             .enumerate()
-            .map(|(doc, words)| {
+            .filter_map(|(doc, slot)| Some((doc, slot.as_ref()?)))
+            .map(|(doc, indexed)| {
                 let score = idf
                     .iter()
                     .filter_map(|&(term, idf)| {
-                        let at = words.binary_search_by_key(&term, |(word, _)| *word).ok()?;
-                        Some(idf * saturate(self.weighted(doc, &words[at].1)))
+                        let at = indexed
+                            .words
+                            .binary_search_by_key(&term, |word| word.term)
+                            .ok()?;
+                        let posting = self.postings[term as usize][indexed.words[at].at as usize];
+                        Some(idf * saturate(self.weighted(&norms, doc, &posting.counts)))
                     })
                     .sum::<f32>();
                 (u32::try_from(doc).unwrap_or(u32::MAX), score)
@@ -221,12 +404,16 @@ impl ToolIndex {
             .filter(|(_, score)| *score > 0.0)
             .collect();
         Ok(SearchMatches {
-            hits: self.rank(scores, limit),
+            hits: self.rank(scores, limit, &|_| true),
             missing: Vec::new(),
         })
     }
 
-    fn select(&self, names: &str) -> Result<SearchMatches, SearchError> {
+    fn select(
+        &self,
+        names: &str,
+        keep: &impl Fn(&str) -> bool,
+    ) -> Result<SearchMatches, SearchError> {
         let mut matches = SearchMatches::default();
         let mut seen: Vec<&str> = Vec::new();
         for name in names
@@ -239,14 +426,62 @@ impl ToolIndex {
             }
             seen.push(name);
             match self.by_name.get(name) {
-                Some(&doc) => matches.hits.push(self.hit(doc, 0.0)),
-                None => matches.missing.push(name.to_owned()),
+                Some(&doc) if keep(name) => matches.hits.extend(self.hit(doc, 0.0)),
+                _ => matches.missing.push(name.to_owned()),
             }
         }
         if seen.is_empty() {
             return Err(SearchError::Empty);
         }
         Ok(matches)
+    }
+
+    /// The regex mode: the tools whose text matches `pattern`, a match in the name counting
+    /// most, then the title and description, then the parameters.
+    fn search_pattern(
+        &self,
+        pattern: &str,
+        limit: usize,
+        keep: &impl Fn(&str) -> bool,
+    ) -> Result<SearchMatches, SearchError> {
+        let pattern = pattern.trim();
+        if pattern.is_empty() {
+            return Err(SearchError::Empty);
+        }
+        let regex = regex::RegexBuilder::new(pattern)
+            .case_insensitive(true)
+            .size_limit(MAX_PATTERN_SIZE)
+            .dfa_size_limit(MAX_PATTERN_SIZE)
+            .nest_limit(MAX_PATTERN_NESTING)
+            .build()
+            .map_err(|error| SearchError::Pattern {
+                reason: pattern_error(&error),
+            })?;
+        let scores = self
+            .docs
+            .iter()
+            .enumerate()
+            .filter_map(|(doc, slot)| {
+                let indexed = slot.as_ref()?;
+                if !keep(&indexed.name) {
+                    return None;
+                }
+                let score = [
+                    (&*indexed.name, 3.0),
+                    (&*indexed.description, 2.0),
+                    (&*indexed.extra, 1.0),
+                ]
+                .into_iter()
+                .filter(|(text, _)| regex.is_match(text))
+                .map(|(_, weight)| weight)
+                .sum::<f32>();
+                (score > 0.0).then(|| (u32::try_from(doc).unwrap_or(u32::MAX), score))
+            })
+            .collect();
+        Ok(SearchMatches {
+            hits: self.rank(scores, limit, &|_| true),
+            missing: Vec::new(),
+        })
     }
 
     /// The query's distinct known words (unknown words match nothing and are skipped), or an
@@ -260,8 +495,8 @@ impl ToolIndex {
         }
         let mut words: Vec<String> = Vec::new();
         text::words(query, |word| {
-            if words.len() < MAX_QUERY_WORDS && !words.contains(&word) {
-                words.push(word);
+            if words.len() < MAX_QUERY_WORDS && !words.iter().any(|known| known == word) {
+                words.push(word.to_owned());
             }
         });
         if words.is_empty() {
@@ -269,23 +504,25 @@ impl ToolIndex {
         }
         Ok(words
             .iter()
-            .filter_map(|word| self.vocabulary.get(word).copied())
+            .filter_map(|word| self.vocabulary.get(word.as_str()).copied())
             .collect())
     }
 
     fn score_postings(&self, terms: &[u32]) -> Vec<(u32, f32)> {
         // One slot per tool: adding to it costs less than hashing the tool's number, and
         // zeroing 10,000 slots takes a few microseconds.
-        let mut scores = vec![0.0_f32; self.names.len()];
+        let mut scores = vec![0.0_f32; self.docs.len()];
         let mut touched: Vec<u32> = Vec::new();
+        let norms = self.norms();
         for &term in terms {
             let idf = self.idf(term);
-            for &(doc, weighted) in &self.postings[term as usize] {
-                let slot = &mut scores[doc as usize];
+            for posting in &self.postings[term as usize] {
+                let slot = &mut scores[posting.doc as usize];
                 if *slot == 0.0 {
-                    touched.push(doc);
+                    touched.push(posting.doc);
                 }
-                *slot += idf * saturate(weighted);
+                *slot +=
+                    idf * saturate(self.weighted(&norms, posting.doc as usize, &posting.counts));
             }
         }
         touched
@@ -294,122 +531,187 @@ impl ToolIndex {
             .collect()
     }
 
-    /// The best `limit` of `scores`, best first, ties to the tool indexed first.
-    fn rank(&self, mut scores: Vec<(u32, f32)>, limit: usize) -> Vec<SearchHit> {
-        let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    /// The best `limit` of `scores` that `keep` keeps, best first, ties to the tool indexed
+    /// first.
+    fn rank(
+        &self,
+        mut scores: Vec<(u32, f32)>,
+        limit: usize,
+        keep: &impl Fn(&str) -> bool,
+    ) -> Vec<SearchHit> {
+        let order = |a: &(u32, f32), b: &(u32, f32)| {
+            b.1.total_cmp(&a.1)
+                .then(self.order(a.0).cmp(&self.order(b.0)))
+        };
         if limit == 0 {
             return Vec::new();
         }
-        if scores.len() > limit {
-            scores.select_nth_unstable_by(limit - 1, order);
-            scores.truncate(limit);
+        // Most candidates are kept: rank a few more than asked, and only when too many of
+        // those are filtered out, all of them.
+        let mut hits = Vec::with_capacity(limit);
+        let mut ranked = 0;
+        let mut window = limit.saturating_mul(4).max(16);
+        while hits.len() < limit && ranked < scores.len() {
+            let rest = &mut scores[ranked..];
+            if rest.len() > window {
+                rest.select_nth_unstable_by(window - 1, order);
+            }
+            let take = rest.len().min(window);
+            rest[..take].sort_unstable_by(order);
+            for &(doc, score) in &rest[..take] {
+                if hits.len() == limit {
+                    break;
+                }
+                let kept = self.docs[doc as usize]
+                    .as_ref()
+                    .is_some_and(|indexed| keep(&indexed.name));
+                if kept {
+                    hits.extend(self.hit(doc, score));
+                }
+            }
+            ranked += take;
+            window = window.saturating_mul(4);
         }
-        scores.sort_unstable_by(order);
-        scores
-            .into_iter()
-            .map(|(doc, score)| self.hit(doc, score))
-            .collect()
+        hits
     }
 
-    fn hit(&self, doc: u32, score: f32) -> SearchHit {
-        SearchHit {
-            name: self.names[doc as usize].to_string(),
-            summary: summary(&self.descriptions[doc as usize]),
+    fn order(&self, doc: u32) -> u64 {
+        self.docs[doc as usize]
+            .as_ref()
+            .map_or(u64::MAX, |indexed| indexed.order)
+    }
+
+    /// The hit of the tool in slot `doc`, if it holds one.
+    fn hit(&self, doc: u32, score: f32) -> Option<SearchHit> {
+        let indexed = self.docs[doc as usize].as_ref()?;
+        Some(SearchHit {
+            name: indexed.name.to_string(),
+            summary: summary(&indexed.description),
             score,
-        }
+        })
     }
 
     /// BM25's inverse document frequency of a word.
     fn idf(&self, term: u32) -> f32 {
         #[allow(clippy::cast_precision_loss)]
-        let (tools, with) = (
-            self.names.len() as f32,
-            self.postings[term as usize].len() as f32,
-        );
+        let (tools, with) = (self.len() as f32, self.postings[term as usize].len() as f32);
         (1.0 + (tools - with + 0.5) / (with + 0.5)).ln()
     }
 
-    /// BM25F's pseudo-frequency: each field's count weighted and normalized by its length.
-    fn weighted(&self, doc: usize, counts: &[u16; FIELDS]) -> f32 {
+    /// Per field, the reciprocal of its average length (0 when no tool has the field).
+    fn norms(&self) -> [f32; FIELDS] {
+        #[allow(clippy::cast_precision_loss)]
+        let tools = self.len().max(1) as f32;
+        let mut norms = [0.0; FIELDS];
+        for (norm, &total) in norms.iter_mut().zip(&self.totals) {
+            #[allow(clippy::cast_precision_loss)]
+            let average = total as f32 / tools;
+            if average > 0.0 {
+                *norm = 1.0 / average;
+            }
+        }
+        norms
+    }
+
+    /// BM25F's pseudo-frequency: each field's count weighted and normalized by its length
+    /// relative to the average (`norms`, from [`norms`](Self::norms)).
+    fn weighted(&self, norms: &[f32; FIELDS], doc: usize, counts: &[u16; FIELDS]) -> f32 {
         let lengths = &self.lengths[doc];
-        (0..FIELDS)
-            .filter(|&field| counts[field] > 0)
-            .map(|field| {
+        let mut sum = 0.0;
+        for field in 0..FIELDS {
+            if counts[field] > 0 {
                 #[allow(clippy::cast_precision_loss)]
-                let relative = if self.average[field] > 0.0 {
-                    lengths[field] as f32 / self.average[field]
+                let relative = if norms[field] > 0.0 {
+                    lengths[field] as f32 * norms[field]
                 } else {
                     1.0
                 };
-                WEIGHTS[field] * f32::from(counts[field]) / (1.0 - B[field] + B[field] * relative)
-            })
-            .sum()
+                sum += WEIGHTS[field] * f32::from(counts[field])
+                    / (1.0 - B[field] + B[field] * relative);
+            }
+        }
+        sum
     }
 
-    fn add(&mut self, tool: &ChatTool, title: Option<&str>) {
-        let mut fields: [Vec<String>; FIELDS] = Default::default();
-        let mut push =
-            |field: usize, text: &str| text::words(text, |word| fields[field].push(word));
-        push(NAME, tool.name());
-        if let Some(title) = title {
-            push(TITLE, title);
+    /// The number of `word`, numbering it when new.
+    fn term(&mut self, word: &str) -> u32 {
+        if let Some(&term) = self.vocabulary.get(word) {
+            return term;
         }
-        push(DESCRIPTION, tool.description());
-        let mut budget = 256;
-        parameters(tool.parameters(), 0, &mut budget, &mut |field, text| {
-            push(field, text);
-        });
-        let mut counts: Vec<(u32, [u16; FIELDS])> = Vec::new();
-        let mut lengths = [0_u32; FIELDS];
-        for (field, words) in fields.iter().enumerate() {
-            lengths[field] = u32::try_from(words.len()).unwrap_or(u32::MAX);
-            for word in words {
-                let term = if let Some(&term) = self.vocabulary.get(word.as_str()) {
-                    term
-                } else {
-                    let term = u32::try_from(self.vocabulary.len()).unwrap_or(u32::MAX);
-                    self.vocabulary.insert(word.clone(), term);
-                    term
-                };
-                if let Some((_, field_counts)) = counts.iter_mut().find(|(known, _)| *known == term)
-                {
-                    field_counts[field] = field_counts[field].saturating_add(1);
-                } else {
-                    let mut field_counts = [0; FIELDS];
-                    field_counts[field] = 1;
-                    counts.push((term, field_counts));
+        let term = u32::try_from(self.postings.len()).unwrap_or(u32::MAX);
+        self.vocabulary.insert(word.into(), term);
+        self.postings.push(Vec::new());
+        term
+    }
+
+    /// Takes the postings of the tool in slot `doc` out of the lists of its words, and its
+    /// lengths out of the totals; the slot keeps its name.
+    fn clear(&mut self, doc: u32) {
+        let Some(indexed) = self.docs[doc as usize].as_mut() else {
+            return;
+        };
+        let words = std::mem::take(&mut indexed.words);
+        self.postings_written += words.len() as u64;
+        for word in &words {
+            let list = &mut self.postings[word.term as usize];
+            let at = word.at as usize;
+            list.swap_remove(at);
+            // The list's last posting moved into the gap: tell its tool where it now is.
+            if let Some(moved) = list.get(at).map(|posting| posting.doc) {
+                if let Some(other) = self.docs[moved as usize].as_mut() {
+                    if let Ok(found) = other
+                        .words
+                        .binary_search_by_key(&word.term, |known| known.term)
+                    {
+                        other.words[found].at = word.at;
+                    }
                 }
             }
         }
-        counts.sort_unstable_by_key(|(term, _)| *term);
-        let doc = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
-        self.by_name.insert(tool.function.name.clone(), doc);
-        self.names.push(tool.function.name.clone());
-        self.descriptions.push(tool.function.description.clone());
-        self.forward.push(counts);
-        self.lengths.push(lengths);
+        let lengths = std::mem::take(&mut self.lengths[doc as usize]);
+        for (total, length) in self.totals.iter_mut().zip(lengths) {
+            *total -= u64::from(length);
+        }
     }
+}
 
-    fn compute_postings(&mut self) {
-        #[allow(clippy::cast_precision_loss)]
-        let tools = self.lengths.len().max(1) as f32;
-        for field in 0..FIELDS {
-            #[allow(clippy::cast_precision_loss)]
-            let total: f32 = self
-                .lengths
-                .iter()
-                .map(|lengths| lengths[field] as f32)
-                .sum();
-            self.average[field] = total / tools;
+/// A tool's words per field, and the text the regex mode reads besides its name and
+/// description.
+fn read_fields(tool: &ChatTool, title: Option<&str>) -> ([Vec<String>; FIELDS], Box<str>) {
+    let mut fields: [Vec<String>; FIELDS] = Default::default();
+    let mut extra = String::new();
+    let mut push = |field: usize, text: &str| {
+        text::words(text, |word| fields[field].push(word.to_owned()));
+    };
+    push(NAME, tool.name());
+    if let Some(title) = title {
+        push(TITLE, title);
+        extra.push_str(title);
+        extra.push('\n');
+    }
+    push(DESCRIPTION, tool.description());
+    let mut budget = 256;
+    parameters(tool.parameters(), 0, &mut budget, &mut |field, text| {
+        push(field, text);
+        if extra.len() < MAX_EXTRA {
+            extra.push_str(text);
+            extra.push('\n');
         }
-        let mut postings = vec![Vec::new(); self.vocabulary.len()];
-        for (doc, words) in self.forward.iter().enumerate() {
-            let id = u32::try_from(doc).unwrap_or(u32::MAX);
-            for (term, counts) in words {
-                postings[*term as usize].push((id, self.weighted(doc, counts)));
-            }
+    });
+    (fields, extra.into_boxed_str())
+}
+
+/// The regex mode's own error text, without the pattern repeated back in full.
+fn pattern_error(error: &regex::Error) -> String {
+    match error {
+        regex::Error::CompiledTooBig(_) => {
+            "the pattern compiles too large; use a shorter, simpler pattern".to_owned()
         }
-        self.postings = postings;
+        error => {
+            let text = error.to_string();
+            let last = text.lines().last().unwrap_or_default();
+            last.trim_start_matches("error: ").to_owned()
+        }
     }
 }
 
@@ -506,6 +808,278 @@ mod tests {
             index.search("email address", 1).unwrap().hits[0].name,
             "send_email"
         );
+    }
+
+    /// Tool `n` of a generated set: a verb on a noun of a domain, described.
+    fn generated(n: usize, variant: &str) -> ChatTool {
+        const DOMAINS: [&str; 7] = ["github", "slack", "files", "mail", "maps", "shop", "crm"];
+        const VERBS: [&str; 5] = ["create", "list", "delete", "update", "search"];
+        let domain = DOMAINS[n % DOMAINS.len()];
+        let verb = VERBS[(n / DOMAINS.len()) % VERBS.len()];
+        ChatTool::new(
+            format!("{domain}_{verb}_{n}"),
+            format!("{verb} an item in {domain} {variant}; returns its id and owner."),
+            json!({"type": "object", "properties": {
+                "item_id": {"type": "string", "description": format!("The {domain} item.")},
+                "limit": {"type": "integer", "description": "The most results."}
+            }}),
+        )
+    }
+
+    fn names(matches: &SearchMatches) -> Vec<(String, f32)> {
+        matches
+            .hits
+            .iter()
+            .map(|hit| (hit.name.clone(), hit.score))
+            .collect()
+    }
+
+    /// The distinct words of the tool in slot `doc`: the postings an update of it writes.
+    fn words_of(index: &ToolIndex, name: &str) -> u64 {
+        let doc = index.by_name[name];
+        index.docs[doc as usize].as_ref().unwrap().words.len() as u64
+    }
+
+    #[test]
+    fn an_update_writes_the_postings_of_that_tool_only_whatever_the_size_of_the_index() {
+        for size in [10, 1_000] {
+            let tools: Vec<ChatTool> = (0..size).map(|n| generated(n, "")).collect();
+            let mut index = ToolIndex::new(tools.iter().map(|tool| (tool, None)));
+            let before = index.postings_written();
+
+            // Replacing a tool: its old postings out, its new ones in, nothing else.
+            let name = tools[7].name().to_owned();
+            let old = words_of(&index, &name);
+            let changed = ChatTool::new(
+                &name,
+                "Archive the quarterly invoices of a customer.",
+                json!({"type": "object"}),
+            );
+            index.upsert(&changed, Some("Invoices"));
+            let new = words_of(&index, &name);
+            assert_eq!(index.postings_written() - before, old + new, "{size} tools");
+            assert_eq!(index.len(), size);
+
+            // Adding and removing one: its own postings.
+            let before = index.postings_written();
+            let added = generated(size + 1, "extra words here");
+            index.upsert(&added, None);
+            let added_words = words_of(&index, added.name());
+            assert!(index.remove(added.name()));
+            assert!(!index.remove(added.name()));
+            assert_eq!(
+                index.postings_written() - before,
+                2 * added_words,
+                "{size} tools"
+            );
+            assert_eq!(
+                index.search("quarterly invoices", 1).unwrap().hits[0].name,
+                name
+            );
+        }
+    }
+
+    #[test]
+    fn incremental_updates_rank_exactly_as_a_fresh_build() {
+        let mut index = ToolIndex::default();
+        // What the index should hold, in order: a replaced tool keeps its place, a removed
+        // and re-added one goes last.
+        let mut expected: Vec<ChatTool> = Vec::new();
+        for n in 0..300 {
+            let tool = generated(n, "");
+            index.upsert(&tool, None);
+            expected.push(tool);
+        }
+        for n in (0..300).step_by(3) {
+            let name = generated(n, "").name().to_owned();
+            assert!(index.remove(&name));
+            expected.retain(|tool| tool.name() != name);
+        }
+        let mut upsert = |index: &mut ToolIndex, tool: ChatTool| {
+            index.upsert(&tool, None);
+            match expected
+                .iter_mut()
+                .find(|known| known.name() == tool.name())
+            {
+                Some(known) => *known = tool,
+                None => expected.push(tool),
+            }
+        };
+        for n in (1..300).step_by(5) {
+            upsert(
+                &mut index,
+                generated(n, "now with a calendar and a meeting"),
+            );
+        }
+        for n in (0..60).step_by(3) {
+            upsert(&mut index, generated(n, "back again"));
+        }
+        let fresh = ToolIndex::new(expected.iter().map(|tool| (tool, None)));
+        assert_eq!(index.len(), fresh.len());
+        for query in [
+            "create github item",
+            "calendar meeting",
+            "back again",
+            "delete mail",
+            "owner id",
+            "regex:^slack_(list|search)",
+            "select:files_list_9,github_create_0,maps_delete_25",
+        ] {
+            let incremental = index.search(query, 10).unwrap();
+            assert_eq!(
+                names(&incremental),
+                names(&fresh.search(query, 10).unwrap()),
+                "{query}"
+            );
+            assert_eq!(
+                incremental.missing,
+                fresh.search(query, 10).unwrap().missing
+            );
+            if !query.contains(':') {
+                assert_eq!(
+                    names(&incremental),
+                    names(&index.search_by_scan(query, 10).unwrap()),
+                    "{query}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_filter_leaves_tools_out_without_losing_places() {
+        let tools: Vec<ChatTool> = (0..200).map(|n| generated(n, "")).collect();
+        let index = ToolIndex::new(tools.iter().map(|tool| (tool, None)));
+        let all = index.search("github", 200).unwrap();
+        // Keep only every fifth github tool: the first four are among the twenty ranked first,
+        // the fifth is not, and still found.
+        let kept: Vec<&str> = all
+            .hits
+            .iter()
+            .step_by(5)
+            .map(|hit| hit.name.as_str())
+            .collect();
+        assert!(kept.len() > 5);
+        let found = index
+            .search_where("github", 5, |name| kept.contains(&name))
+            .unwrap();
+        let found: Vec<&str> = found.hits.iter().map(|hit| hit.name.as_str()).collect();
+        assert_eq!(found, kept[..5]);
+        let selected = index
+            .search_where("select:github_create_0,slack_create_1", 5, |name| {
+                name.starts_with("slack")
+            })
+            .unwrap();
+        assert_eq!(selected.hits.len(), 1);
+        assert_eq!(selected.missing, ["github_create_0"]);
+    }
+
+    #[test]
+    fn the_regex_mode_matches_names_first_and_refuses_patterns_it_cannot_run() {
+        let tools = tools();
+        let index = ToolIndex::new(tools.iter().map(|tool| (tool, Some("Tool title"))));
+        let top = |query: &str| {
+            index
+                .search(query, 5)
+                .unwrap()
+                .hits
+                .into_iter()
+                .map(|hit| hit.name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(top("regex:DIRECTORY"), ["create_directory"]);
+        // `send_email`'s name matches, `create_directory`'s parameter text does too.
+        assert_eq!(
+            top("regex:e?mail|where"),
+            ["send_email", "create_directory"]
+        );
+        assert_eq!(top("regex:^read"), ["readFile"]);
+        assert_eq!(
+            top("regex:tool title"),
+            ["create_directory", "readFile", "send_email"]
+        );
+        assert!(top("regex:nothing like this").is_empty());
+
+        for bad in [
+            "regex:(",
+            "regex:[z-a]",
+            "regex:a{1000}{1000}{1000}",
+            r"regex:\p{L}{100000}",
+        ] {
+            match index.search(bad, 5) {
+                Err(SearchError::Pattern { reason }) => {
+                    assert!(!reason.is_empty() && reason.len() < 200, "{bad}: {reason}");
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        let nested = format!("regex:{}a{}", "(".repeat(100), ")".repeat(100));
+        assert!(matches!(
+            index.search(&nested, 5),
+            Err(SearchError::Pattern { .. })
+        ));
+        assert_eq!(index.search("regex:", 5), Err(SearchError::Empty));
+        assert_eq!(index.search("regex:   ", 5), Err(SearchError::Empty));
+    }
+
+    #[test]
+    fn hostile_queries_get_an_error_or_nothing_in_both_modes() {
+        // Long descriptions, so a pattern that backtracks would have a lot to chew on.
+        let long = "a".repeat(3_000);
+        let tools: Vec<ChatTool> = (0..300)
+            .map(|n| {
+                ChatTool::new(
+                    format!("tool_{n}"),
+                    format!("{long} {n}"),
+                    json!({"type": "object"}),
+                )
+            })
+            .collect();
+        let index = ToolIndex::new(tools.iter().map(|tool| (tool, None)));
+        let megabyte = "x".repeat(1 << 20);
+        assert_eq!(index.search("", 5), Err(SearchError::Empty));
+        assert_eq!(index.search(" \t\n ", 5), Err(SearchError::Empty));
+        for query in [
+            megabyte.clone(),
+            format!("regex:{megabyte}"),
+            format!("select:{megabyte}"),
+        ] {
+            assert_eq!(
+                index.search(&query, 5),
+                Err(SearchError::TooLong {
+                    len: query.len(),
+                    max: MAX_QUERY_BYTES
+                })
+            );
+        }
+        assert_eq!(
+            index.search("\u{0}\u{7}\u{1b}[2J\u{202e}", 5),
+            Err(SearchError::NoWords)
+        );
+        assert_eq!(index.search("?!... ---", 5), Err(SearchError::NoWords));
+        assert!(index.search("zzz qqq", 5).unwrap().hits.is_empty());
+        assert!(index.search("\u{0}zzz\u{0}", 5).unwrap().hits.is_empty());
+        assert!(index.search("regex:\u{0}", 5).unwrap().hits.is_empty());
+        // Patterns that take exponential time in a backtracking engine: linear here, and
+        // they match nothing (the descriptions have no `b`, no `y`).
+        for bomb in [
+            "regex:(a*)*b",
+            "regex:(a+)+b",
+            "regex:(a|aa)+b",
+            "regex:(x+x+)+y",
+            "regex:(a|a?)+$b",
+        ] {
+            assert!(index.search(bomb, 5).unwrap().hits.is_empty(), "{bomb}");
+        }
+        // A pattern at the length limit made of many alternatives compiles or is refused.
+        let wide = format!("regex:{}", ["[a-z]{1,50}"; 80].join("|"));
+        assert!(wide.len() <= MAX_QUERY_BYTES);
+        match index.search(&wide, 5) {
+            Ok(found) => assert_eq!(found.hits.len(), 5),
+            Err(SearchError::Pattern { .. }) => {}
+            Err(other) => panic!("{other:?}"),
+        }
+        assert!(index.search("select:,,, ", 5).is_err());
+        assert!(index.search("anything", 0).unwrap().hits.is_empty());
     }
 
     #[test]

@@ -12,13 +12,40 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// Calls `word` with each stemmed word of `text`, in order.
-pub(crate) fn words(text: &str, mut word: impl FnMut(String)) {
-    let mut piece = String::new();
+pub(crate) fn words(text: &str, mut word: impl FnMut(&str)) {
+    pieces(text, |piece| {
+        if piece.chars().nth(1).is_some()
+            && piece.len() <= MAX_WORD
+            && !STOP_WORDS.contains(&piece.as_str())
+        {
+            stem_in_place(piece);
+            word(piece);
+        }
+    });
+}
+
+/// Calls `word` with each lowercased word of a name, as written (no stemming, nothing
+/// dropped): `fs.readFile` → `fs`, `read`, `file`.
+pub(crate) fn split_name(text: &str, mut word: impl FnMut(&str)) {
+    pieces(text, |piece| word(piece));
+}
+
+/// Calls `piece` with each run of letters and digits of `text`, lowercased and split at
+/// camelCase humps, in a buffer it may change; the buffer is reused, so a text costs no
+/// allocation per word.
+fn pieces(text: &str, mut piece: impl FnMut(&mut String)) {
+    let mut buffer = String::new();
+    let mut flush = |buffer: &mut String| {
+        if !buffer.is_empty() {
+            piece(buffer);
+        }
+        buffer.clear();
+    };
     let mut previous: Option<char> = None;
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if !c.is_alphanumeric() {
-            flush(&mut piece, &mut word);
+            flush(&mut buffer);
             previous = None;
             continue;
         }
@@ -30,32 +57,33 @@ pub(crate) fn words(text: &str, mut word: impl FnMut(String)) {
                     || (before.is_uppercase()
                         && chars.peek().is_some_and(|next| next.is_lowercase())));
             if hump {
-                flush(&mut piece, &mut word);
+                flush(&mut buffer);
             }
         }
-        piece.extend(c.to_lowercase());
+        if c.is_ascii() {
+            buffer.push(c.to_ascii_lowercase());
+        } else {
+            buffer.extend(c.to_lowercase());
+        }
         previous = Some(c);
     }
-    flush(&mut piece, &mut word);
-}
-
-fn flush(piece: &mut String, word: &mut impl FnMut(String)) {
-    if piece.chars().nth(1).is_some()
-        && piece.len() <= MAX_WORD
-        && !STOP_WORDS.contains(&piece.as_str())
-    {
-        word(stem(piece));
-    }
-    piece.clear();
+    flush(&mut buffer);
 }
 
 /// A light suffix stripper (in the spirit of Harman's S-stemmer, with `-ing` and `-ed`): it
 /// only has to map a word and its common inflections to one key, not to a real root.
+#[cfg(test)]
 pub(crate) fn stem(word: &str) -> String {
     let mut stem = word.to_owned();
+    stem_in_place(&mut stem);
+    stem
+}
+
+/// [`stem`], in place.
+fn stem_in_place(stem: &mut String) {
     let len = stem.chars().count();
     if len <= 3 || !stem.is_ascii() {
-        return stem;
+        return;
     }
     if stem.ends_with("ies") && len > 4 {
         stem.truncate(stem.len() - 3);
@@ -73,16 +101,15 @@ pub(crate) fn stem(word: &str) -> String {
         stem.pop();
     } else if stem.ends_with("ing") && len > 5 {
         stem.truncate(stem.len() - 3);
-        undouble(&mut stem);
+        undouble(stem);
     } else if stem.ends_with("ed") && len > 4 {
         stem.truncate(stem.len() - 2);
-        undouble(&mut stem);
+        undouble(stem);
     }
     // `create`, `created` and `creating` all end as `creat`.
     if stem.len() > 3 && stem.ends_with('e') {
         stem.pop();
     }
-    stem
 }
 
 /// `runn` → `run`: a doubled final consonant left by `-ing` or `-ed`.
@@ -101,7 +128,7 @@ mod tests {
 
     fn all(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        words(text, |word| out.push(word));
+        words(text, |word| out.push(word.to_owned()));
         out
     }
 

@@ -45,6 +45,8 @@ mod sql;
 
 use std::sync::Arc;
 
+#[cfg(feature = "gateway")]
+pub(crate) use conversation::is_valid_name;
 pub use conversation::{
     ConversationError, ConversationKey, ConversationStore, ConversationSummary,
     FileConversationStore, MemoryConversationStore,

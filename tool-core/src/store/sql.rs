@@ -206,6 +206,16 @@ impl SqlStore {
         Ok(store)
     }
 
+    /// The PostgreSQL pool, when the store is in PostgreSQL (for `LISTEN`/`NOTIFY`).
+    #[cfg(all(feature = "gateway", feature = "postgres"))]
+    pub(crate) fn postgres_pool(&self) -> Option<&sqlx::PgPool> {
+        match &self.pool {
+            Pool::Postgres(pool) => Some(pool),
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(_) => None,
+        }
+    }
+
     /// The database's URL, with any password replaced by `***`.
     pub fn url(&self) -> &str {
         &self.url

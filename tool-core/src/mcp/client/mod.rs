@@ -217,6 +217,12 @@ impl McpClient {
         self.shared().tools.borrow().iter().cloned().collect()
     }
 
+    /// A receiver that sees every new tool list of the server.
+    #[cfg(feature = "gateway")]
+    pub(crate) fn watch_tools(&self) -> watch::Receiver<Arc<[McpToolInfo]>> {
+        self.shared().tools.subscribe()
+    }
+
     /// Progress notifications of this client's tool calls, from now on, in the order the server
     /// sent them; those of a call arrive before its answer does, and any the server sends
     /// after its answer are dropped. A receiver that falls more than 64 notifications behind

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::{
     message::{FinishReason, Message, SharedStr, ToolCall, Usage},
-    model::{ModelEvent, ToolCallStart},
+    model::{ModelEvent, ProviderToolSearch, ToolCallStart},
 };
 
 /// The answer built so far from a stream's events.
@@ -18,6 +18,8 @@ pub(crate) struct Answer {
     text: String,
     pub(crate) calls: ToolCallAccumulator,
     usage: Option<Usage>,
+    /// The searches the provider ran on its side.
+    searches: Vec<ProviderToolSearch>,
 }
 
 impl Answer {
@@ -35,6 +37,16 @@ impl Answer {
         self.usage = Some(usage);
     }
 
+    /// Records a search the provider ran on its side (emitted before `Done`).
+    pub(crate) fn search(&mut self, search: ProviderToolSearch) {
+        self.searches.push(search);
+    }
+
+    /// The searches recorded so far, taken out (for a whole answer read without events).
+    pub(crate) fn take_searches(&mut self) -> Vec<ProviderToolSearch> {
+        std::mem::take(&mut self.searches)
+    }
+
     /// Ends the answer: starts and closes what is still open, then emits the usage and `Done`.
     ///
     /// Calls that were never closed by the provider are closed here unless the answer was cut
@@ -49,6 +61,7 @@ impl Answer {
             FinishReason::Stop if !tool_calls.is_empty() => FinishReason::ToolCalls,
             other => other,
         };
+        out.extend(self.searches.into_iter().map(ModelEvent::ToolSearch));
         if let Some(usage) = self.usage {
             out.push(ModelEvent::Usage(usage));
         }

@@ -43,6 +43,15 @@ pub(crate) trait Wire: 'static {
         Vec::new()
     }
 
+    /// Headers that depend on the request (a beta feature it uses), sent after the others.
+    /// None unless the wire says otherwise.
+    fn request_headers(
+        _config: &Self::Config,
+        _request: &ChatRequest,
+    ) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
     /// The JSON body of a request, streamed or not.
     fn request_body(
         config: &Self::Config,
@@ -139,14 +148,22 @@ impl<W: Wire> HttpModel<W> {
     /// A whole answer.
     pub(crate) async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
         let body = W::request_body(&self.config, request, false)?;
-        let response = self.http.post(&self.unary_url, body, false).await?;
+        let headers = W::request_headers(&self.config, request);
+        let response = self
+            .http
+            .post(&self.unary_url, body, &headers, false)
+            .await?;
         W::answer(&self.http.body(response).await?)
     }
 
     /// A streamed answer.
     pub(crate) async fn stream(&self, request: &ChatRequest) -> Result<ModelStream, ProviderError> {
         let body = W::request_body(&self.config, request, true)?;
-        let response = self.http.post(&self.stream_url, body, true).await?;
+        let headers = W::request_headers(&self.config, request);
+        let response = self
+            .http
+            .post(&self.stream_url, body, &headers, true)
+            .await?;
         Ok(decode_stream::<W, _, _, _>(body_stream(response)))
     }
 }

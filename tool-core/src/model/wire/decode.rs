@@ -287,15 +287,18 @@ pub(crate) fn decode_whole<D: Decoder>(
             .map_err(|error| ended_early(error, 1))?;
     }
     let mut usage = None;
+    let mut searches = Vec::new();
     for event in events {
         match event {
             ModelEvent::Usage(counts) => usage = Some(counts),
+            ModelEvent::ToolSearch(search) => searches.push(search),
             ModelEvent::Done {
                 message,
                 finish_reason,
             } => {
                 let mut response = ChatResponse::new(message, finish_reason);
                 response.usage = usage;
+                response.tool_searches = searches;
                 return Ok(response);
             }
             _ => {}

@@ -240,7 +240,8 @@ impl Http {
         })
     }
 
-    /// POSTs `body` (JSON) to `url`, retrying 429s, 5xx and failed connections,
+    /// POSTs `body` (JSON) to `url` with this request's own `headers` after the client's,
+    /// retrying 429s, 5xx and failed connections,
     /// and returns the first successful response. A non-streamed request is bounded by the
     /// request timeout as a whole; a streamed one only until its headers arrive (its body by the
     /// read timeout between chunks).
@@ -248,6 +249,7 @@ impl Http {
         &self,
         url: &str,
         body: Bytes,
+        headers: &[(&'static str, String)],
         streaming: bool,
     ) -> Result<Response, ProviderError> {
         let provider = self.provider;
@@ -261,6 +263,9 @@ impl Http {
                 .body(body.clone());
             for (name, value) in &self.headers {
                 request = request.header(name, value);
+            }
+            for (name, value) in headers {
+                request = request.header(*name, value);
             }
             if streaming && self.event_stream {
                 request = request.header(reqwest::header::ACCEPT, "text/event-stream");

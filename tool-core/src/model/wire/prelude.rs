@@ -4,7 +4,10 @@
 
 pub(crate) use crate::{
     message::{FinishReason, Message, SharedStr, ToolCall, Usage},
-    model::{ChatRequest, ChatResponse, ModelEvent, ProviderError, ResponseFormat, ToolChoice},
+    model::{
+        ChatRequest, ChatResponse, ModelEvent, NativeSearch, ProviderError, ProviderToolSearch,
+        ResponseFormat, ToolChoice,
+    },
     schema::Provider,
 };
 

@@ -1,0 +1,520 @@
+//! Provider-native tool search, over real HTTP on the loopback server: Anthropic's tool search
+//! tool (deferred tools sent with `defer_loading`, the search tool in the place of
+//! `search_tools`, the beta header, `server_tool_use` and `tool_search_tool_result` blocks read
+//! and sent back) and OpenAI Responses' hosted `tool_search` (`tool_search_call` and
+//! `tool_search_output` items); the loaded set they leave, carried to another wire; and the
+//! option that keeps the local search everywhere.
+//!
+//! The transcripts follow Anthropic's tool search tool documentation
+//! (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>: the
+//! request's `tools`, the `anthropic-beta: advanced-tool-use-2025-11-20` header, and the
+//! response's `server_tool_use` / `tool_search_tool_result` blocks with a
+//! `tool_search_tool_search_result` of `tool_reference`s, streamed as content blocks like any
+//! other) and OpenAI's (<https://developers.openai.com/api/docs/guides/tools-tool-search>:
+//! `{"type": "tool_search"}` beside functions with `"defer_loading": true`, and the
+//! `tool_search_call` / `tool_search_output` output items of a hosted search).
+
+use std::{sync::Arc, time::Duration};
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use tool_core::{
+    Agent, AgentEvent, AgentOptions, Provider, ToolContext, ToolRegistry,
+    model::{
+        AnthropicClient, AnthropicConfig, ChatModel, NativeSearch, ResponsesClient,
+        ResponsesConfig, ScriptedModel, ScriptedResponse,
+    },
+};
+
+use crate::{
+    loopback::{Reply, Server, fast_retries},
+    tool_search::{names, registry, result_of},
+};
+
+macro_rules! transcript {
+    ($path:literal) => {
+        include_bytes!(concat!("../transcripts/", $path))
+    };
+}
+
+fn anthropic(server: &Server) -> Arc<dyn ChatModel> {
+    let config = AnthropicConfig::default()
+        .base_url(server.url())
+        .model("claude-sonnet-4-5")
+        .api_key("sk-ant-test")
+        .http(fast_retries());
+    Arc::new(AnthropicClient::new(config).unwrap())
+}
+
+fn responses(server: &Server) -> Arc<dyn ChatModel> {
+    let config = ResponsesConfig::default()
+        .base_url(format!("{}/v1", server.url()))
+        .model("gpt-5.4")
+        .api_key("sk-test")
+        .http(fast_retries());
+    Arc::new(ResponsesClient::new(config).unwrap())
+}
+
+/// Runs a turn, streamed or not, bounded in time, and returns its events (none when not
+/// streamed).
+async fn run(agent: &Agent, text: &str, streamed: bool) -> Vec<AgentEvent> {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        if streamed {
+            agent
+                .stream_chat(text)
+                .collect::<Vec<_>>()
+                .await
+                .into_iter()
+                .map(|event| event.expect("the turn succeeds"))
+                .collect()
+        } else {
+            agent.chat(text).await.expect("the turn succeeds");
+            Vec::new()
+        }
+    })
+    .await
+    .expect("the turn ends")
+}
+
+/// The definitions of `tools` in `provider`'s format, as the registry gives them.
+fn formatted(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
+    tools
+        .iter()
+        .map(|name| registry.tools_for_provider(provider, Some(&[name]))[0].clone())
+        .collect()
+}
+
+/// `tools` in `provider`'s format, each marked `"defer_loading": true`.
+fn deferred(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
+    formatted(registry, provider, tools)
+        .into_iter()
+        .map(|mut tool| {
+            tool["defer_loading"] = json!(true);
+            tool
+        })
+        .collect()
+}
+
+/// A Responses function tool as the client sends it: flat, `strict` set.
+fn flat(tool: &Value) -> Value {
+    let function = &tool["function"];
+    json!({
+        "type": "function",
+        "name": function["name"],
+        "description": function["description"],
+        "parameters": function["parameters"],
+        "strict": false,
+    })
+}
+
+const DEFERRED: [&str; 4] = [
+    "create_directory",
+    "send_email",
+    "weather_forecast",
+    "translate_text",
+];
+
+#[tokio::test]
+async fn anthropic_native_search_sends_deferred_tools_and_replays_the_search_blocks() {
+    for (streamed, search, reply, search_tool, query) in [
+        (
+            true,
+            NativeSearch::Bm25,
+            Reply::sse(transcript!("anthropic/tool_search.sse")),
+            json!({ "type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25" }),
+            "weather forecast",
+        ),
+        (
+            false,
+            NativeSearch::Regex,
+            Reply::json(transcript!("anthropic/message_tool_search.json")),
+            json!({ "type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex" }),
+            "weather",
+        ),
+    ] {
+        let final_answer = if streamed {
+            Reply::sse(transcript!("anthropic/final_answer.sse"))
+        } else {
+            Reply::json(transcript!("anthropic/message_cache_write.json"))
+        };
+        let server = Server::start(vec![reply, final_answer]).await;
+        let registry = registry();
+        let agent = Agent::with_model(
+            anthropic(&server),
+            AgentOptions::new()
+                .registry(registry.clone())
+                .native_search(search),
+        );
+        let events = run(&agent, "Weather in Paris?", streamed).await;
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "streamed={streamed}");
+        // The first request: the eager tool, Anthropic's search tool in the place of
+        // `search_tools`, every deferred tool marked `defer_loading`, and the beta header.
+        let first = requests[0].json();
+        let mut expected = formatted(&registry, Provider::Anthropic, &["get_time"]);
+        expected.push(search_tool.clone());
+        expected.extend(deferred(&registry, Provider::Anthropic, &DEFERRED));
+        assert_eq!(
+            first["tools"],
+            Value::Array(expected),
+            "streamed={streamed}"
+        );
+        assert_eq!(
+            requests[0].header("anthropic-beta"),
+            Some("advanced-tool-use-2025-11-20")
+        );
+
+        // The search loaded the tool it referenced, and the call that followed ran.
+        assert_eq!(agent.loaded_tools(), ["weather_forecast"]);
+        let call = if streamed { "toolu_01F" } else { "toolu_01G" };
+        assert_eq!(result_of(&agent, call), "sunny in Paris");
+        if streamed {
+            assert!(
+                events.contains(&AgentEvent::ToolSearch {
+                    query: query.to_owned(),
+                    matches: vec!["weather_forecast".to_owned()],
+                    loaded: vec!["weather_forecast".to_owned()],
+                }),
+                "{events:?}"
+            );
+            assert!(
+                !events
+                    .iter()
+                    .any(|event| matches!(event, AgentEvent::DeferredToolCalled { .. })),
+                "a tool the search loaded is not an unsearched call"
+            );
+        }
+
+        // The follow-up: the loaded tool appended after the search tool in full, the others
+        // still deferred, so the two lists share their prefix; and the assistant message sends
+        // the search's blocks back before the call.
+        let second = requests[1].json();
+        let mut expected = formatted(&registry, Provider::Anthropic, &["get_time"]);
+        expected.push(search_tool.clone());
+        expected.extend(formatted(
+            &registry,
+            Provider::Anthropic,
+            &["weather_forecast"],
+        ));
+        expected.extend(deferred(
+            &registry,
+            Provider::Anthropic,
+            &["create_directory", "send_email", "translate_text"],
+        ));
+        assert_eq!(second["tools"], Value::Array(expected));
+        let server_id = if streamed {
+            "srvtoolu_01S"
+        } else {
+            "srvtoolu_01R"
+        };
+        let search_name = search_tool["name"].clone();
+        assert_eq!(
+            second["messages"][1],
+            json!({
+                "role": "assistant",
+                "content": [
+                    { "type": "text", "text": "Let me find a weather tool." },
+                    {
+                        "type": "server_tool_use",
+                        "id": server_id,
+                        "name": search_name,
+                        "input": { "query": query },
+                    },
+                    {
+                        "type": "tool_search_tool_result",
+                        "tool_use_id": server_id,
+                        "content": {
+                            "type": "tool_search_tool_search_result",
+                            "tool_references": [
+                                { "type": "tool_reference", "tool_name": "weather_forecast" }
+                            ],
+                        },
+                    },
+                    {
+                        "type": "tool_use",
+                        "id": call,
+                        "name": "weather_forecast",
+                        "input": { "city": "Paris" },
+                    },
+                ],
+            })
+        );
+        assert_eq!(
+            second["messages"][2]["content"][0]["tool_use_id"],
+            json!(call)
+        );
+        assert_eq!(
+            requests[1].header("anthropic-beta"),
+            Some("advanced-tool-use-2025-11-20")
+        );
+    }
+}
+
+#[tokio::test]
+async fn responses_hosted_tool_search_sends_deferred_functions_and_replays_the_items() {
+    for (streamed, reply) in [
+        (true, Reply::sse(transcript!("responses/tool_search.sse"))),
+        (
+            false,
+            Reply::json(transcript!("responses/response_tool_search.json")),
+        ),
+    ] {
+        let final_answer = if streamed {
+            Reply::sse(transcript!("responses/final_answer.sse"))
+        } else {
+            Reply::json(transcript!("responses/response_text.json"))
+        };
+        let server = Server::start(vec![reply, final_answer]).await;
+        let registry = registry();
+        let agent = Agent::with_model(
+            responses(&server),
+            AgentOptions::new().registry(registry.clone()),
+        );
+        let events = run(&agent, "Weather in Paris?", streamed).await;
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "streamed={streamed}");
+        let flat_all = |names: &[&str], defer: bool| -> Vec<Value> {
+            formatted(&registry, Provider::OpenAi, names)
+                .iter()
+                .map(|tool| {
+                    let mut tool = flat(tool);
+                    if defer {
+                        tool["defer_loading"] = json!(true);
+                    }
+                    tool
+                })
+                .collect()
+        };
+        let first = requests[0].json();
+        let mut expected = flat_all(&["get_time"], false);
+        expected.push(json!({ "type": "tool_search" }));
+        expected.extend(flat_all(&DEFERRED, true));
+        assert_eq!(
+            first["tools"],
+            Value::Array(expected),
+            "streamed={streamed}"
+        );
+
+        assert_eq!(agent.loaded_tools(), ["weather_forecast"]);
+        assert_eq!(result_of(&agent, "call_f0r3"), "sunny in Paris");
+        if streamed {
+            assert!(
+                events.contains(&AgentEvent::ToolSearch {
+                    query: "weather forecast".to_owned(),
+                    matches: vec!["weather_forecast".to_owned()],
+                    loaded: vec!["weather_forecast".to_owned()],
+                }),
+                "{events:?}"
+            );
+        }
+
+        let second = requests[1].json();
+        let mut expected = flat_all(&["get_time"], false);
+        expected.push(json!({ "type": "tool_search" }));
+        expected.extend(flat_all(&["weather_forecast"], false));
+        expected.extend(flat_all(
+            &["create_directory", "send_email", "translate_text"],
+            true,
+        ));
+        assert_eq!(second["tools"], Value::Array(expected));
+        // The search's items go back verbatim before the call, then the call's output.
+        let recorded: Value = if streamed {
+            let body = std::str::from_utf8(transcript!("responses/tool_search.sse")).unwrap();
+            let completed = body
+                .lines()
+                .rev()
+                .find_map(|line| line.strip_prefix("data: "))
+                .unwrap();
+            serde_json::from_str::<Value>(completed).unwrap()["response"].clone()
+        } else {
+            serde_json::from_slice(transcript!("responses/response_tool_search.json")).unwrap()
+        };
+        let input = second["input"].as_array().unwrap();
+        let kinds: Vec<&str> = input
+            .iter()
+            .map(|item| item["type"].as_str().unwrap_or("message"))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "message",
+                "tool_search_call",
+                "tool_search_output",
+                "function_call",
+                "function_call_output"
+            ]
+        );
+        assert_eq!(input[1], recorded["output"][0]);
+        assert_eq!(input[2], recorded["output"][1]);
+        assert_eq!(input[3]["call_id"], "call_f0r3");
+        assert_eq!(input[4]["output"], "sunny in Paris");
+    }
+}
+
+#[tokio::test]
+async fn tools_a_native_search_loaded_stay_loaded_on_another_wire() {
+    let server = Server::start(vec![
+        Reply::json(transcript!("anthropic/message_tool_search.json")),
+        Reply::json(transcript!("anthropic/message_cache_write.json")),
+    ])
+    .await;
+    let registry = registry();
+    let context = ToolContext::with_options(tool_core::ToolContextOptions::new());
+    let agent = Agent::with_model(
+        anthropic(&server),
+        AgentOptions::new()
+            .registry(registry.clone())
+            .context(context.clone()),
+    );
+    run(&agent, "Weather in Paris?", false).await;
+    assert_eq!(agent.loaded_tools(), ["weather_forecast"]);
+
+    // The same conversation goes on with a model without a native search: the local search
+    // tool, and the tool Anthropic's search loaded, offered in full.
+    let model = ScriptedModel::new([ScriptedResponse::text("Sunny.")]);
+    let next = Agent::new(
+        model.clone(),
+        AgentOptions::new().registry(registry).context(context),
+    );
+    next.chat("And tomorrow?").await.unwrap();
+    assert_eq!(
+        names(&model.requests()[0]),
+        ["get_time", "search_tools", "weather_forecast"]
+    );
+}
+
+#[tokio::test]
+async fn native_search_off_keeps_the_local_search_tool_on_every_wire() {
+    for (model, header) in [("anthropic", true), ("responses", false)] {
+        let reply = if header {
+            Reply::json(transcript!("anthropic/message_cache_write.json"))
+        } else {
+            Reply::json(transcript!("responses/response_text.json"))
+        };
+        let server = Server::start(vec![reply]).await;
+        let client = if header {
+            anthropic(&server)
+        } else {
+            responses(&server)
+        };
+        let agent = Agent::with_model(
+            client,
+            AgentOptions::new()
+                .registry(registry())
+                .native_search(NativeSearch::Off),
+        );
+        run(&agent, "hello", false).await;
+        let requests = server.requests();
+        let body = requests[0].json();
+        let tools: Vec<&str> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(tools, ["get_time", "search_tools"], "{model}");
+        assert!(!body.to_string().contains("defer_loading"), "{model}");
+        assert_eq!(requests[0].header("anthropic-beta"), None, "{model}");
+    }
+}
+
+#[tokio::test]
+async fn a_switched_off_tool_is_not_sent_for_the_native_search_either() {
+    let server = Server::start(vec![Reply::json(transcript!(
+        "anthropic/message_cache_write.json"
+    ))])
+    .await;
+    let toggles = tool_core::ToolToggles::new();
+    toggles.set("send_email", false);
+    let agent = Agent::with_model(
+        anthropic(&server),
+        AgentOptions::new().registry(registry()).toggles(toggles),
+    );
+    run(&agent, "hello", false).await;
+    let body = server.requests()[0].json();
+    let tools: Vec<(&str, bool)> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| {
+            (
+                tool["name"].as_str().unwrap(),
+                tool["defer_loading"] == json!(true),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("get_time", false),
+            ("tool_search_tool_bm25", false),
+            ("create_directory", true),
+            ("weather_forecast", true),
+            ("translate_text", true),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn without_the_native_search_a_hosted_search_s_items_are_not_sent_back() {
+    let server = Server::start(vec![
+        Reply::json(transcript!("responses/response_tool_search.json")),
+        Reply::json(transcript!("responses/response_text.json")),
+        Reply::json(transcript!("responses/response_text.json")),
+    ])
+    .await;
+    let registry = registry();
+    let context = ToolContext::with_options(tool_core::ToolContextOptions::new());
+    let agent = Agent::with_model(
+        responses(&server),
+        AgentOptions::new()
+            .registry(registry.clone())
+            .context(context.clone()),
+    );
+    run(&agent, "Weather in Paris?", false).await;
+
+    // The same conversation with the local search: no `tool_search` tool, so none of its
+    // items either; the call and its output stay.
+    let local = Agent::with_model(
+        responses(&server),
+        AgentOptions::new()
+            .registry(registry)
+            .context(context)
+            .native_search(NativeSearch::Off),
+    );
+    run(&local, "And tomorrow?", false).await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let kinds = |body: &Value| -> Vec<String> {
+        body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["type"].as_str().unwrap_or("message").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        kinds(&requests[1].json())[1..3],
+        ["tool_search_call", "tool_search_output"]
+    );
+    let third = requests[2].json();
+    assert_eq!(
+        kinds(&third),
+        [
+            "message",
+            "function_call",
+            "function_call_output",
+            "message",
+            "message"
+        ]
+    );
+    let tools: Vec<&str> = third["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["get_time", "search_tools", "weather_forecast"]);
+}

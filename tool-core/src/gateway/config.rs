@@ -1,0 +1,246 @@
+//! [`GatewayConfig`]: the gateway's TOML file.
+
+use std::{collections::BTreeMap, net::IpAddr, path::PathBuf, time::Duration};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::GatewayError;
+use crate::mcp::{McpServerConfig, McpTransportConfig};
+
+/// The gateway's configuration, usually read from a TOML file with [`GatewayConfig::from_toml`];
+/// the [module docs](super) show a whole file.
+///
+/// Tokens appear here only as SHA-256 hashes (hex), so the file gives no access when read.
+/// Unknown keys are an error, so a misspelt limit is not silently ignored.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct GatewayConfig {
+    /// How the gateway serves.
+    #[serde(default)]
+    pub gateway: ServeConfig,
+    /// The users and their bearer tokens (hashed).
+    #[serde(default)]
+    pub users: Vec<UserConfig>,
+    /// The upstream MCP servers.
+    #[serde(default)]
+    pub servers: Vec<UpstreamConfig>,
+    /// Tools defined in the file itself, in the format of [`crate::config`].
+    #[serde(default)]
+    pub tools: Vec<Value>,
+}
+
+/// The `[gateway]` table.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct ServeConfig {
+    /// The server's name in `initialize` answers (default `tool-core-gateway`).
+    pub name: String,
+    /// The HTTP address (default `127.0.0.1:8090`).
+    pub listen: String,
+    /// The path of the MCP endpoint (default `/mcp`).
+    pub path: String,
+    /// Serve HTTP without sessions (default `false`).
+    pub stateless: bool,
+    /// `Host` values accepted on HTTP (default: loopback names and the bound address).
+    pub allowed_hosts: Option<Vec<String>>,
+    /// `Origin` values accepted on HTTP (default: pages on loopback).
+    pub allowed_origins: Option<Vec<String>>,
+    /// The largest HTTP request body in bytes (default 4 MiB).
+    pub max_request_bytes: usize,
+    /// Where each user's switches are kept: `sqlite://path` (default `sqlite://gateway.db`,
+    /// beside the configuration file), `postgres://…`, or `memory:`.
+    pub store: String,
+    /// Where the pinned tool definitions are kept (default `gateway-pins.json`, beside the
+    /// configuration file).
+    pub pins_file: String,
+    /// Withhold an upstream tool whose definition changed since it was first served until an
+    /// operator accepts the change (default `true`).
+    pub pin_definitions: bool,
+    /// The user of a stdio client (default `local`).
+    pub stdio_user: String,
+    /// The user of HTTP requests without credentials, honoured only when the gateway listens
+    /// on a loopback address (default none: such requests are refused).
+    pub anonymous_user: Option<String>,
+    /// The SHA-256 (hex) of the admin API's bearer token; without it the admin API is off.
+    pub admin_token_sha256: Option<String>,
+    /// A proxy that authenticates users and names them in a header.
+    pub trusted_proxy: Option<TrustedProxy>,
+    /// Most tool calls one user may start per minute (default 600).
+    pub calls_per_minute: u32,
+    /// Most tool calls one user may have running at once (default 16).
+    pub max_concurrent_calls: u32,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            name: "tool-core-gateway".to_owned(),
+            listen: "127.0.0.1:8090".to_owned(),
+            path: "/mcp".to_owned(),
+            stateless: false,
+            allowed_hosts: None,
+            allowed_origins: None,
+            max_request_bytes: crate::mcp::DEFAULT_MAX_REQUEST_BYTES,
+            store: "sqlite://gateway.db".to_owned(),
+            pins_file: "gateway-pins.json".to_owned(),
+            pin_definitions: true,
+            stdio_user: "local".to_owned(),
+            anonymous_user: None,
+            admin_token_sha256: None,
+            trusted_proxy: None,
+            calls_per_minute: 600,
+            max_concurrent_calls: 16,
+        }
+    }
+}
+
+/// A proxy in front of the gateway that authenticates users: requests from its addresses may
+/// name their user in [`user_header`](Self::user_header); from anywhere else the header is
+/// ignored.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TrustedProxy {
+    /// The proxy's addresses.
+    pub addresses: Vec<IpAddr>,
+    /// The header carrying the user's name (for example `x-forwarded-user`).
+    pub user_header: String,
+}
+
+/// One `[[users]]` entry.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct UserConfig {
+    /// The user's name: 1 to 64 ASCII letters, digits, `-`, `_` or `.`.
+    pub name: String,
+    /// The SHA-256 (hex) of the user's bearer token.
+    pub token_sha256: String,
+}
+
+/// One `[[servers]]` entry: an upstream MCP server.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct UpstreamConfig {
+    /// The server's name in logs, `/healthz` and errors; unique.
+    pub name: String,
+    /// A program speaking MCP on stdio (exclusive with `url`).
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables added to its environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Its working directory.
+    pub cwd: Option<PathBuf>,
+    /// A streamable HTTP endpoint (exclusive with `command`).
+    pub url: Option<String>,
+    /// Headers sent with every request to `url`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The longest a call may take, in milliseconds (default 60 000).
+    pub timeout_ms: Option<u64>,
+    /// The prefix of the server's tool names (`{prefix}_{name}`; default the server's name,
+    /// `""` for none).
+    pub prefix: Option<String>,
+    /// List the server's tools as deferred (left out of a model's requests until a tool search
+    /// loads them; default `false`).
+    #[serde(default)]
+    pub deferred: bool,
+    /// Only these tools (by the server's names) are served; default all.
+    pub allow: Option<Vec<String>>,
+    /// These tools (by the server's names) are never served.
+    #[serde(default)]
+    pub block: Vec<String>,
+}
+
+impl GatewayConfig {
+    /// Reads a configuration from TOML text.
+    pub fn from_toml(text: &str) -> Result<Self, GatewayError> {
+        toml::from_str(text).map_err(|error| GatewayError::Config(error.to_string()))
+    }
+
+    /// Reads the configuration file at `path`; relative store and pin file paths are then
+    /// taken from the file's folder.
+    pub fn from_file(path: impl Into<PathBuf>) -> Result<Self, GatewayError> {
+        let path = path.into();
+        let text = std::fs::read_to_string(&path).map_err(|error| {
+            GatewayError::Config(format!("cannot read {}: {error}", path.display()))
+        })?;
+        let mut config = Self::from_toml(&text)?;
+        if let Some(folder) = path.parent() {
+            config.gateway.resolve_paths(folder);
+        }
+        Ok(config)
+    }
+}
+
+impl ServeConfig {
+    fn resolve_paths(&mut self, folder: &std::path::Path) {
+        if let Some(file) = self.store.strip_prefix("sqlite://") {
+            if !file.is_empty() && !file.starts_with('/') && !file.starts_with(":memory:") {
+                self.store = format!("sqlite://{}", folder.join(file).display());
+            }
+        }
+        let pins = std::path::Path::new(&self.pins_file);
+        if pins.is_relative() {
+            self.pins_file = folder.join(pins).display().to_string();
+        }
+    }
+}
+
+impl UpstreamConfig {
+    /// The MCP client's configuration for this server.
+    pub(crate) fn client_config(&self) -> Result<McpServerConfig, GatewayError> {
+        let transport = match (&self.command, &self.url) {
+            (Some(program), None) => McpTransportConfig::Command {
+                program: program.clone(),
+                args: self.args.clone(),
+                env: self
+                    .env
+                    .iter()
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect(),
+                cwd: self.cwd.clone(),
+            },
+            (None, Some(url)) => McpTransportConfig::Http {
+                url: url.clone(),
+                headers: self
+                    .headers
+                    .iter()
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect(),
+            },
+            _ => {
+                return Err(GatewayError::Config(format!(
+                    "server `{}` needs exactly one of `command` and `url`",
+                    self.name
+                )));
+            }
+        };
+        let mut config = McpServerConfig::with_transport(transport)
+            .name(self.name.clone())
+            .defer_loading(self.deferred);
+        let prefix = self.prefix.clone().unwrap_or_else(|| self.name.clone());
+        if !prefix.is_empty() {
+            config = config.prefix(prefix);
+        }
+        if let Some(timeout) = self.timeout_ms {
+            config = config.call_timeout(Duration::from_millis(timeout));
+        }
+        Ok(config)
+    }
+
+    /// Whether the server's tool `remote` is served.
+    pub(crate) fn admits(&self, remote: &str) -> bool {
+        self.allow
+            .as_ref()
+            .is_none_or(|allow| allow.iter().any(|name| name == remote))
+            && !self.block.iter().any(|name| name == remote)
+    }
+}

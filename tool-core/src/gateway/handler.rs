@@ -1,0 +1,326 @@
+//! [`GatewayHandler`]: the MCP server handler of one client connection (an HTTP session, one
+//! stateless request, or a stdio client), showing the connection's user their own tools.
+
+use std::{
+    borrow::Cow,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+        CustomResult, ErrorCode, InitializeRequestParams, InitializeResult, ListToolsResult,
+        PaginatedRequestParams, ProtocolVersion, ServerConfig, SubscriptionFilter,
+    },
+    service::{NotificationContext, RequestContext, SubscriptionContext},
+};
+use serde_json::Value;
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio_util::sync::{CancellationToken, DropGuard};
+use tracing::Instrument as _;
+
+use super::{Shared, users::GatewayUser};
+use crate::{
+    mcp::McpHandler,
+    registry::{RegistrySnapshot, ToolToggles},
+};
+
+/// The name of the gateway's own switch tool.
+pub(crate) const SET_TOOL_ENABLED: &str = "set_tool_enabled";
+
+/// JSON-RPC error code of a call over the user's rate or concurrency limit.
+const LIMITED: i32 = -32003;
+
+pub(crate) struct GatewayHandler {
+    inner: McpHandler,
+    shared: Arc<Shared>,
+    /// The user of a connection without HTTP (stdio), and of a session once it began.
+    user: Arc<Mutex<Option<String>>>,
+    /// This connection's own switches, on top of its user's.
+    session: ToolToggles,
+    /// One message per change of [`session`](Self::session).
+    session_changed: broadcast::Sender<()>,
+    stop: CancellationToken,
+    _stop_on_drop: DropGuard,
+}
+
+impl GatewayHandler {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        user: Option<String>,
+        closed: Option<CancellationToken>,
+    ) -> Self {
+        let user = Arc::new(Mutex::new(user));
+        let session = ToolToggles::new();
+        let view = {
+            let shared = shared.clone();
+            let user = user.clone();
+            let session = session.clone();
+            Arc::new(move |context: &RequestContext<RoleServer>| {
+                let name = user_of(context, &user);
+                match name.and_then(|name| shared.switches.loaded(&name)) {
+                    Some(switches) => switches.snapshot(&shared.catalog.registry, &session),
+                    // `ensure_user` ran before every request that reaches here; a request
+                    // without a user sees no tool.
+                    None => Arc::new(shared.catalog.registry.snapshot_with(|_, _, _| false)),
+                }
+            }) as crate::mcp::SnapshotView
+        };
+        let mut inner = shared.server.handler().with_view(view);
+        if let Some(closed) = closed {
+            inner = inner.with_closed(closed);
+        }
+        let stop = CancellationToken::new();
+        Self {
+            inner,
+            shared,
+            user,
+            session,
+            session_changed: broadcast::channel(16).0,
+            _stop_on_drop: stop.clone().drop_guard(),
+            stop,
+        }
+    }
+
+    /// The request's user, with their switches loaded.
+    async fn ensure_user(&self, context: &RequestContext<RoleServer>) -> Result<String, ErrorData> {
+        let name = user_of(context, &self.user).ok_or_else(|| {
+            ErrorData::new(
+                ErrorCode(-32001),
+                "unauthorized: no user for this request",
+                None,
+            )
+        })?;
+        if !self.shared.stateless {
+            // A session belongs to the user who began it.
+            let mut bound = lock(&self.user);
+            match bound.as_ref() {
+                None => *bound = Some(name.clone()),
+                Some(owner) if *owner != name => {
+                    return Err(ErrorData::new(
+                        ErrorCode(-32001),
+                        "forbidden: this session belongs to another user",
+                        None,
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        self.shared
+            .switches
+            .user(&name)
+            .await
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        Ok(name)
+    }
+
+    fn snapshot(&self, user: &str) -> Arc<RegistrySnapshot> {
+        match self.shared.switches.loaded(user) {
+            Some(switches) => switches.snapshot(&self.shared.catalog.registry, &self.session),
+            None => Arc::new(self.shared.catalog.registry.snapshot_with(|_, _, _| false)),
+        }
+    }
+
+    /// `set_tool_enabled`: switches a tool for the calling user (or only this session).
+    async fn set_tool_enabled(
+        &self,
+        user: &str,
+        request: &CallToolRequestParams,
+    ) -> CallToolResult {
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let name = arguments.get("name").and_then(Value::as_str);
+        let enabled = arguments.get("enabled").and_then(Value::as_bool);
+        let session_only = arguments.get("scope").and_then(Value::as_str) == Some("session");
+        let (Some(name), Some(enabled)) = (name, enabled) else {
+            return error_result(
+                "Error: set_tool_enabled needs `name` (a tool's name) and `enabled` (true or false)",
+            );
+        };
+        if name == SET_TOOL_ENABLED {
+            return error_result("Error: set_tool_enabled cannot switch itself; ask an operator");
+        }
+        if self.shared.catalog.registry.get(name).is_none() {
+            return error_result(&format!("Error: no tool named {name}"));
+        }
+        if session_only {
+            self.session.set(name, enabled);
+            let _ = self.session_changed.send(());
+        } else {
+            match self.shared.switches.user(user).await {
+                Ok(switches) => {
+                    if let Err(error) = switches.set(name, enabled).await {
+                        return error_result(&format!("Error: the switch was not saved: {error}"));
+                    }
+                }
+                Err(error) => return error_result(&format!("Error: {error}")),
+            }
+        }
+        let state = if enabled { "on" } else { "off" };
+        CallToolResult::success(vec![ContentBlock::text(format!("{name} is {state}"))])
+    }
+}
+
+fn error_result(text: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text.to_owned())])
+}
+
+/// The user of a request: the one the HTTP gate found, else the connection's.
+fn user_of(context: &RequestContext<RoleServer>, bound: &Mutex<Option<String>>) -> Option<String> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<GatewayUser>())
+        .map(|user| user.0.clone())
+        .or_else(|| lock(bound).clone())
+}
+
+impl ServerHandler for GatewayHandler {
+    fn get_info(&self) -> ServerConfig {
+        self.inner.get_info()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.inner.supported_protocol_versions()
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.ensure_user(&context).await?;
+        self.inner.initialize(request, context).await
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let user = lock(&self.user).clone();
+        self.inner.on_initialized(context.clone()).await;
+        let Some(switches) = user.and_then(|user| self.shared.switches.loaded(&user)) else {
+            return;
+        };
+        // The user's switch changes reach this connection; the registry's own changes are
+        // forwarded by the inner handler.
+        let mut changes = switches.subscribe();
+        let mut session_changes = self.session_changed.subscribe();
+        let peer = context.peer;
+        let stop = self.stop.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    change = changes.recv() => if matches!(change, Err(RecvError::Closed)) { return },
+                    change = session_changes.recv() => if matches!(change, Err(RecvError::Closed)) { return },
+                }
+                if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.ensure_user(&context).await?;
+        self.inner.list_tools(request, context).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let user = self.ensure_user(&context).await?;
+        let _permit = self
+            .shared
+            .limits
+            .admit(&user)
+            .map_err(|reason| ErrorData::new(ErrorCode(LIMITED), reason, None))?;
+        let tool = request.name.to_string();
+        let server = self
+            .shared
+            .catalog
+            .source_of(&tool)
+            .unwrap_or_else(|| "-".to_owned());
+        let span =
+            tracing::info_span!("gateway_call", user = %user, server = %server, tool = %tool);
+        if tool == SET_TOOL_ENABLED {
+            if !self.snapshot(&user).is_enabled(SET_TOOL_ENABLED) {
+                return Err(ErrorData::invalid_params(
+                    format!("tool `{SET_TOOL_ENABLED}` is disabled"),
+                    None,
+                ));
+            }
+            return Ok(self
+                .set_tool_enabled(&user, &request)
+                .instrument(span)
+                .await
+                .into());
+        }
+        let outcome = self
+            .inner
+            .call_tool(request, context)
+            .instrument(span.clone())
+            .await;
+        if let Err(error) = &outcome {
+            span.in_scope(|| tracing::debug!(code = error.code.0, "the call was refused"));
+        }
+        outcome
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.inner.get_tool(name)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.inner.accepted_subscription_filter(requested)
+    }
+
+    /// 2026-07-28 listen streams: every registry change and every change of the user's
+    /// switches is one `notifications/tools/list_changed`.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let user = self.ensure_user(subscription.request_context()).await?;
+        let Some(switches) = self.shared.switches.loaded(&user) else {
+            return Ok(());
+        };
+        let mut registry_events = self.shared.catalog.registry.subscribe();
+        let mut changes = switches.subscribe();
+        let mut session_changes = self.session_changed.subscribe();
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                () = self.stop.cancelled() => return Ok(()),
+                event = registry_events.recv() => if matches!(event, Err(RecvError::Closed)) { return Ok(()) },
+                change = changes.recv() => if matches!(change, Err(RecvError::Closed)) { return Ok(()) },
+                change = session_changes.recv() => if matches!(change, Err(RecvError::Closed)) { return Ok(()) },
+            }
+            if subscription
+                .sink()
+                .notify_tool_list_changed()
+                .await
+                .is_err()
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        self.inner.on_custom_request(request, context).await
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The guarded values are replaced whole.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,276 @@
+//! The gateway over HTTP: the MCP endpoint behind the user gate, the admin API and `/healthz`.
+//!
+//! # Security boundary
+//!
+//! Every request to the MCP endpoint passes [`gate`] first: [`Users::identify`] gives it a
+//! user or it is answered `401` (a JSON-RPC error body and `WWW-Authenticate`) before any of
+//! the MCP server sees it; then the MCP server's own `Host`, `Origin` and body size checks
+//! apply. The admin API admits only the admin token, compared as a hash in constant time.
+
+use std::{io, net::SocketAddr, sync::Arc};
+
+use axum::{
+    Json, Router,
+    extract::{ConnectInfo, Path, Request, State},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+    routing::{get, post, put},
+};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::{
+    GatewayError, Shared,
+    handler::GatewayHandler,
+    users::{Refusal, Users},
+};
+use crate::mcp::McpServerError;
+
+/// The gateway's HTTP server, from [`McpGateway::start_http`](super::McpGateway::start_http).
+/// Dropping it stops it.
+#[derive(Debug)]
+pub struct GatewayHttpServer {
+    addr: SocketAddr,
+    path: String,
+    stop: CancellationToken,
+    task: JoinHandle<io::Result<()>>,
+    _stop_on_drop: DropGuard,
+}
+
+impl GatewayHttpServer {
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The MCP endpoint's URL, for example `http://127.0.0.1:8090/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}{}", self.addr, self.path)
+    }
+
+    /// Stops accepting connections and waits for the server to stop.
+    pub async fn shutdown(self) -> Result<(), GatewayError> {
+        self.stop.cancel();
+        self.wait().await
+    }
+
+    /// Serves until the server fails.
+    pub async fn wait(self) -> Result<(), GatewayError> {
+        let Self {
+            task,
+            _stop_on_drop,
+            ..
+        } = self;
+        task.await
+            .map_err(|error| GatewayError::Serve(McpServerError::Task(error)))?
+            .map_err(|error| GatewayError::Serve(McpServerError::Http(error)))
+    }
+}
+
+struct Http {
+    shared: Arc<Shared>,
+    users: Users,
+}
+
+pub(super) async fn start(
+    shared: Arc<Shared>,
+    addr: &str,
+    stop: CancellationToken,
+) -> Result<GatewayHttpServer, GatewayError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| {
+            GatewayError::Serve(McpServerError::Bind {
+                addr: addr.to_owned(),
+                source,
+            })
+        })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|error| GatewayError::Serve(McpServerError::Http(error)))?;
+    let users = Users::new(&shared.config, Some(bound))?;
+    let options = shared.server.options().clone();
+    let factory = {
+        let shared = shared.clone();
+        move || Ok(GatewayHandler::new(shared.clone(), None, None))
+    };
+    let (mcp, path) = crate::mcp::http_router(&options, bound, factory, &stop);
+    let state = Arc::new(Http { shared, users });
+    let mcp = mcp.layer(axum::middleware::from_fn_with_state(state.clone(), gate));
+    let admin = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/admin/users/{user}/tools", get(user_tools))
+        .route("/admin/users/{user}/tools/{tool}", put(switch_tool))
+        .route("/admin/pins", get(pins))
+        .route("/admin/pins/{tool}/accept", post(accept_pin))
+        .with_state(state);
+    let router = mcp.merge(admin);
+    let task = tokio::spawn(crate::http_server::serve(
+        listener,
+        router,
+        options.http_limits.clone(),
+        stop.clone().cancelled_owned(),
+    ));
+    Ok(GatewayHttpServer {
+        addr: bound,
+        path,
+        _stop_on_drop: stop.clone().drop_guard(),
+        stop,
+        task,
+    })
+}
+
+/// Gives the request its user, or answers `401`.
+async fn gate(State(http): State<Arc<Http>>, mut request: Request, next: Next) -> Response {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0);
+    match http.users.identify(request.headers(), peer) {
+        Ok(user) => {
+            request.extensions_mut().insert(user);
+            next.run(request).await
+        }
+        Err(refusal) => {
+            let challenge = match refusal {
+                Refusal::Missing => "Bearer realm=\"mcp\"",
+                Refusal::Invalid => "Bearer realm=\"mcp\", error=\"invalid_token\"",
+            };
+            let mut response = rpc_refusal(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: missing or invalid credentials",
+            );
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(challenge),
+            );
+            response
+        }
+    }
+}
+
+fn rpc_refusal(status: StatusCode, message: &str) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32001, "message": message},
+    });
+    (status, Json(body)).into_response()
+}
+
+async fn healthz(State(http): State<Arc<Http>>) -> Json<Value> {
+    Json(super::health(&http.shared))
+}
+
+/// `None` when the admin token came, else the refusal.
+fn refuse_non_admin(http: &Http, headers: &HeaderMap) -> Option<Response> {
+    if http.shared.config.gateway.admin_token_sha256.is_none() {
+        return Some(admin_error(
+            StatusCode::FORBIDDEN,
+            "the admin API is off: no admin token is configured",
+        ));
+    }
+    if http.users.is_admin(headers) {
+        return None;
+    }
+    let mut response = admin_error(
+        StatusCode::UNAUTHORIZED,
+        "the admin API needs the admin token",
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"admin\""),
+    );
+    Some(response)
+}
+
+fn admin_error(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({"error": message}))).into_response()
+}
+
+async fn user_tools(
+    State(http): State<Arc<Http>>,
+    Path(user): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(refusal) = refuse_non_admin(&http, &headers) {
+        return refusal;
+    }
+    if !super::users::is_user_name(&user) {
+        return admin_error(StatusCode::BAD_REQUEST, "invalid user name");
+    }
+    let switches = match http.shared.switches.user(&user).await {
+        Ok(switches) => switches,
+        Err(error) => return admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
+    };
+    let snapshot = switches.snapshot(
+        &http.shared.catalog.registry,
+        &crate::registry::ToolToggles::new(),
+    );
+    let registry = &http.shared.catalog.registry;
+    let tools: Vec<Value> = registry
+        .list_tools()
+        .into_iter()
+        .map(|tool| json!({"name": tool.name, "enabled": snapshot.is_enabled(&tool.name)}))
+        .collect();
+    Json(json!({"tools": tools})).into_response()
+}
+
+async fn switch_tool(
+    State(http): State<Arc<Http>>,
+    Path((user, tool)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Some(refusal) = refuse_non_admin(&http, &headers) {
+        return refusal;
+    }
+    if !super::users::is_user_name(&user) {
+        return admin_error(StatusCode::BAD_REQUEST, "invalid user name");
+    }
+    let Some(enabled) = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|body| body.get("enabled").and_then(Value::as_bool))
+    else {
+        return admin_error(
+            StatusCode::BAD_REQUEST,
+            "the body must be {\"enabled\": true|false}",
+        );
+    };
+    if http.shared.catalog.registry.get(&tool).is_none() {
+        return admin_error(StatusCode::NOT_FOUND, "no tool of that name is served");
+    }
+    let switches = match http.shared.switches.user(&user).await {
+        Ok(switches) => switches,
+        Err(error) => return admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
+    };
+    if let Err(error) = switches.set(&tool, enabled).await {
+        return admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string());
+    }
+    tracing::info!(%user, %tool, enabled, "an operator switched a tool");
+    Json(json!({"user": user, "name": tool, "enabled": enabled})).into_response()
+}
+
+async fn pins(State(http): State<Arc<Http>>, headers: HeaderMap) -> Response {
+    if let Some(refusal) = refuse_non_admin(&http, &headers) {
+        return refusal;
+    }
+    Json(json!({"pending": http.shared.catalog.pending()})).into_response()
+}
+
+async fn accept_pin(
+    State(http): State<Arc<Http>>,
+    Path(tool): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(refusal) = refuse_non_admin(&http, &headers) {
+        return refusal;
+    }
+    if http.shared.catalog.accept(&tool) {
+        Json(json!({"accepted": tool})).into_response()
+    } else {
+        admin_error(StatusCode::NOT_FOUND, "no change of that tool is pending")
+    }
+}

@@ -1,0 +1,87 @@
+//! Per-user call limits: a rate (calls per minute, as a token bucket) and a number of calls
+//! running at once.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
+};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// The limits of every user.
+pub(crate) struct Limits {
+    per_minute: u32,
+    concurrent: u32,
+    users: Mutex<HashMap<String, UserLimits>>,
+}
+
+struct UserLimits {
+    /// Calls that may start now (fractional: the bucket refills continuously).
+    tokens: f64,
+    refilled: Instant,
+    running: Arc<Semaphore>,
+}
+
+impl Limits {
+    pub(crate) fn new(per_minute: u32, concurrent: u32) -> Self {
+        Self {
+            per_minute: per_minute.max(1),
+            concurrent: concurrent.max(1),
+            users: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Admits one call of `user`: a permit held while the call runs, or why it may not start.
+    pub(crate) fn admit(&self, user: &str) -> Result<OwnedSemaphorePermit, String> {
+        let mut users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        let capacity = f64::from(self.per_minute);
+        let limits = users.entry(user.to_owned()).or_insert_with(|| UserLimits {
+            tokens: capacity,
+            refilled: now,
+            running: Arc::new(Semaphore::new(self.concurrent as usize)),
+        });
+        let elapsed = now.duration_since(limits.refilled);
+        limits.tokens = (limits.tokens + elapsed.as_secs_f64() * capacity / 60.0).min(capacity);
+        limits.refilled = now;
+        if limits.tokens < 1.0 {
+            let wait = Duration::from_secs_f64((1.0 - limits.tokens) * 60.0 / capacity);
+            return Err(format!(
+                "rate limit: at most {} tool calls per minute; retry in {} ms",
+                self.per_minute,
+                wait.as_millis().max(1)
+            ));
+        }
+        let permit = limits.running.clone().try_acquire_owned().map_err(|_| {
+            format!(
+                "concurrency limit: at most {} tool calls at once per user; wait for one to end",
+                self.concurrent
+            )
+        })?;
+        limits.tokens -= 1.0;
+        Ok(permit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_and_the_running_calls_are_limited_per_user() {
+        let limits = Limits::new(2, 1);
+        let first = limits.admit("a").unwrap();
+        assert!(
+            limits
+                .admit("a")
+                .unwrap_err()
+                .starts_with("concurrency limit")
+        );
+        assert!(limits.admit("b").is_ok());
+        drop(first);
+        let second = limits.admit("a").unwrap();
+        drop(second);
+        assert!(limits.admit("a").unwrap_err().starts_with("rate limit"));
+    }
+}

@@ -1,0 +1,533 @@
+//! One MCP endpoint in front of many MCP servers, showing each user their own tools.
+//!
+//! [`McpGateway`] connects to the upstream MCP servers of a [`GatewayConfig`] (child processes
+//! over stdio, or streamable HTTP), adds the gateway's local tools (tools defined in the
+//! configuration file, and any [`ExecutableTool`] of the application, such as `#[tool]` fns),
+//! and serves all of them as one MCP server, over stdio and streamable HTTP, at every protocol
+//! version [`McpServer`] speaks (stateless HTTP included).
+//!
+//! - **Names.** A server's tools are named `{prefix}_{name}` (the prefix defaults to the
+//!   server's name); names MCP allows but providers refuse are mapped as the
+//!   [MCP client](crate::mcp) maps them, from the name alone, so the mapping is the same after
+//!   a restart or a reconnection. A name two sources offer is served by neither: the gateway
+//!   logs an error naming both servers and sends [`GatewayEvent::NameCollision`].
+//! - **Users.** Each HTTP request belongs to a user: a bearer token listed (as its SHA-256) in
+//!   `[[users]]`, or, from a `trusted_proxy` address, the proxy's user header. A request
+//!   without credentials is refused `401` unless the gateway listens on loopback and names an
+//!   `anonymous_user`; a wrong token is always refused. A stdio client is `stdio_user`.
+//! - **Switches.** Each user's tool switches are kept in the preference store (SQLite by
+//!   default, PostgreSQL with the `postgres` feature) and decide what that user's `tools/list`
+//!   shows and what `tools/call` may run (a switched-off tool is a JSON-RPC `invalid params`
+//!   error, as an unknown one). A client switches with the gateway tool `set_tool_enabled`
+//!   (`{"name": …, "enabled": …}`, plus `"scope": "session"` to switch for this connection only,
+//!   on top of the user's switches); an operator with the admin API. A change reaches that
+//!   user's open connections only, as `notifications/tools/list_changed`.
+//! - **Pinned definitions.** The SHA-256 of each upstream tool's description, input schema and
+//!   title is recorded (in `pins_file`) when the tool is first served. A tool whose definition
+//!   changes later is withheld from every user, with a warning in the log and a
+//!   [`GatewayEvent::DefinitionChanged`], until an operator accepts the change
+//!   (`POST /admin/pins/{tool}/accept`). `pin_definitions = false` turns this off.
+//! - **Several processes.** With the store in PostgreSQL (feature `postgres`), any number of
+//!   gateway processes can serve behind a load balancer: a switch made through one is
+//!   announced with PostgreSQL `NOTIFY`, and every other process reloads that user's switches
+//!   and tells the user's streams it holds. Upstream connections are per process.
+//! - **Limits and faults.** Each user may start `calls_per_minute` calls a minute and run
+//!   `max_concurrent_calls` at once; a call over either is answered with a JSON-RPC error
+//!   (code `-32003`), the connection stays. Each server's `timeout_ms` bounds its calls. A
+//!   server that exits, drops the connection or cannot be reached at start leaves the others
+//!   serving; its tools answer "temporarily unavailable" (a result with `isError`) while the
+//!   gateway reconnects with backoff. HTTP bodies over `max_request_bytes` are answered `413`,
+//!   a `Host` or `Origin` outside the allowed ones `403` (see [`crate::mcp`]).
+//! - **Observability.** Every call runs in a `tracing` span `gateway_call` with the user, the
+//!   server and the tool. `GET /healthz` reports each upstream's state.
+//!
+//! # The admin API
+//!
+//! On the gateway's HTTP address, with `Authorization: Bearer <admin token>` (its SHA-256 is
+//! `admin_token_sha256`; without one the admin API answers `403`):
+//!
+//! | request | does |
+//! |---|---|
+//! | `GET /admin/users/{user}/tools` | `{"tools": [{"name", "enabled"}]}`: the user's view |
+//! | `PUT /admin/users/{user}/tools/{tool}` with `{"enabled": bool}` | switches a tool for the user |
+//! | `GET /admin/pins` | `{"pending": {tool: {"server", "pinned", "offered"}}}` |
+//! | `POST /admin/pins/{tool}/accept` | serves the tool's new definition |
+//! | `GET /healthz` (no token) | `{"status": "ok" \| "degraded", "servers": {name: {"state", …}}}` |
+//!
+//! # Configuration
+//!
+//! ```toml
+//! [gateway]
+//! listen = "127.0.0.1:8090"
+//! store = "sqlite://gateway.db"           # or postgres://…, or memory:
+//! admin_token_sha256 = "…"                # cargo run --example mcp_gateway -- hash-token
+//! calls_per_minute = 600
+//! max_concurrent_calls = 16
+//!
+//! [[users]]
+//! name = "alice"
+//! token_sha256 = "…"
+//!
+//! [[servers]]
+//! name = "everything"
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-everything"]
+//! timeout_ms = 30000
+//! block = ["longRunningOperation"]
+//!
+//! [[servers]]
+//! name = "remote"
+//! url = "http://127.0.0.1:3001/mcp"
+//! headers = { Authorization = "Bearer …" }
+//! prefix = "r"
+//! allow = ["search", "fetch"]
+//! ```
+//!
+//! ```no_run
+//! use tool_core::gateway::{GatewayConfig, McpGateway};
+//!
+//! # async fn run() -> Result<(), tool_core::gateway::GatewayError> {
+//! let config = GatewayConfig::from_file("gateway.toml")?;
+//! let listen = config.gateway.listen.clone();
+//! let gateway = McpGateway::start(config, Vec::new()).await?;
+//! let http = gateway.start_http(&listen).await?;
+//! println!("serving on {}", http.url());
+//! http.wait().await
+//! # }
+//! ```
+
+mod catalog;
+mod config;
+mod handler;
+mod http;
+mod limits;
+mod switches;
+mod users;
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+pub use config::{GatewayConfig, ServeConfig, TrustedProxy, UpstreamConfig, UserConfig};
+pub use http::GatewayHttpServer;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use tokio_util::sync::{CancellationToken, DropGuard};
+pub use users::hash_token;
+
+use self::{
+    catalog::{Catalog, LOCAL, Offered, UpstreamTool},
+    handler::{GatewayHandler, SET_TOOL_ENABLED},
+    limits::Limits,
+    switches::Switches,
+};
+use crate::{
+    config::{HandlerTable, ToolConfig},
+    mcp::{McpClient, McpOptions, McpServer, McpStatus, ReconnectPolicy},
+    registry::ToolRegistry,
+    tool::{ChatTool, ExecutableTool, JsonObject, ToolError, ToolMetadata},
+};
+
+/// Why the gateway could not start or serve.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GatewayError {
+    /// The configuration is invalid.
+    #[error("invalid gateway configuration: {0}")]
+    Config(String),
+    /// The preference store failed.
+    #[error("the gateway's preference store failed: {0}")]
+    Store(String),
+    /// Serving failed.
+    #[error("the gateway could not serve")]
+    Serve(#[source] crate::mcp::McpServerError),
+}
+
+/// Something an operator should know of, from [`McpGateway::subscribe_events`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GatewayEvent {
+    /// An upstream tool's definition changed since it was pinned; it is withheld until an
+    /// operator accepts the change.
+    DefinitionChanged {
+        /// The tool's name in the gateway.
+        tool: String,
+        /// The server offering it.
+        server: String,
+    },
+    /// Several sources offer a tool under one name; none of them is served.
+    NameCollision {
+        /// The name.
+        tool: String,
+        /// The servers offering it (`local` for the gateway's own tools).
+        servers: Vec<String>,
+    },
+}
+
+/// The state of one upstream server, as `/healthz` reports it.
+#[derive(Clone, Debug)]
+enum UpstreamState {
+    Connecting { last_error: Option<String> },
+    Client(McpClient),
+}
+
+/// What every connection's handler shares.
+pub(crate) struct Shared {
+    pub(crate) catalog: Catalog,
+    pub(crate) switches: Arc<Switches>,
+    pub(crate) limits: Limits,
+    pub(crate) server: McpServer,
+    pub(crate) stateless: bool,
+    config: GatewayConfig,
+    upstreams: Mutex<BTreeMap<String, UpstreamState>>,
+    events: broadcast::Sender<GatewayEvent>,
+}
+
+/// A running gateway; see the [module docs](self). Dropping it (and its servers) disconnects
+/// the upstreams.
+pub struct McpGateway {
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+    _stop_on_drop: DropGuard,
+}
+
+impl std::fmt::Debug for McpGateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpGateway")
+            .field("servers", &self.shared.config.servers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpGateway {
+    /// Opens the preference store, registers the local tools (`tools`, the configuration's
+    /// `[[tools]]` and `set_tool_enabled`) and connects to every upstream server, waiting for
+    /// each first attempt (within its connect timeout). A server that cannot be reached is
+    /// retried in the background with backoff; its tools appear when it answers.
+    pub async fn start(
+        config: GatewayConfig,
+        tools: Vec<Arc<dyn ExecutableTool>>,
+    ) -> Result<Self, GatewayError> {
+        let mut names = std::collections::HashSet::new();
+        for server in &config.servers {
+            server.client_config()?;
+            if !names.insert(server.name.as_str()) || server.name == LOCAL {
+                return Err(GatewayError::Config(format!(
+                    "two servers are named `{}` (or one is named `{LOCAL}`, the gateway's own)",
+                    server.name
+                )));
+            }
+        }
+        let registry = Arc::new(ToolRegistry::new());
+        let (events, _) = broadcast::channel(64);
+        let pin_file = Some(std::path::PathBuf::from(&config.gateway.pins_file));
+        let catalog = Catalog::new(
+            registry.clone(),
+            config.gateway.pin_definitions,
+            pin_file,
+            events.clone(),
+        );
+        let switches = Arc::new(Switches::open(&config.gateway.store).await?);
+        let longest = config
+            .servers
+            .iter()
+            .filter_map(|server| server.timeout_ms)
+            .max()
+            .map_or(crate::mcp::DEFAULT_TOOL_TIMEOUT, |ms| {
+                Duration::from_millis(ms) + Duration::from_secs(1)
+            })
+            .max(crate::mcp::DEFAULT_TOOL_TIMEOUT);
+        let options = mcp_options(&config).tool_timeout(Some(longest));
+        let server = McpServer::with_options(registry.clone(), options);
+        let shared = Arc::new(Shared {
+            catalog,
+            switches,
+            limits: Limits::new(
+                config.gateway.calls_per_minute,
+                config.gateway.max_concurrent_calls,
+            ),
+            server,
+            stateless: config.gateway.stateless,
+            upstreams: Mutex::new(BTreeMap::new()),
+            events,
+            config,
+        });
+        shared
+            .catalog
+            .offer(LOCAL, local_tools(&shared.config, tools)?);
+
+        let stop = CancellationToken::new();
+        #[cfg(feature = "postgres")]
+        tokio::spawn(shared.switches.clone().follow(stop.clone()));
+        let mut first_attempts = Vec::new();
+        for upstream in shared.config.servers.clone() {
+            let (done, attempted) = tokio::sync::oneshot::channel();
+            lock(&shared.upstreams).insert(
+                upstream.name.clone(),
+                UpstreamState::Connecting { last_error: None },
+            );
+            tokio::spawn(run_upstream(shared.clone(), upstream, done, stop.clone()));
+            first_attempts.push(attempted);
+        }
+        for attempted in first_attempts {
+            let _ = attempted.await;
+        }
+        Ok(Self {
+            shared,
+            _stop_on_drop: stop.clone().drop_guard(),
+            stop,
+        })
+    }
+
+    /// The registry holding every tool the gateway serves (before each user's switches).
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.shared.catalog.registry
+    }
+
+    /// Events an operator should know of, from now on.
+    pub fn subscribe_events(&self) -> broadcast::Receiver<GatewayEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// Each upstream server's state, as `/healthz` reports it.
+    pub fn health(&self) -> Value {
+        health(&self.shared)
+    }
+
+    /// Serves one client on this process's stdin and stdout as the configuration's
+    /// `stdio_user`, until the client closes stdin.
+    pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
+        let user = self.shared.config.gateway.stdio_user.clone();
+        self.shared.switches.user(&user).await?;
+        crate::mcp::serve_io_with(
+            self.shared.server.options(),
+            |closed| GatewayHandler::new(self.shared.clone(), Some(user), Some(closed)),
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+        )
+        .await
+        .map_err(GatewayError::Serve)
+    }
+
+    /// Binds streamable HTTP (the MCP endpoint, the admin API and `/healthz`) at `addr` and
+    /// serves it in the background.
+    pub async fn start_http(&self, addr: &str) -> Result<GatewayHttpServer, GatewayError> {
+        http::start(self.shared.clone(), addr, self.stop.child_token()).await
+    }
+}
+
+/// The MCP options the configuration asks for.
+fn mcp_options(config: &GatewayConfig) -> McpOptions {
+    let serve = &config.gateway;
+    let mut options = McpOptions::new()
+        .server(serve.name.clone(), env!("CARGO_PKG_VERSION"))
+        .http_path(serve.path.clone())
+        .stateless(serve.stateless)
+        .max_request_bytes(serve.max_request_bytes)
+        // Upstream tools carry no approval flag the gateway could honour; the client's user
+        // confirms destructive tools as their client does.
+        .approval(crate::mcp::McpApproval::Allow);
+    if let Some(hosts) = &serve.allowed_hosts {
+        options = options.allowed_hosts(hosts.clone());
+    }
+    if let Some(origins) = &serve.allowed_origins {
+        options = options.allowed_origins(origins.clone());
+    }
+    options
+}
+
+/// The gateway's own tools: the application's, the configuration's and `set_tool_enabled`.
+fn local_tools(
+    config: &GatewayConfig,
+    tools: Vec<Arc<dyn ExecutableTool>>,
+) -> Result<Vec<Offered>, GatewayError> {
+    let mut offered: Vec<Arc<dyn ExecutableTool>> = tools;
+    if !config.tools.is_empty() {
+        let file = ToolConfig::from_value(json!({ "tools": config.tools }))
+            .map_err(|error| GatewayError::Config(error.to_string()))?;
+        let scratch = ToolRegistry::new();
+        let report = file.register(&scratch, &HandlerTable::new());
+        for rejected in &report.rejected {
+            tracing::error!(tool = %rejected.label(), "a configured tool is not served: {}", rejected.error);
+        }
+        offered.extend(
+            report
+                .registered
+                .iter()
+                .filter_map(|name| scratch.get(name)),
+        );
+    }
+    offered.push(Arc::new(SetToolEnabled));
+    Ok(offered
+        .into_iter()
+        .map(|tool| Offered {
+            tool,
+            fingerprint: None,
+        })
+        .collect())
+}
+
+/// Connects to one upstream (retrying with backoff until it answers) and keeps its tools in
+/// the catalog.
+async fn run_upstream(
+    shared: Arc<Shared>,
+    upstream: UpstreamConfig,
+    first_attempt: tokio::sync::oneshot::Sender<()>,
+    stop: CancellationToken,
+) {
+    let mut first_attempt = Some(first_attempt);
+    let Ok(client_config) = upstream.client_config() else {
+        return;
+    };
+    let policy = ReconnectPolicy::default();
+    let mut attempt = 0;
+    let client = loop {
+        let connected = tokio::select! {
+            () = stop.cancelled() => return,
+            connected = McpClient::connect(client_config.clone()) => connected,
+        };
+        match connected {
+            Ok(client) => break client,
+            Err(error) => {
+                tracing::warn!(server = %upstream.name, %error, "cannot connect to the upstream mcp server; retrying");
+                lock(&shared.upstreams).insert(
+                    upstream.name.clone(),
+                    UpstreamState::Connecting {
+                        last_error: Some(error.to_string()),
+                    },
+                );
+                if let Some(done) = first_attempt.take() {
+                    let _ = done.send(());
+                }
+                let delay = policy.delay(attempt);
+                attempt = attempt.saturating_add(1);
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(delay) => {}
+                }
+            }
+        }
+    };
+    lock(&shared.upstreams).insert(upstream.name.clone(), UpstreamState::Client(client.clone()));
+    let mut lists = client.watch_tools();
+    let mut made: std::collections::HashMap<
+        String,
+        (crate::mcp::McpToolInfo, Arc<dyn ExecutableTool>),
+    > = std::collections::HashMap::new();
+    loop {
+        let list = lists.borrow_and_update().clone();
+        let mut offered = Vec::new();
+        let mut next = std::collections::HashMap::new();
+        for info in list
+            .iter()
+            .filter(|info| upstream.admits(&info.remote_name))
+        {
+            // The same definition keeps the same tool, so the registry sees no change.
+            let tool = match made.get(&info.local_name) {
+                Some((known, tool)) if known == info => tool.clone(),
+                _ => Arc::new(UpstreamTool {
+                    client: client.clone(),
+                    server: upstream.name.clone(),
+                    info: info.clone(),
+                }) as Arc<dyn ExecutableTool>,
+            };
+            offered.push(Offered {
+                tool: tool.clone(),
+                fingerprint: Some(catalog::fingerprint(info)),
+            });
+            next.insert(info.local_name.clone(), (info.clone(), tool));
+        }
+        made = next;
+        shared.catalog.offer(&upstream.name, offered);
+        if let Some(done) = first_attempt.take() {
+            let _ = done.send(());
+        }
+        tokio::select! {
+            () = stop.cancelled() => break,
+            changed = lists.changed() => if changed.is_err() { break },
+        }
+    }
+    client.close().await;
+}
+
+fn health(shared: &Shared) -> Value {
+    let upstreams = lock(&shared.upstreams).clone();
+    let mut all_up = true;
+    let servers: serde_json::Map<String, Value> = upstreams
+        .into_iter()
+        .map(|(name, state)| {
+            let report = match state {
+                UpstreamState::Connecting { last_error } => {
+                    all_up = false;
+                    json!({"state": "connecting", "error": last_error})
+                }
+                UpstreamState::Client(client) => match client.status() {
+                    McpStatus::Connected { protocol_version } => json!({
+                        "state": "connected",
+                        "protocol_version": protocol_version,
+                        "tools": client.tools().len(),
+                    }),
+                    McpStatus::Disconnected { reason } => {
+                        all_up = false;
+                        json!({"state": "disconnected", "error": reason})
+                    }
+                    _ => {
+                        all_up = false;
+                        json!({"state": "closed"})
+                    }
+                },
+            };
+            (name, report)
+        })
+        .collect();
+    json!({"status": if all_up { "ok" } else { "degraded" }, "servers": servers})
+}
+
+/// `set_tool_enabled` as listed; calls never reach it, the gateway's handler answers them with
+/// the caller's user in hand.
+struct SetToolEnabled;
+
+#[async_trait::async_trait]
+impl ExecutableTool for SetToolEnabled {
+    fn name(&self) -> &str {
+        SET_TOOL_ENABLED
+    }
+
+    fn get_schema(&self) -> ChatTool {
+        ChatTool::new(
+            SET_TOOL_ENABLED,
+            "Switch one of your tools off or on. The choice is remembered for your user; with \
+             scope \"session\" it lasts for this connection only.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "The tool's name."},
+                    "enabled": {"type": "boolean", "description": "true to switch it on, false to switch it off."},
+                    "scope": {"type": "string", "enum": ["user", "session"], "description": "Whom the switch is for (default user)."}
+                },
+                "required": ["name", "enabled"],
+                "additionalProperties": false
+            }),
+        )
+    }
+
+    fn metadata(&self) -> ToolMetadata {
+        ToolMetadata::new()
+            .title("Switch a tool")
+            .idempotent(true)
+            .open_world(false)
+    }
+
+    async fn execute(&self, _args: JsonObject) -> Result<String, ToolError> {
+        Err(ToolError::new(
+            "set_tool_enabled switches tools only when called through the gateway",
+        ))
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The guarded values are replaced whole.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,287 @@
+//! Who a request belongs to: bearer tokens (kept as SHA-256 hashes), a trusted proxy's user
+//! header, or the anonymous user of a loopback gateway.
+//!
+//! # Security boundary
+//!
+//! [`Users::identify`] is the one place an HTTP request gets a user. It guarantees:
+//!
+//! - a bearer token is accepted only when its SHA-256 equals a configured hash, compared in
+//!   time that does not depend on where the hashes differ, against every user's hash;
+//! - a wrong token is refused even when anonymous access is allowed;
+//! - the proxy's user header is read only from the configured proxy addresses, and only names
+//!   that a preference store keeps (letters, digits, `-`, `_`, `.`);
+//! - without credentials, a request gets the anonymous user only when the gateway listens on
+//!   loopback and the operator named one.
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::http::{HeaderMap, HeaderName, header};
+use sha2::{Digest, Sha256};
+
+use super::{GatewayError, config::GatewayConfig};
+use crate::store::is_valid_name;
+
+/// A request's user, put in the request's extensions by the HTTP gate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct GatewayUser(pub(crate) String);
+
+/// Why a request has no user.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// No credentials.
+    Missing,
+    /// A token that matches no user, or an unusable proxy header.
+    Invalid,
+}
+
+/// The users of one gateway.
+pub(crate) struct Users {
+    tokens: Vec<(String, [u8; 32])>,
+    proxy: Option<(Vec<IpAddr>, HeaderName)>,
+    anonymous: Option<String>,
+    admin: Option<[u8; 32]>,
+}
+
+impl Users {
+    /// The users of `config`, for a gateway bound to `bound` (`None`: stdio only). Anonymous
+    /// access is dropped, with a warning, off loopback.
+    pub(crate) fn new(
+        config: &GatewayConfig,
+        bound: Option<SocketAddr>,
+    ) -> Result<Self, GatewayError> {
+        let mut tokens = Vec::new();
+        for user in &config.users {
+            check_user_name(&user.name)?;
+            let hash = parse_hash(&user.token_sha256).ok_or_else(|| {
+                GatewayError::Config(format!(
+                    "user `{}`: `token_sha256` must be 64 hex digits",
+                    user.name
+                ))
+            })?;
+            tokens.push((user.name.clone(), hash));
+        }
+        let proxy = match &config.gateway.trusted_proxy {
+            Some(proxy) => Some((
+                proxy.addresses.clone(),
+                HeaderName::try_from(proxy.user_header.as_str()).map_err(|_| {
+                    GatewayError::Config(format!(
+                        "`trusted_proxy.user_header` `{}` is not a header name",
+                        proxy.user_header
+                    ))
+                })?,
+            )),
+            None => None,
+        };
+        let mut anonymous = config.gateway.anonymous_user.clone();
+        if let Some(name) = &anonymous {
+            check_user_name(name)?;
+            if bound.is_some_and(|addr| !addr.ip().is_loopback()) {
+                tracing::warn!(
+                    "the gateway listens beyond loopback: requests without credentials are \
+                     refused, `anonymous_user` is ignored"
+                );
+                anonymous = None;
+            }
+        }
+        let admin = match &config.gateway.admin_token_sha256 {
+            Some(hash) => Some(parse_hash(hash).ok_or_else(|| {
+                GatewayError::Config("`admin_token_sha256` must be 64 hex digits".to_owned())
+            })?),
+            None => None,
+        };
+        Ok(Self {
+            tokens,
+            proxy,
+            anonymous,
+            admin,
+        })
+    }
+
+    /// The user of a request with `headers` from `peer`; see the [module docs](self).
+    pub(crate) fn identify(
+        &self,
+        headers: &HeaderMap,
+        peer: Option<SocketAddr>,
+    ) -> Result<GatewayUser, Refusal> {
+        if headers.contains_key(header::AUTHORIZATION) {
+            let token = bearer_token(headers).ok_or(Refusal::Invalid)?;
+            let hash = sha256(token);
+            // Every hash is compared, so the time taken does not tell which user came close.
+            let mut found = None;
+            for (name, expected) in &self.tokens {
+                if same_hash(&hash, expected) {
+                    found = Some(name);
+                }
+            }
+            return found
+                .map(|name| GatewayUser(name.clone()))
+                .ok_or(Refusal::Invalid);
+        }
+        if let Some((addresses, header)) = &self.proxy {
+            if let Some(value) = headers.get(header) {
+                let from_proxy = peer.is_some_and(|peer| addresses.contains(&peer.ip()));
+                if !from_proxy {
+                    return Err(Refusal::Invalid);
+                }
+                let name = value.to_str().map_err(|_| Refusal::Invalid)?;
+                if !is_user_name(name) {
+                    return Err(Refusal::Invalid);
+                }
+                return Ok(GatewayUser(name.to_owned()));
+            }
+        }
+        self.anonymous
+            .as_ref()
+            .map(|name| GatewayUser(name.clone()))
+            .ok_or(Refusal::Missing)
+    }
+
+    /// Whether `headers` carry the admin API's token (never, without one configured).
+    pub(crate) fn is_admin(&self, headers: &HeaderMap) -> bool {
+        match (&self.admin, bearer_token(headers)) {
+            (Some(expected), Some(token)) => same_hash(&sha256(token), expected),
+            _ => false,
+        }
+    }
+}
+
+/// The SHA-256 of a token, as the configuration stores it (hex).
+pub fn hash_token(token: &str) -> String {
+    use std::fmt::Write as _;
+
+    sha256(token)
+        .iter()
+        .fold(String::with_capacity(64), |mut hex, byte| {
+            let _ = write!(hex, "{byte:02x}");
+            hex
+        })
+}
+
+fn sha256(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+fn parse_hash(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim();
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let mut hash = [0u8; 32];
+    for (index, byte) in hash.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(index * 2..index * 2 + 2)?, 16).ok()?;
+    }
+    Some(hash)
+}
+
+/// Compares two hashes in time that does not depend on their contents.
+fn same_hash(given: &[u8; 32], expected: &[u8; 32]) -> bool {
+    given
+        .iter()
+        .zip(expected)
+        .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+        == 0
+}
+
+/// The token of an `Authorization: Bearer <token>` header (the scheme in any case).
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(char::is_whitespace)?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// A user name the preference stores keep as part of a scope.
+pub(crate) fn is_user_name(name: &str) -> bool {
+    name.len() <= 64 && is_valid_name(name)
+}
+
+fn check_user_name(name: &str) -> Result<(), GatewayError> {
+    if is_user_name(name) {
+        Ok(())
+    } else {
+        Err(GatewayError::Config(format!(
+            "invalid user name `{}`: use 1 to 64 ASCII letters, digits, `-`, `_` or `.`, not \
+             starting with `.`",
+            name.escape_debug()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn config(text: &str) -> GatewayConfig {
+        GatewayConfig::from_toml(text).unwrap()
+    }
+
+    fn with(name: &str, value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            HeaderName::try_from(name).unwrap(),
+            HeaderValue::from_str(value).unwrap(),
+        );
+        headers
+    }
+
+    #[test]
+    fn tokens_are_matched_by_hash_and_wrong_ones_refused() {
+        let text = format!(
+            "[gateway]\nanonymous_user = \"guest\"\n[[users]]\nname = \"alice\"\ntoken_sha256 = \"{}\"\n",
+            hash_token("a-secret")
+        );
+        let loopback = Some("127.0.0.1:1".parse().unwrap());
+        let users = Users::new(&config(&text), loopback).unwrap();
+        assert_eq!(
+            users.identify(&with("authorization", "Bearer a-secret"), None),
+            Ok(GatewayUser("alice".to_owned()))
+        );
+        assert_eq!(
+            users.identify(&with("authorization", "Bearer a-secreT"), None),
+            Err(Refusal::Invalid)
+        );
+        assert_eq!(
+            users.identify(&HeaderMap::new(), None),
+            Ok(GatewayUser("guest".to_owned()))
+        );
+        let public = Users::new(&config(&text), Some("10.0.0.1:1".parse().unwrap())).unwrap();
+        assert_eq!(
+            public.identify(&HeaderMap::new(), None),
+            Err(Refusal::Missing)
+        );
+    }
+
+    #[test]
+    fn the_user_header_counts_only_from_the_proxy() {
+        let users = Users::new(
+            &config(
+                "[gateway.trusted_proxy]\naddresses = [\"127.0.0.2\"]\nuser_header = \"x-user\"\n",
+            ),
+            None,
+        )
+        .unwrap();
+        let proxy = Some("127.0.0.2:5000".parse().unwrap());
+        let other = Some("127.0.0.3:5000".parse().unwrap());
+        assert_eq!(
+            users.identify(&with("x-user", "bob"), proxy),
+            Ok(GatewayUser("bob".to_owned()))
+        );
+        assert_eq!(
+            users.identify(&with("x-user", "bob"), other),
+            Err(Refusal::Invalid)
+        );
+        assert_eq!(
+            users.identify(&with("x-user", "../bob"), proxy),
+            Err(Refusal::Invalid)
+        );
+    }
+
+    #[test]
+    fn hashes_must_be_hex() {
+        assert!(parse_hash(&hash_token("x")).is_some());
+        assert!(parse_hash("zz").is_none());
+        assert!(parse_hash(&"é".repeat(32)).is_none());
+    }
+}
