@@ -63,60 +63,24 @@ impl Adapter<'_> {
                     out.insert(keyword.clone(), value.clone());
                 }
                 "properties" | "$defs" | "definitions" => {
-                    let converted = match value {
-                        Value::Object(members) => Value::Object(
-                            members
-                                .iter()
-                                .map(|(key, member)| {
-                                    let at = child(&here, key);
-                                    (key.clone(), self.convert(member, &at, depth + 1))
-                                })
-                                .collect(),
-                        ),
-                        other => other.clone(),
-                    };
-                    out.insert(keyword.clone(), converted);
+                    out.insert(keyword.clone(), self.members(value, &here, depth));
                 }
                 "items" => {
                     out.insert(keyword.clone(), self.convert(value, &here, depth + 1));
                 }
                 "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
-                    let converted = match value {
-                        Value::Array(branches) => Value::Array(
-                            branches
-                                .iter()
-                                .enumerate()
-                                .map(|(index, branch)| {
-                                    let at = child(&here, &index.to_string());
-                                    self.convert(branch, &at, depth + 1)
-                                })
-                                .collect(),
-                        ),
-                        other => other.clone(),
-                    };
                     let keyword = if keyword == "oneOf" {
                         self.debug(path, keyword, "renamed to anyOf");
                         "anyOf"
                     } else {
                         keyword.as_str()
                     };
-                    out.insert(keyword.to_owned(), converted);
+                    out.insert(keyword.to_owned(), self.branches(value, &here, depth));
                 }
                 "additionalProperties" => {
-                    let open = value == true || value.as_object().is_some_and(|map| map.is_empty());
-                    if open {
-                        notes.push("other keys allowed".to_owned());
+                    if let Some(note) = open_note(value) {
+                        notes.push(note);
                         self.debug(path, keyword, "closed; noted in the description");
-                    } else if value != false {
-                        notes.push(format!(
-                            "other keys allowed, with values: {}",
-                            compact(value)
-                        ));
-                        self.debug(
-                            path,
-                            keyword,
-                            "closed; its schema moved into the description",
-                        );
                     }
                 }
                 "format" => match value.as_str() {
@@ -158,6 +122,39 @@ impl Adapter<'_> {
         Value::Object(out)
     }
 
+    /// The schemas of `properties` or `$defs`, each converted.
+    fn members(&self, value: &Value, path: &str, depth: usize) -> Value {
+        match value {
+            Value::Object(members) => Value::Object(
+                members
+                    .iter()
+                    .map(|(key, member)| {
+                        let at = child(path, key);
+                        (key.clone(), self.convert(member, &at, depth + 1))
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// The schemas of `anyOf`, `allOf` or `prefixItems`, each converted.
+    fn branches(&self, value: &Value, path: &str, depth: usize) -> Value {
+        match value {
+            Value::Array(branches) => Value::Array(
+                branches
+                    .iter()
+                    .enumerate()
+                    .map(|(index, branch)| {
+                        let at = child(path, &index.to_string());
+                        self.convert(branch, &at, depth + 1)
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
     fn debug(&self, path: &str, keyword: &str, what: &str) {
         tracing::debug!(
             tool = self.name,
@@ -165,6 +162,21 @@ impl Adapter<'_> {
             keyword,
             "anthropic output schema: {what}"
         );
+    }
+}
+
+/// The note that says what an object's `additionalProperties` allowed before it was closed,
+/// if anything.
+fn open_note(value: &Value) -> Option<String> {
+    if value == true || value.as_object().is_some_and(Map::is_empty) {
+        Some("other keys allowed".to_owned())
+    } else if value == false {
+        None
+    } else {
+        Some(format!(
+            "other keys allowed, with values: {}",
+            compact(value)
+        ))
     }
 }
 
