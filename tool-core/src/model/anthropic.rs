@@ -16,7 +16,7 @@
 //! Structured output
 //! (<https://platform.claude.com/docs/en/build-with-claude/structured-outputs>) is opt-in,
 //! since older models refuse it: with [`AnthropicConfig::structured_outputs`] on, a request's
-//! [`ResponseFormat::JsonSchema`](crate::model::ResponseFormat::JsonSchema) goes as
+//! [`ResponseFormat::JsonSchema`] goes as
 //! `output_config: {"format": {"type": "json_schema", "schema": …}}` (no beta header), its
 //! schema adapted to what Anthropic accepts (closed objects; bounds, lengths and patterns as
 //! description notes), and the answer is a text block holding the JSON. Off (the default), the
@@ -51,7 +51,7 @@ pub struct AnthropicConfig {
     pub version: String,
     /// `anthropic-beta` features to turn on, if any.
     pub beta: Vec<String>,
-    /// Whether a request's [`ResponseFormat::JsonSchema`](crate::model::ResponseFormat::JsonSchema)
+    /// Whether a request's [`ResponseFormat::JsonSchema`]
     /// is sent as `output_config.format` (Anthropic's structured outputs), and so whether typed
     /// output's native mode is native here. Off by default: only recent models take it
     /// (Claude Sonnet 4.5, Opus 4.5, Haiku 4.5 and later); others answer 400.
