@@ -6,13 +6,16 @@
 //! for their sources) with their text replaced by the output; Ollama's is written here from
 //! its documented `/api/chat` response
 //! (<https://github.com/ollama/ollama/blob/main/docs/api.md#chat-request-structured-outputs>).
+//! Anthropic's structured-output answers are the example of its structured outputs page
+//! (<https://platform.claude.com/docs/en/build-with-claude/structured-outputs>) in the envelope
+//! of `anthropic/message_tool_use.json`, and streamed in `anthropic/text.sse`.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tool_core::{
     Agent, AgentError, AgentEvent, AgentOptions,
     agent::{OUTPUT_TOOL, OutputEvent, OutputMode, OutputOptions},
-    model::Message,
+    model::{AnthropicClient, AnthropicConfig, Message},
     schemars::JsonSchema,
 };
 
@@ -613,4 +616,291 @@ async fn native_mode_sends_a_schema_strict_mode_cannot_take_as_not_strict() {
             "{kind}"
         );
     }
+}
+
+// The output of the example on Anthropic's structured outputs page
+// (<https://platform.claude.com/docs/en/build-with-claude/structured-outputs>), with a bound
+// Anthropic's structured outputs do not take: `plan_interest` is at most 10 characters. (A
+// comment, not a doc comment, which would be the schema's description.)
+#[derive(Debug, PartialEq, Deserialize, JsonSchema)]
+#[schemars(crate = "tool_core::schemars")]
+struct Contact {
+    name: String,
+    email: String,
+    #[schemars(length(max = 10))]
+    plan_interest: String,
+    demo_requested: bool,
+}
+
+/// The page's example answer: its JSON in the text block of a Messages response.
+const CONTACT: &str = r#"{"name": "John Smith", "email": "john@example.com", "plan_interest": "Enterprise", "demo_requested": true}"#;
+
+/// `text` as a whole Messages answer: the envelope of `anthropic/message_tool_use.json`
+/// (<https://docs.anthropic.com/en/api/messages>) with one text block, the structured outputs
+/// page's form of an answer ("valid JSON matching your schema in `content[0].text`").
+fn anthropic_text(text: &str) -> String {
+    json!({
+        "id": "msg_01U",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5-20250929",
+        "content": [{ "type": "text", "text": text }],
+        "stop_reason": "end_turn",
+        "stop_sequence": null,
+        "usage": { "input_tokens": 50, "output_tokens": 20 }
+    })
+    .to_string()
+}
+
+/// An Anthropic client against `server`, with structured outputs on or off.
+fn anthropic_client(server: &Server, structured_outputs: bool) -> AnthropicClient {
+    AnthropicClient::new(
+        AnthropicConfig::default()
+            .base_url(server.url())
+            .api_key("sk-ant-test")
+            .model("claude-sonnet-4-5")
+            .http(fast_retries())
+            .structured_outputs(structured_outputs),
+    )
+    .unwrap()
+}
+
+/// An agent over [`anthropic_client`] with no tools of its own, so that a request body holds
+/// only what typed output adds.
+fn anthropic_agent(server: &Server, structured_outputs: bool, dir: &std::path::Path) -> Agent {
+    Agent::new(
+        anthropic_client(server, structured_outputs),
+        AgentOptions::new()
+            .root_dir(dir)
+            .registry(std::sync::Arc::new(tool_core::ToolRegistry::new())),
+    )
+}
+
+/// `Contact`'s schema as Anthropic's structured outputs take it: closed, the length bound a
+/// note in the description.
+fn contact_output_config() -> Value {
+    json!({
+        "format": {
+            "type": "json_schema",
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "name": { "type": "string" },
+                    "email": { "type": "string" },
+                    "plan_interest": { "type": "string", "description": "at most 10 characters" },
+                    "demo_requested": { "type": "boolean" }
+                },
+                "required": ["name", "email", "plan_interest", "demo_requested"],
+                "additionalProperties": false
+            }
+        }
+    })
+}
+
+fn john() -> Contact {
+    Contact {
+        name: "John Smith".to_owned(),
+        email: "john@example.com".to_owned(),
+        plan_interest: "Enterprise".to_owned(),
+        demo_requested: true,
+    }
+}
+
+#[tokio::test]
+async fn native_mode_over_anthropic_with_structured_outputs_sends_output_config() {
+    let server = Server::start(vec![Reply::json_owned(anthropic_text(CONTACT))]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = anthropic_agent(&server, true, dir.path());
+
+    let result = agent
+        .chat_output_with::<Contact>(
+            "Extract the key information from this email: John Smith (john@example.com) is \
+             interested in our Enterprise plan and wants to schedule a demo for next Tuesday \
+             at 2pm.",
+            OutputOptions::new().mode(OutputMode::Native),
+        )
+        .await
+        .unwrap();
+
+    assert_eq!(result.output, john());
+    assert_eq!(result.output_retries, 0);
+    assert_eq!(result.response.text, CONTACT);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let body = requests[0].json();
+    assert_eq!(
+        body,
+        json!({
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 4096,
+            "stream": false,
+            "messages": [{
+                "role": "user",
+                "content": [{
+                    "type": "text",
+                    "text": "Extract the key information from this email: John Smith \
+                             (john@example.com) is interested in our Enterprise plan and \
+                             wants to schedule a demo for next Tuesday at 2pm."
+                }]
+            }],
+            "output_config": contact_output_config()
+        })
+    );
+    // Generally available: no beta header.
+    assert_eq!(requests[0].header("anthropic-beta"), None);
+    assert_eq!(requests[0].header("anthropic-version"), Some("2023-06-01"));
+}
+
+#[tokio::test]
+async fn a_bound_anthropic_cannot_enforce_is_still_checked_and_retried() {
+    let too_long = CONTACT.replace("\"Enterprise\"", "\"Enterprise plan\"");
+    let server = Server::start(vec![
+        Reply::json_owned(anthropic_text(&too_long)),
+        Reply::json_owned(anthropic_text(CONTACT)),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = anthropic_agent(&server, true, dir.path());
+
+    let result = agent
+        .chat_output_with::<Contact>("Extract.", OutputOptions::new().mode(OutputMode::Native))
+        .await
+        .unwrap();
+
+    assert_eq!(result.output, john());
+    assert_eq!(result.output_retries, 1);
+    let requests: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(requests.len(), 2);
+    for body in &requests {
+        assert_eq!(body["output_config"], contact_output_config());
+        assert!(body.get("tools").is_none(), "{body}");
+    }
+    let retry = "Error: the answer is not a valid output: at /plan_interest: \
+                 \"Enterprise plan\" is longer than 10 characters; answer again with only the \
+                 corrected JSON value";
+    assert_eq!(
+        requests[1]["messages"],
+        json!([
+            { "role": "user", "content": [{ "type": "text", "text": "Extract." }] },
+            { "role": "assistant", "content": [{ "type": "text", "text": too_long }] },
+            { "role": "user", "content": [{ "type": "text", "text": retry }] }
+        ])
+    );
+    assert_every_call_answered(&agent.messages());
+}
+
+#[tokio::test]
+async fn a_streamed_native_output_over_anthropic_is_seen_as_it_arrives() {
+    use futures::StreamExt as _;
+
+    // `anthropic/text.sse` with its three text deltas replaced by pieces of the output.
+    let recording =
+        String::from_utf8(include_bytes!("../transcripts/anthropic/text.sse").to_vec()).unwrap();
+    let mut recording = recording;
+    for (old, new) in [
+        ("Hello", r#"{"name": "John Smith", "email": "jo"#),
+        (", how can", r#"hn@example.com", "plan_interest": "Enter"#),
+        (" I help?", r#"prise", "demo_requested": true}"#),
+    ] {
+        let old = serde_json::to_string(old).unwrap();
+        assert!(recording.contains(&old), "{old}");
+        recording = recording.replacen(&old, &serde_json::to_string(new).unwrap(), 1);
+    }
+    let server = Server::start(vec![Reply::sse_owned(recording)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = anthropic_agent(&server, true, dir.path());
+
+    let mut events = agent
+        .stream_output_with::<Contact>("Extract.", OutputOptions::new().mode(OutputMode::Native));
+    let mut partials = Vec::new();
+    let mut output = None;
+    let mut count = 0;
+    while let Some(event) = events.next().await {
+        count += 1;
+        assert!(count < 1000, "the stream does not end");
+        match event.unwrap() {
+            OutputEvent::Partial(partial) => partials.push(partial),
+            OutputEvent::Done(done) => output = Some(done.output),
+            _ => {}
+        }
+    }
+
+    assert_eq!(
+        partials,
+        vec![
+            json!({ "name": "John Smith", "email": "jo" }),
+            json!({ "name": "John Smith", "email": "john@example.com", "plan_interest": "Enter" }),
+            json!({
+                "name": "John Smith",
+                "email": "john@example.com",
+                "plan_interest": "Enterprise",
+                "demo_requested": true
+            }),
+        ]
+    );
+    assert_eq!(output, Some(john()));
+    let body = server.requests()[0].json();
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["output_config"], contact_output_config());
+    assert!(body.get("tools").is_none(), "{body}");
+}
+
+#[tokio::test]
+async fn native_mode_over_anthropic_without_structured_outputs_is_the_tool_mode() {
+    let recording = String::from_utf8(
+        include_bytes!("../transcripts/anthropic/message_tool_use.json").to_vec(),
+    )
+    .unwrap()
+    .replacen("\"get_weather\"", &format!("\"{OUTPUT_TOOL}\""), 1)
+    .replacen(
+        r#""input": {
+        "city": "Lyon"
+      }"#,
+        &format!(r#""input": {CONTACT}"#),
+        1,
+    );
+    let server = Server::start(vec![Reply::json_owned(recording)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = anthropic_agent(&server, false, dir.path());
+
+    let result = agent
+        .chat_output_with::<Contact>("Extract.", OutputOptions::new().mode(OutputMode::Native))
+        .await
+        .unwrap();
+
+    assert_eq!(result.output, john());
+    let body = server.requests()[0].json();
+    assert!(body.get("output_config").is_none(), "{body}");
+    let output_tool = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == OUTPUT_TOOL)
+        .unwrap_or_else(|| panic!("{body}"));
+    // The tool keeps the full schema, bound included.
+    assert_eq!(
+        output_tool["input_schema"]["properties"]["plan_interest"],
+        json!({ "type": "string", "maxLength": 10 })
+    );
+}
+
+#[tokio::test]
+async fn prompted_mode_over_anthropic_with_structured_outputs_sends_no_output_config() {
+    let server = Server::start(vec![Reply::json_owned(anthropic_text(CONTACT))]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = anthropic_agent(&server, true, dir.path());
+
+    let result = agent
+        .chat_output_with::<Contact>("Extract.", OutputOptions::new().mode(OutputMode::Prompted))
+        .await
+        .unwrap();
+
+    assert_eq!(result.output, john());
+    let body = server.requests()[0].json();
+    // The Messages API has no JSON mode: the schema is in the system prompt only.
+    assert!(body.get("output_config").is_none(), "{body}");
+    assert!(
+        body["system"].as_str().unwrap().contains("plan_interest"),
+        "{body}"
+    );
 }

@@ -621,8 +621,9 @@ async fn a_streamed_text_output_is_seen_as_it_arrives_on_every_wire() {
         json!({ "city": "Lyon", "nights": 2 }),
     ];
     // Each wire's streamed text recording, its text deltas replaced by pieces of the output
-    // (Responses repeats the whole text in its `done` events). Anthropic has no native
-    // structured output here, so its run is in prompted mode.
+    // (Responses repeats the whole text in its `done` events). Anthropic's native mode needs
+    // structured outputs turned on in its client (see `typed_output_modes`), so its run here
+    // is in prompted mode.
     let mut responses = vec![("The capital of France is Paris.", WHOLE); 4];
     responses.extend([
         ("The", r#"{"ci"#),

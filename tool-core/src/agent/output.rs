@@ -46,14 +46,18 @@ type Validator<T> = Arc<dyn Fn(&T, &CallContext) -> Result<(), String> + Send + 
 /// | mode | the request | the output |
 /// |---|---|---|
 /// | [`Tool`](Self::Tool) | one more tool, [`OUTPUT_TOOL`], whose parameters are the output's schema (for an enum whose variants each hold an object, one tool per variant, `final_result_<Variant>`) | the output tool's arguments |
-/// | [`Native`](Self::Native) | the provider's structured-output form, [`ResponseFormat::JsonSchema`] (OpenAI `response_format` / Responses `text.format` with `json_schema`, strict where the schema allows; Gemini `responseJsonSchema`; Ollama `format`) | the text answer |
+/// | [`Native`](Self::Native) | the provider's structured-output form, [`ResponseFormat::JsonSchema`] (OpenAI `response_format` / Responses `text.format` with `json_schema`, strict where the schema allows; Gemini `responseJsonSchema`; Ollama `format`; Anthropic `output_config.format` when the client has structured outputs on) | the text answer |
 /// | [`Prompted`](Self::Prompted) | the schema in the instructions (a system message), and the provider's JSON mode, [`ResponseFormat::JsonObject`], where it has one | the text answer |
 ///
 /// The default ([`default_for`](Self::default_for)) is the tool mode for every provider: it
 /// is the one form every wire accepts beside other tools (Gemini before version 3 refuses a
-/// JSON response type together with function calling, and Anthropic's Messages API has no
-/// structured-output field here). [`Native`](Self::Native) asked of an Anthropic model runs in
-/// tool mode.
+/// JSON response type together with function calling, and only recent Anthropic models take
+/// its structured outputs). [`Native`](Self::Native) asked of an Anthropic client runs in the
+/// tool mode unless the client has structured outputs on
+/// (`AnthropicConfig::structured_outputs`; off by default, since older models answer 400).
+/// There the schema goes adapted to what Anthropic accepts (bounds, lengths and patterns become
+/// description notes), and the agent still validates the answer against the full schema, so a
+/// bound Anthropic cannot enforce is checked and retried like any invalid output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum OutputMode {
@@ -74,12 +78,13 @@ impl OutputMode {
         Self::Tool
     }
 
-    /// The mode a run asked for runs in on `provider`: native output on Anthropic is the tool
-    /// mode.
-    pub(super) fn on(self, provider: Provider) -> Self {
-        match (self, provider) {
-            (Self::Native, Provider::Anthropic) => Self::Tool,
-            (mode, _) => mode,
+    /// The mode a run asked for runs in on a client: native output on a client without
+    /// structured output ([`ChatModel::structured_output`](crate::model::ChatModel::structured_output),
+    /// Anthropic unless turned on) is the tool mode.
+    pub(super) fn on(self, structured_output: bool) -> Self {
+        match self {
+            Self::Native if !structured_output => Self::Tool,
+            mode => mode,
         }
     }
 }

@@ -32,7 +32,9 @@ impl Agent {
     ///   parameters are the variant's data.
     /// - **Native mode**: the request carries the schema in the provider's structured-output
     ///   form ([`ResponseFormat`](crate::model::ResponseFormat)), and the model's text answer (once it makes no more tool
-    ///   calls) is the output, checked the same way. On Anthropic this is the tool mode.
+    ///   calls) is the output, checked the same way. On Anthropic this is the tool mode
+    ///   unless the client has structured outputs on (`AnthropicConfig::structured_outputs`;
+    ///   older models refuse them).
     /// - **Prompted mode**: the output's schema goes into the request's instructions (added to
     ///   the system prompt, or as one; the conversation does not keep it), with the provider's
     ///   JSON mode where it has one ([`ResponseFormat::JsonObject`](crate::model::ResponseFormat::JsonObject)); the text answer is the
@@ -193,11 +195,11 @@ impl Agent {
     where
         T: JsonSchema + DeserializeOwned + Send + 'static,
     {
-        let provider = self.inner.model.provider();
+        let model = &self.inner.model;
         let mode = options
             .mode
-            .unwrap_or_else(|| OutputMode::default_for(provider))
-            .on(provider);
+            .unwrap_or_else(|| OutputMode::default_for(model.provider()))
+            .on(model.structured_output());
         let spec = Arc::new(TypedOutput::<T>::new(
             mode,
             options.max_retries,

@@ -27,6 +27,15 @@
 //! the next request that asks for a native search.
 //!
 //! [`RequestTools::with_native_search`]: super::RequestTools::with_native_search
+//!
+//! Structured output
+//! (<https://platform.claude.com/docs/en/build-with-claude/structured-outputs>) is opt-in,
+//! since older models refuse it: with [`AnthropicConfig::structured_outputs`] on, a request's
+//! [`ResponseFormat::JsonSchema`] goes as
+//! `output_config: {"format": {"type": "json_schema", "schema": …}}` (no beta header), its
+//! schema adapted to what Anthropic accepts (closed objects; bounds, lengths and patterns as
+//! description notes), and the answer is a text block holding the JSON. Off (the default), the
+//! form is not sent, and typed output's native mode runs in the tool mode.
 
 use std::collections::HashMap;
 
@@ -65,6 +74,11 @@ pub struct AnthropicConfig {
     pub version: String,
     /// `anthropic-beta` features to turn on, if any.
     pub beta: Vec<String>,
+    /// Whether a request's [`ResponseFormat::JsonSchema`]
+    /// is sent as `output_config.format` (Anthropic's structured outputs), and so whether typed
+    /// output's native mode is native here. Off by default: only recent models take it
+    /// (Claude Sonnet 4.5, Opus 4.5, Haiku 4.5 and later); others answer 400.
+    pub structured_outputs: bool,
 }
 
 /// The variables [`AnthropicConfig::from_env`] reads.
@@ -82,6 +96,7 @@ impl Default for AnthropicConfig {
             max_tokens: 4096,
             version: String::from(API_VERSION),
             beta: Vec::new(),
+            structured_outputs: false,
         }
     }
 }
@@ -98,6 +113,23 @@ impl AnthropicConfig {
     #[must_use]
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Turns Anthropic's structured outputs on or off (see
+    /// [`structured_outputs`](Self::structured_outputs)): on, typed output's
+    /// [`OutputMode::Native`](crate::agent::OutputMode::Native) sends the output's schema as
+    /// `output_config.format` instead of running in the tool mode.
+    ///
+    /// ```
+    /// use tool_core::model::AnthropicConfig;
+    ///
+    /// let config = AnthropicConfig::default().structured_outputs(true);
+    /// assert!(config.structured_outputs);
+    /// ```
+    #[must_use]
+    pub fn structured_outputs(mut self, on: bool) -> Self {
+        self.structured_outputs = on;
         self
     }
 
@@ -153,6 +185,10 @@ impl Wire for Messages {
         } else {
             vec![("anthropic-beta", features.join(","))]
         }
+    }
+
+    fn structured_output(config: &AnthropicConfig) -> bool {
+        config.structured_outputs
     }
 
     fn request_body(
@@ -246,6 +282,7 @@ impl Wire for Messages {
                     .as_ref()
                     .and_then(|_| wire_tool_choice(&request.tool_choice)),
                 temperature: request.settings.temperature,
+                output_config: output_config(config, request.response_format.as_ref()),
             },
         }
         .write()
@@ -422,6 +459,22 @@ struct OwnFields<'a> {
     system: Option<&'a str>,
     tool_choice: Option<Value>,
     temperature: Option<f32>,
+    output_config: Option<Value>,
+}
+
+/// The `output_config` of a request that asks for a schema, when structured outputs are on
+/// (<https://platform.claude.com/docs/en/build-with-claude/structured-outputs>). The Messages
+/// API has no JSON mode: [`ResponseFormat::JsonObject`] sends nothing.
+fn output_config(config: &AnthropicConfig, format: Option<&ResponseFormat>) -> Option<Value> {
+    match format? {
+        ResponseFormat::JsonSchema { name, schema } if config.structured_outputs => Some(json!({
+            "format": {
+                "type": "json_schema",
+                "schema": crate::schema::anthropic_output_schema(name, schema),
+            }
+        })),
+        _ => None,
+    }
 }
 
 /// The `tool_choice` of a request that offers tools

@@ -13,7 +13,11 @@ use serde_json::Value;
 /// | OpenAI Responses | `text: {"format": {"type": "json_object"}}` | `text: {"format": {"type": "json_schema", name, schema, strict}}` |
 /// | Gemini | `generationConfig.responseMimeType: "application/json"` | the same, and `generationConfig.responseJsonSchema` |
 /// | Ollama | `format: "json"` | `format: <schema>` |
-/// | Anthropic | nothing (the Messages API has no such field) | nothing |
+/// | Anthropic | nothing (the Messages API has no JSON mode) | with `AnthropicConfig::structured_outputs` on, `output_config: {"format": {"type": "json_schema", schema}}`; else nothing |
+///
+/// Anthropic's schema is adapted to what its structured outputs accept: every object closed,
+/// and the keywords it refuses (numeric bounds, string lengths and patterns, array bounds other
+/// than `minItems` 0 or 1, unlisted formats) moved into the description as notes.
 ///
 /// OpenAI's `strict` is `true` when the schema can be made strict (every object closed, every
 /// property required, optional ones nullable: the adapter of

@@ -101,6 +101,16 @@ pub trait ChatModel: Send + Sync {
     /// The model's name, for logs and traces.
     fn model_name(&self) -> &str;
 
+    /// Whether this client sends a request's
+    /// [`ResponseFormat::JsonSchema`] in its provider's structured-output form, so that the
+    /// answer's text is held to the schema. Typed output's native mode
+    /// ([`OutputMode::Native`](crate::agent::OutputMode::Native)) runs in the tool mode on a
+    /// client that does not. `true` by default; the Anthropic client only with
+    /// `AnthropicConfig::structured_outputs` on.
+    fn structured_output(&self) -> bool {
+        true
+    }
+
     /// Sends a request and waits for the whole answer.
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError>;
 
@@ -125,6 +135,10 @@ macro_rules! forward_chat_model {
 
             fn model_name(&self) -> &str {
                 (**self).model_name()
+            }
+
+            fn structured_output(&self) -> bool {
+                (**self).structured_output()
             }
 
             fn chat<'life0, 'async_trait>(

@@ -12,6 +12,7 @@
 //! | OpenAI strict | same, plus `"strict": true` | closed objects, every property required, optional ones nullable |
 //! | Gemini | `{name, description, parameters}` in `{"functionDeclarations":[…]}` | the OpenAPI 3.0 subset of Gemini's `Schema` object |
 //! | Anthropic | `{name, description, input_schema}` | canonical, minus `$schema`, the root `title` and Rust-only numeric formats |
+//! | Anthropic structured output (`output_config.format`, not a tool) | `{type: "json_schema", schema}` | closed objects; numeric bounds, string lengths and patterns, array bounds other than `minItems` 0 or 1 and unlisted formats become description notes; `oneOf` becomes `anyOf` |
 //!
 //! **Rust-only formats.** schemars writes `format: int64`, `uint32`, `double`, `uint8` and the
 //! like for Rust's number types; strict validators refuse formats they do not know, so every
@@ -51,6 +52,8 @@ use serde_json::{Map, Value, json};
 
 use crate::tool::ChatTool;
 
+#[cfg(feature = "anthropic")]
+pub(crate) use anthropic::output_schema as anthropic_output_schema;
 pub(crate) use arguments::{OptionalNulls, fraction_for_integer};
 #[cfg(feature = "mcp")]
 pub(crate) use common::drop_rust_formats;
@@ -60,6 +63,8 @@ pub use lenient::{Coercion, coerce_arguments};
 pub use list::ToolList;
 pub(crate) use residue::{Residue, residue};
 
+#[cfg(feature = "anthropic")]
+mod anthropic;
 mod arguments;
 mod common;
 mod gemini;

@@ -52,6 +52,14 @@ pub(crate) trait Wire: 'static {
         Vec::new()
     }
 
+    /// Whether a request's [`ResponseFormat::JsonSchema`](crate::model::ResponseFormat::JsonSchema)
+    /// goes in the provider's structured-output form (see
+    /// [`ChatModel::structured_output`](crate::model::ChatModel::structured_output)). Yes unless
+    /// the wire says otherwise.
+    fn structured_output(_config: &Self::Config) -> bool {
+        true
+    }
+
     /// The JSON body of a request, streamed or not.
     fn request_body(
         config: &Self::Config,
@@ -205,6 +213,10 @@ macro_rules! http_client {
 
             fn model_name(&self) -> &str {
                 self.inner.model_name()
+            }
+
+            fn structured_output(&self) -> bool {
+                <$wire as $crate::model::wire::client::Wire>::structured_output(self.inner.config())
             }
 
             async fn chat(
