@@ -455,7 +455,7 @@ fn main() {
         "target", "clients", "median", "p99", "calls/s", "server CPU/call", "client CPU/call"
     );
     for clients in [1, 64] {
-        let calls = if clients == 1 { 2_000 } else { 64 * 80 };
+        let calls = if clients == 1 { 1_000 } else { 64 * 40 };
         for (target, serving) in &rows {
             let figures = measure(&runtime, target, serving, clients, calls);
             println!(
@@ -475,7 +475,7 @@ fn main() {
     );
 
     let base = through.url.trim_end_matches("/mcp").to_owned();
-    let same = runtime.block_on(propagation(&through.url, &base, "up_add", 20));
+    let same = runtime.block_on(propagation(&through.url, &base, "up_add", 10));
     println!(
         "\nswitch to list_changed, one process: median {}, max {}",
         micros(same[same.len() / 2]),
@@ -491,7 +491,7 @@ fn main() {
                 .map(|dir| gateway(dir.path(), &url, &servers))
                 .collect();
             let first = pair[0].url.trim_end_matches("/mcp").to_owned();
-            let across = runtime.block_on(propagation(&pair[1].url, &first, "up_add", 20));
+            let across = runtime.block_on(propagation(&pair[1].url, &first, "up_add", 10));
             println!(
                 "switch to list_changed, two processes through PostgreSQL: median {}, max {}",
                 micros(across[across.len() / 2]),
