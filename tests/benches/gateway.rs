@@ -407,10 +407,8 @@ fn main() {
     });
 
     let stdio_dir = tempfile::tempdir().unwrap();
-    let stdio_servers = format!(
-        "[[servers]]\nname = \"up\"\nprefix = \"up\"\ncommand = {:?}\n",
-        UPSTREAM
-    );
+    let stdio_servers =
+        format!("[[servers]]\nname = \"up\"\nprefix = \"up\"\ncommand = {UPSTREAM:?}\n");
     let stdio_store = format!(
         "sqlite://{}",
         stdio_dir.path().join("switches.db").display()
