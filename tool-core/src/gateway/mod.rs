@@ -22,6 +22,11 @@
 //!   (`{"name": …, "enabled": …}`, plus `"scope": "session"` to switch for this connection only,
 //!   on top of the user's switches); an operator with the admin API. A change reaches that
 //!   user's open connections only, as `notifications/tools/list_changed`.
+//! - **Tool search.** With `tool_search = true` (in `[gateway]`, or a user's own entry) a
+//!   user's `tools/list` shows only `search_tools`, `set_tool_enabled` and their
+//!   `pinned_tools`; `search_tools` (`{"query": …, "limit": …}`) ranks the tools the user has
+//!   switched on with a [`ToolIndex`](crate::search::ToolIndex) and answers their names,
+//!   descriptions and input schemas, to be called by name. A switched-off tool is never found.
 //! - **Pinned definitions.** The SHA-256 of each upstream tool's description, input schema and
 //!   title is recorded (in `pins_file`) when the tool is first served. A tool whose definition
 //!   changes later is withheld from every user, with a warning in the log and a
