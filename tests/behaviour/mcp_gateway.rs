@@ -728,3 +728,76 @@ fn a_switch_made_through_one_gateway_reaches_a_stream_on_another_through_postgre
         "{report}"
     );
 }
+
+/// The official Python SDK's client of the gateway's tool search, as the user of `token`.
+fn search_client(python: &Path, gateway: &Gateway, token: &str, query: &str) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/gateway_search.py");
+    let mut command = Command::new(python);
+    command.arg(script).args([&gateway.url, token, query]);
+    json_report(command, Duration::from_secs(120))
+}
+
+#[test]
+fn with_tool_search_a_user_sees_search_and_pins_and_never_finds_a_switched_off_tool() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(&config(
+        dir.path(),
+        "tool_search = true\npinned_tools = [\"py_echo\"]",
+        &python_upstream(python, "python", "py", ""),
+    ));
+    let (status, answer) = gateway.admin(
+        reqwest::Method::PUT,
+        "/admin/users/bob/tools/py_weather",
+        Some(json!({"enabled": false})),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let listed = json!(["py_echo", "search_tools", "set_tool_enabled"]);
+
+    let alice = search_client(python, &gateway, ALICE, "weather in a city");
+    assert_eq!(alice["tools"], listed, "{alice}");
+    let found = &alice["search"]["found"]["tools"];
+    assert_eq!(found[0]["name"], "py_weather", "{alice}");
+    assert_eq!(found[0]["description"], "The weather in a city.", "{alice}");
+    assert_eq!(
+        found[0]["inputSchema"]["required"],
+        json!(["city"]),
+        "{alice}"
+    );
+    let selected: Vec<&Value> = alice["select"]["found"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| &tool["name"])
+        .collect();
+    assert_eq!(
+        selected,
+        [&json!("py_weather"), &json!("py_echo")],
+        "{alice}"
+    );
+    assert_eq!(alice["select"]["found"]["missing"], json!([]), "{alice}");
+    // A tool found, not listed, is called by its name.
+    assert_eq!(
+        alice["weather"],
+        json!({"is_error": false, "text": "sunny in Oslo"}),
+        "{alice}"
+    );
+
+    // Bob switched py_weather off: no search finds it, and it cannot be called.
+    let bob = search_client(python, &gateway, BOB, "weather in a city");
+    assert_eq!(bob["tools"], listed, "{bob}");
+    assert!(
+        !bob["search"]["found"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|tool| tool["name"] == "py_weather"),
+        "{bob}"
+    );
+    assert_eq!(
+        bob["select"]["found"]["missing"],
+        json!(["py_weather"]),
+        "{bob}"
+    );
+    assert_eq!(bob["weather"]["error_code"], -32602, "{bob}");
+}

@@ -72,6 +72,13 @@ pub struct ServeConfig {
     pub calls_per_minute: u32,
     /// Most tool calls one user may have running at once (default 16).
     pub max_concurrent_calls: u32,
+    /// List only `search_tools`, `set_tool_enabled` and the pinned tools, instead of every
+    /// tool, to every user whose `[[users]]` entry does not say otherwise (default `false`);
+    /// the other tools are found with `search_tools` and called by name.
+    pub tool_search: bool,
+    /// The tools listed with tool search on (by the gateway's names), for users whose entry
+    /// names none.
+    pub pinned_tools: Vec<String>,
 }
 
 impl Default for ServeConfig {
@@ -93,6 +100,8 @@ impl Default for ServeConfig {
             trusted_proxy: None,
             calls_per_minute: 600,
             max_concurrent_calls: 16,
+            tool_search: false,
+            pinned_tools: Vec::new(),
         }
     }
 }
@@ -119,6 +128,10 @@ pub struct UserConfig {
     pub name: String,
     /// The SHA-256 (hex) of the user's bearer token.
     pub token_sha256: String,
+    /// Tool search for this user, over `[gateway] tool_search`.
+    pub tool_search: Option<bool>,
+    /// The tools listed for this user with tool search on, over `[gateway] pinned_tools`.
+    pub pinned_tools: Option<Vec<String>>,
 }
 
 /// One `[[servers]]` entry: an upstream MCP server.
@@ -160,6 +173,28 @@ pub struct UpstreamConfig {
 }
 
 impl GatewayConfig {
+    /// The tools listed for `user` when tool search is on for them; `None` when it is off.
+    pub(crate) fn pinned_tools(&self, user: &str) -> Option<&[String]> {
+        let entry = self.users.iter().find(|entry| entry.name == user);
+        let on = entry
+            .and_then(|entry| entry.tool_search)
+            .unwrap_or(self.gateway.tool_search);
+        on.then(|| {
+            entry
+                .and_then(|entry| entry.pinned_tools.as_deref())
+                .unwrap_or(&self.gateway.pinned_tools)
+        })
+    }
+
+    /// Whether any user may have tool search.
+    pub(crate) fn any_tool_search(&self) -> bool {
+        self.gateway.tool_search
+            || self
+                .users
+                .iter()
+                .any(|entry| entry.tool_search == Some(true))
+    }
+
     /// Reads a configuration from TOML text.
     pub fn from_toml(text: &str) -> Result<Self, GatewayError> {
         toml::from_str(text).map_err(|error| GatewayError::Config(error.to_string()))
@@ -242,5 +277,38 @@ impl UpstreamConfig {
             .as_ref()
             .is_none_or(|allow| allow.iter().any(|name| name == remote))
             && !self.block.iter().any(|name| name == remote)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GatewayConfig;
+
+    #[test]
+    fn tool_search_and_pins_are_global_unless_a_user_says_otherwise() {
+        let config = GatewayConfig::from_toml(
+            "[gateway]\ntool_search = true\npinned_tools = [\"a\"]\n\n\
+             [[users]]\nname = \"alice\"\ntoken_sha256 = \"00\"\n\n\
+             [[users]]\nname = \"bob\"\ntoken_sha256 = \"11\"\ntool_search = false\n\n\
+             [[users]]\nname = \"carol\"\ntoken_sha256 = \"22\"\npinned_tools = [\"b\", \"c\"]\n",
+        )
+        .unwrap();
+        assert_eq!(config.pinned_tools("alice"), Some(&["a".to_owned()][..]));
+        assert_eq!(config.pinned_tools("bob"), None);
+        assert_eq!(
+            config.pinned_tools("carol"),
+            Some(&["b".to_owned(), "c".to_owned()][..])
+        );
+        // A user without an entry (stdio, anonymous) gets the global setting.
+        assert_eq!(config.pinned_tools("local"), Some(&["a".to_owned()][..]));
+
+        let off = GatewayConfig::from_toml(
+            "[[users]]\nname = \"dave\"\ntoken_sha256 = \"33\"\ntool_search = true\n",
+        )
+        .unwrap();
+        assert!(off.any_tool_search());
+        assert_eq!(off.pinned_tools("dave"), Some(&[][..]));
+        assert_eq!(off.pinned_tools("erin"), None);
+        assert!(!GatewayConfig::default().any_tool_search());
     }
 }

@@ -15,7 +15,7 @@ use rmcp::{
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument as _;
@@ -24,10 +24,18 @@ use super::{Shared, users::GatewayUser};
 use crate::{
     mcp::McpHandler,
     registry::{RegistrySnapshot, ToolToggles},
+    search::ToolIndex,
+    tool::ChatTool,
 };
 
 /// The name of the gateway's own switch tool.
 pub(crate) const SET_TOOL_ENABLED: &str = "set_tool_enabled";
+
+/// The name of the gateway's tool search, listed to users with tool search on.
+pub(crate) const SEARCH_TOOLS: &str = "search_tools";
+
+/// The most matches one `search_tools` call answers.
+const MAX_SEARCH_LIMIT: u64 = 50;
 
 /// JSON-RPC error code of a call over the user's rate or concurrency limit.
 const LIMITED: i32 = -32003;
@@ -161,6 +169,53 @@ impl GatewayHandler {
     }
 }
 
+impl GatewayHandler {
+    /// `search_tools`: the best matches among the tools the user has switched on (this
+    /// session's switches included), with what a client needs to call them.
+    fn search_tools(&self, user: &str, request: &CallToolRequestParams) -> CallToolResult {
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let Some(query) = arguments.get("query").and_then(Value::as_str) else {
+            return error_result("Error: search_tools needs `query` (a few words)");
+        };
+        let limit = match arguments.get("limit") {
+            None => 10,
+            Some(limit) => match limit.as_u64() {
+                Some(limit @ 1..=MAX_SEARCH_LIMIT) => limit,
+                _ => {
+                    return error_result(&format!(
+                        "Error: `limit` must be a whole number from 1 to {MAX_SEARCH_LIMIT}"
+                    ));
+                }
+            },
+        };
+        let snapshot = self.snapshot(user);
+        let definitions: Vec<ChatTool> = snapshot
+            .definitions()
+            .into_iter()
+            .filter(|tool| tool.name() != SEARCH_TOOLS)
+            .collect();
+        let index = ToolIndex::new(definitions.iter().map(|tool| (tool, None)));
+        let matches = match index.search(query, usize::try_from(limit).unwrap_or(10)) {
+            Ok(matches) => matches,
+            Err(error) => return error_result(&format!("Error: {error}")),
+        };
+        let tools: Vec<Value> = matches
+            .hits
+            .iter()
+            .filter_map(|hit| definitions.iter().find(|tool| tool.name() == hit.name))
+            .map(|tool| {
+                json!({
+                    "name": tool.name(),
+                    "description": tool.description(),
+                    "inputSchema": tool.parameters(),
+                })
+            })
+            .collect();
+        let text = json!({"tools": tools, "missing": matches.missing}).to_string();
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    }
+}
+
 fn error_result(text: &str) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text.to_owned())])
 }
@@ -224,8 +279,18 @@ impl ServerHandler for GatewayHandler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.ensure_user(&context).await?;
-        self.inner.list_tools(request, context).await
+        let user = self.ensure_user(&context).await?;
+        let mut listed = self.inner.list_tools(request, context).await?;
+        match self.shared.config.pinned_tools(&user) {
+            Some(pinned) => listed.tools.retain(|tool| {
+                let name = tool.name.as_ref();
+                name == SEARCH_TOOLS
+                    || name == SET_TOOL_ENABLED
+                    || pinned.iter().any(|pin| pin == name)
+            }),
+            None => listed.tools.retain(|tool| tool.name != SEARCH_TOOLS),
+        }
+        Ok(listed)
     }
 
     async fn call_tool(
@@ -247,6 +312,17 @@ impl ServerHandler for GatewayHandler {
             .unwrap_or_else(|| "-".to_owned());
         let span =
             tracing::info_span!("gateway_call", user = %user, server = %server, tool = %tool);
+        if tool == SEARCH_TOOLS {
+            if self.shared.config.pinned_tools(&user).is_none()
+                || !self.snapshot(&user).is_enabled(SEARCH_TOOLS)
+            {
+                return Err(ErrorData::invalid_params(
+                    format!("tool `{SEARCH_TOOLS}` is disabled"),
+                    None,
+                ));
+            }
+            return Ok(span.in_scope(|| self.search_tools(&user, &request)).into());
+        }
         if tool == SET_TOOL_ENABLED {
             if !self.snapshot(&user).is_enabled(SET_TOOL_ENABLED) {
                 return Err(ErrorData::invalid_params(

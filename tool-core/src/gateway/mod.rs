@@ -22,6 +22,11 @@
 //!   (`{"name": …, "enabled": …}`, plus `"scope": "session"` to switch for this connection only,
 //!   on top of the user's switches); an operator with the admin API. A change reaches that
 //!   user's open connections only, as `notifications/tools/list_changed`.
+//! - **Tool search.** With `tool_search = true` (in `[gateway]`, or a user's own entry) a
+//!   user's `tools/list` shows only `search_tools`, `set_tool_enabled` and their
+//!   `pinned_tools`; `search_tools` (`{"query": …, "limit": …}`) ranks the tools the user has
+//!   switched on with a [`ToolIndex`](crate::search::ToolIndex) and answers their names,
+//!   descriptions and input schemas, to be called by name. A switched-off tool is never found.
 //! - **Pinned definitions.** The SHA-256 of each upstream tool's description, input schema and
 //!   title is recorded (in `pins_file`) when the tool is first served. A tool whose definition
 //!   changes later is withheld from every user, with a warning in the log and a
@@ -119,7 +124,7 @@ pub use users::hash_token;
 
 use self::{
     catalog::{Catalog, LOCAL, Offered, UpstreamTool},
-    handler::{GatewayHandler, SET_TOOL_ENABLED},
+    handler::{GatewayHandler, SEARCH_TOOLS, SET_TOOL_ENABLED},
     limits::Limits,
     switches::Switches,
 };
@@ -360,6 +365,9 @@ fn local_tools(
         );
     }
     offered.push(Arc::new(SetToolEnabled));
+    if config.any_tool_search() {
+        offered.push(Arc::new(SearchTools));
+    }
     Ok(offered
         .into_iter()
         .map(|tool| Offered {
@@ -523,6 +531,47 @@ impl ExecutableTool for SetToolEnabled {
     async fn execute(&self, _args: JsonObject) -> Result<String, ToolError> {
         Err(ToolError::new(
             "set_tool_enabled switches tools only when called through the gateway",
+        ))
+    }
+}
+
+/// `search_tools` as listed to users with tool search on; the gateway's handler answers its
+/// calls over the caller's own switches.
+struct SearchTools;
+
+#[async_trait::async_trait]
+impl ExecutableTool for SearchTools {
+    fn name(&self) -> &str {
+        SEARCH_TOOLS
+    }
+
+    fn get_schema(&self) -> ChatTool {
+        ChatTool::new(
+            SEARCH_TOOLS,
+            "Find tools by what they do. Answers the best matches with their names, descriptions \
+             and input schemas; call a match by its name. `select:a,b` picks tools by name.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What the tool should do, in a few words."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "How many matches at most (default 10)."}
+                },
+                "required": ["query"],
+                "additionalProperties": false
+            }),
+        )
+    }
+
+    fn metadata(&self) -> ToolMetadata {
+        ToolMetadata::new()
+            .title("Search tools")
+            .read_only(true)
+            .open_world(false)
+    }
+
+    async fn execute(&self, _args: JsonObject) -> Result<String, ToolError> {
+        Err(ToolError::new(
+            "search_tools searches only when called through the gateway",
         ))
     }
 }

@@ -1,0 +1,504 @@
+//! What the gateway costs: a `tools/call` through the `mcp_gateway` program against the same
+//! call made directly to its upstream (the `mcp_server` example's `add`), both over loopback
+//! streamable HTTP, stateless; beside them the PyPI `mcp-proxy` fronting the same upstream.
+//!
+//! ```sh
+//! nice cargo bench -p tool-tests --bench gateway
+//! ```
+//!
+//! Criterion measures one client's call; then a table gives, for each target, the median and
+//! p99 latency at 1 and at 64 concurrent clients, the calls per second at 64, and the CPU time
+//! per call of the serving processes and of the clients (user + system time from
+//! `/proc/PID/stat`, the counts `getrusage` reports, before and after; the gateway
+//! row counts the gateway and its upstream, so the gateway's own share is that row minus the
+//! direct one). Last, the time from a switch to `notifications/tools/list_changed` on a
+//! `subscriptions/listen` stream: the switch and the stream on one gateway process, and across
+//! two gateway processes sharing a PostgreSQL store (when `initdb` and `postgres` are found, as
+//! the store tests find them).
+//!
+//! The peer runs when `TOOL_CORE_MCP_PROXY` names its `mcp-proxy` program (or
+//! `target/mcp-proxy-venv/bin/mcp-proxy` exists). `mcp-proxy` serves HTTP in front of a stdio
+//! server only, so it and a second gateway (`gateway_stdio`) both front the upstream started
+//! over stdio: the ratio compares like with like.
+
+#[path = "../behaviour/store_support.rs"]
+#[allow(dead_code)]
+mod store_support;
+
+use std::{
+    io::{BufRead, BufReader},
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use criterion::Criterion;
+use futures::StreamExt;
+use serde_json::json;
+use tool_core::gateway::hash_token;
+
+const UPSTREAM: &str = env!("CARGO_BIN_EXE_mcp_server_example");
+const GATEWAY: &str = env!("CARGO_BIN_EXE_mcp_gateway_example");
+const ALICE: &str = "alice-token-0123456789";
+const ADMIN: &str = "admin-token-abcdef";
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// A process serving MCP over HTTP; killed on drop.
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Served {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// CPU time (user + system) the process has used so far.
+    fn cpu(&self) -> Duration {
+        process_cpu(self.pid())
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `command`, which prints `listening on URL` as its first line.
+fn start_printing_url(mut command: Command) -> Served {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    Served { child, url }
+}
+
+fn upstream_http() -> Served {
+    let mut command = Command::new(UPSTREAM);
+    command.args(["--http", "127.0.0.1:0", "--stateless"]);
+    start_printing_url(command)
+}
+
+/// The gateway program with `servers` (TOML) and the store `store`, for user alice.
+fn gateway(dir: &Path, store: &str, servers: &str) -> Served {
+    let text = format!(
+        "[gateway]\nstore = {store:?}\nadmin_token_sha256 = \"{admin}\"\nstateless = true\n\
+         calls_per_minute = 100000000\nmax_concurrent_calls = 1024\n\n\
+         [[users]]\nname = \"alice\"\ntoken_sha256 = \"{alice}\"\n\n{servers}",
+        admin = hash_token(ADMIN),
+        alice = hash_token(ALICE),
+    );
+    let path = dir.join("gateway.toml");
+    std::fs::write(&path, text).unwrap();
+    let mut command = Command::new(GATEWAY);
+    command
+        .arg("--config")
+        .arg(&path)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "error");
+    start_printing_url(command)
+}
+
+fn mcp_proxy() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("TOOL_CORE_MCP_PROXY") {
+        return Some(path.into());
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-proxy-venv/bin/mcp-proxy");
+    path.exists().then_some(path)
+}
+
+/// `mcp-proxy` serving streamable HTTP, stateless, in front of the upstream over stdio.
+fn peer(program: &Path) -> Served {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(program)
+        .args([
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--stateless",
+        ])
+        .args(["--", UPSTREAM])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let served = Served {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    };
+    let deadline = Instant::now() + LIMIT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "mcp-proxy did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    served
+}
+
+/// User + system CPU time of process `pid` (`/proc/PID/stat`, fields 14 and 15, in clock
+/// ticks of 1/100 s).
+fn process_cpu(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |index: usize| {
+        fields
+            .get(index)
+            .and_then(|field| field.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // After the name, field 3 (state) is index 0: utime (14) is index 11, stime (15) index 12.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+/// This process's own CPU time: the clients' share (the same counts `getrusage(RUSAGE_SELF)`
+/// reports).
+fn own_cpu() -> Duration {
+    process_cpu(std::process::id())
+}
+
+/// What a call sends: a stateless `tools/call` as 2025-06-18 clients send it, which every
+/// target here takes.
+fn call_body(tool: &str) -> String {
+    json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": {"a": 2, "b": 3}},
+    })
+    .to_string()
+}
+
+#[derive(Clone)]
+struct Target {
+    label: &'static str,
+    url: String,
+    tool: &'static str,
+    client: reqwest::Client,
+    body: Arc<str>,
+}
+
+impl Target {
+    fn new(label: &'static str, url: &str, tool: &'static str) -> Self {
+        Self {
+            label,
+            url: url.to_owned(),
+            tool,
+            client: reqwest::Client::builder()
+                .pool_max_idle_per_host(128)
+                .build()
+                .unwrap(),
+            body: call_body(tool).into(),
+        }
+    }
+
+    async fn call(&self) {
+        let response = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .bearer_auth(ALICE)
+            .timeout(LIMIT)
+            .body(self.body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert!(
+            status.is_success() && text.contains("\"5\"") && !text.contains("\"isError\":true"),
+            "{} {}: {status} {text}",
+            self.label,
+            self.tool
+        );
+    }
+}
+
+struct Figures {
+    median: Duration,
+    p99: Duration,
+    per_second: f64,
+    server_cpu_per_call: Duration,
+    client_cpu_per_call: Duration,
+}
+
+/// `clients` concurrent clients making `calls` calls in all, each timed.
+fn measure(
+    runtime: &tokio::runtime::Runtime,
+    target: &Target,
+    servers: &[&Served],
+    clients: usize,
+    calls: usize,
+) -> Figures {
+    // Warm up the connections.
+    runtime.block_on(async {
+        let warm: Vec<_> = (0..clients).map(|_| target.call()).collect();
+        futures::future::join_all(warm).await;
+    });
+    let cpu_before: Duration = servers.iter().map(|served| served.cpu()).sum();
+    let own_before = own_cpu();
+    let started = Instant::now();
+    let mut latencies: Vec<Duration> = runtime.block_on(async {
+        let tasks: Vec<_> = (0..clients)
+            .map(|_| {
+                let target = target.clone();
+                tokio::spawn(async move {
+                    let mut latencies = Vec::with_capacity(calls / clients);
+                    for _ in 0..calls / clients {
+                        let start = Instant::now();
+                        target.call().await;
+                        latencies.push(start.elapsed());
+                    }
+                    latencies
+                })
+            })
+            .collect();
+        let mut all = Vec::with_capacity(calls);
+        for task in tasks {
+            all.extend(task.await.unwrap());
+        }
+        all
+    });
+    let elapsed = started.elapsed();
+    let cpu_after: Duration = servers.iter().map(|served| served.cpu()).sum();
+    let own_after = own_cpu();
+    latencies.sort();
+    let count = latencies.len();
+    Figures {
+        median: latencies[count / 2],
+        p99: latencies[(count * 99 / 100).min(count - 1)],
+        per_second: count as f64 / elapsed.as_secs_f64(),
+        server_cpu_per_call: (cpu_after - cpu_before) / count as u32,
+        client_cpu_per_call: (own_after - own_before) / count as u32,
+    }
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg").unwrap_or_default()
+}
+
+/// Opens a `subscriptions/listen` stream on `url` as alice, switches `tool` off (then on, by
+/// `switch_url`'s admin API) and times the switch to the stream's `list_changed`.
+async fn propagation(
+    listen_url: &str,
+    switch_base: &str,
+    tool: &str,
+    rounds: usize,
+) -> Vec<Duration> {
+    let client = reqwest::Client::new();
+    let request = json!({
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "subscriptions/listen",
+        "params": {
+            "notifications": {"toolsListChanged": true},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }
+        }
+    });
+    let response = client
+        .post(listen_url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .bearer_auth(ALICE)
+        .body(request.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+    let mut stream = response.bytes_stream();
+    let mut seen = String::new();
+    // Anything the stream sends first (an acknowledgement) is read before the first switch.
+    let _ = tokio::time::timeout(Duration::from_millis(500), async {
+        while let Some(Ok(bytes)) = stream.next().await {
+            seen.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    })
+    .await;
+    let mut times = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        seen.clear();
+        let enabled = round % 2 == 1;
+        let start = Instant::now();
+        let answer = client
+            .put(format!("{switch_base}/admin/users/alice/tools/{tool}"))
+            .bearer_auth(ADMIN)
+            .json(&json!({"enabled": enabled}))
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "{}", answer.status());
+        tokio::time::timeout(LIMIT, async {
+            while !seen.contains("notifications/tools/list_changed") {
+                let bytes = stream.next().await.unwrap().unwrap();
+                seen.push_str(&String::from_utf8_lossy(&bytes));
+            }
+        })
+        .await
+        .expect("no list_changed on the stream");
+        times.push(start.elapsed());
+    }
+    times.sort();
+    times
+}
+
+fn micros(duration: Duration) -> String {
+    format!("{:.0} µs", duration.as_secs_f64() * 1e6)
+}
+
+fn main() {
+    // reqwest is built without a crypto provider of its own (see `tests/behaviour/http_client.rs`).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut criterion = Criterion::default().configure_from_args();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!("load average at start: {}", load().trim());
+
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = upstream_http();
+    let servers = format!(
+        "[[servers]]\nname = \"up\"\nprefix = \"up\"\nurl = {:?}\n",
+        upstream.url
+    );
+    let store = format!("sqlite://{}", dir.path().join("switches.db").display());
+    let through = gateway(dir.path(), &store, &servers);
+    // Alice has switches of her own, so every call checks a stored set.
+    runtime.block_on(async {
+        let answer = reqwest::Client::new()
+            .put(format!(
+                "{}/admin/users/alice/tools/up_divide_integers",
+                through.url.trim_end_matches("/mcp")
+            ))
+            .bearer_auth(ADMIN)
+            .json(&json!({"enabled": false}))
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "{}", answer.status());
+    });
+
+    let stdio_dir = tempfile::tempdir().unwrap();
+    let stdio_servers =
+        format!("[[servers]]\nname = \"up\"\nprefix = \"up\"\ncommand = {UPSTREAM:?}\n");
+    let stdio_store = format!(
+        "sqlite://{}",
+        stdio_dir.path().join("switches.db").display()
+    );
+    let through_stdio = gateway(stdio_dir.path(), &stdio_store, &stdio_servers);
+    let peer = mcp_proxy().map(|program| peer(&program));
+    if peer.is_none() {
+        println!("mcp-proxy not found (TOOL_CORE_MCP_PROXY): the peer is skipped");
+    }
+
+    let direct = Target::new("direct", &upstream.url, "add");
+    let gateway_http = Target::new("gateway", &through.url, "up_add");
+    let gateway_stdio = Target::new("gateway_stdio", &through_stdio.url, "up_add");
+    let peer_target = peer
+        .as_ref()
+        .map(|served| Target::new("mcp_proxy", &served.url, "add"));
+
+    let mut group = criterion.benchmark_group("tools_call_one_client");
+    for target in [&direct, &gateway_http, &gateway_stdio]
+        .into_iter()
+        .chain(peer_target.as_ref())
+    {
+        group.bench_function(target.label, |b| b.iter(|| runtime.block_on(target.call())));
+    }
+    group.finish();
+
+    // The gateway rows count the gateway process and the upstream's: CPU per call is the work
+    // of everything serving the call.
+    let rows: Vec<(&Target, Vec<&Served>)> = [
+        (&direct, vec![&upstream]),
+        (&gateway_http, vec![&through, &upstream]),
+        (&gateway_stdio, vec![&through_stdio]),
+    ]
+    .into_iter()
+    .chain(
+        peer_target
+            .iter()
+            .zip(peer.iter())
+            .map(|(t, s)| (t, vec![s])),
+    )
+    .collect();
+    println!(
+        "\n{:<14} {:>7} {:>10} {:>10} {:>10} {:>14} {:>14}",
+        "target", "clients", "median", "p99", "calls/s", "server CPU/call", "client CPU/call"
+    );
+    for clients in [1, 64] {
+        let calls = if clients == 1 { 1_000 } else { 64 * 40 };
+        for (target, serving) in &rows {
+            let figures = measure(&runtime, target, serving, clients, calls);
+            println!(
+                "{:<14} {:>7} {:>10} {:>10} {:>10.0} {:>14} {:>14}",
+                target.label,
+                clients,
+                micros(figures.median),
+                micros(figures.p99),
+                figures.per_second,
+                micros(figures.server_cpu_per_call),
+                micros(figures.client_cpu_per_call),
+            );
+        }
+    }
+    println!(
+        "(the gateway_stdio and mcp_proxy rows count the server process only; its stdio upstream is a child)"
+    );
+
+    let base = through.url.trim_end_matches("/mcp").to_owned();
+    let same = runtime.block_on(propagation(&through.url, &base, "up_add", 10));
+    println!(
+        "\nswitch to list_changed, one process: median {}, max {}",
+        micros(same[same.len() / 2]),
+        micros(same[same.len() - 1])
+    );
+    match store_support::postgres() {
+        None => println!("PostgreSQL not found: propagation across processes skipped"),
+        Some(postgres) => {
+            let (url, _) = runtime.block_on(postgres.create_database());
+            let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+            let pair: Vec<Served> = dirs
+                .iter()
+                .map(|dir| gateway(dir.path(), &url, &servers))
+                .collect();
+            let first = pair[0].url.trim_end_matches("/mcp").to_owned();
+            let across = runtime.block_on(propagation(&pair[1].url, &first, "up_add", 10));
+            println!(
+                "switch to list_changed, two processes through PostgreSQL: median {}, max {}",
+                micros(across[across.len() / 2]),
+                micros(across[across.len() - 1])
+            );
+        }
+    }
+    println!("load average at end: {}", load().trim());
+    criterion.final_summary();
+}
