@@ -202,10 +202,16 @@ impl ToolIndex {
     /// [`ToolMetadata::title`](crate::ToolMetadata::title)). A name given twice keeps its
     /// first definition.
     pub fn new<'a>(tools: impl IntoIterator<Item = (&'a ChatTool, Option<&'a str>)>) -> Self {
+        let tools = tools.into_iter();
         let mut index = Self::default();
+        let (expected, _) = tools.size_hint();
+        index.docs.reserve(expected);
+        index.lengths.reserve(expected);
+        index.by_name.reserve(expected);
+        let mut scratch = Scratch::default();
         for (tool, title) in tools {
             if !index.by_name.contains_key(tool.name()) {
-                index.upsert(tool, title);
+                index.insert(tool, title, &mut scratch);
             }
         }
         index
@@ -229,7 +235,11 @@ impl ToolIndex {
     /// Adds a tool, or replaces the definition indexed under its name (which keeps its place
     /// among ties). Costs the postings of the old and the new definition's words only.
     pub fn upsert(&mut self, tool: &ChatTool, title: Option<&str>) {
-        let (fields, extra) = read_fields(tool, title);
+        self.insert(tool, title, &mut Scratch::default());
+    }
+
+    /// [`upsert`](Self::upsert), with buffers that a build reuses from one tool to the next.
+    fn insert(&mut self, tool: &ChatTool, title: Option<&str>, scratch: &mut Scratch) {
         let (doc, order) = if let Some(&doc) = self.by_name.get(tool.name()) {
             let order = self.docs[doc as usize].as_ref().map_or(0, |old| old.order);
             self.clear(doc);
@@ -243,31 +253,38 @@ impl ToolIndex {
             self.next_order += 1;
             (doc, self.next_order - 1)
         };
-        let mut words: Vec<(u32, [u16; FIELDS])> = Vec::new();
+        // Each word of the tool, numbered, with its field: words are numbered in the order
+        // they are read, so a build numbers them as a series of updates would.
+        let Scratch {
+            tokens,
+            word,
+            extra,
+        } = scratch;
+        tokens.clear();
         let mut lengths = [0_u32; FIELDS];
-        for (field, text) in fields.iter().enumerate() {
-            for word in text {
+        read_fields(tool, title, extra, |field, text| {
+            text::words_in(text, word, |word| {
                 lengths[field] = lengths[field].saturating_add(1);
-                let term = self.term(word);
-                if let Some((_, counts)) = words.iter_mut().find(|(known, _)| *known == term) {
-                    counts[field] = counts[field].saturating_add(1);
-                } else {
-                    let mut counts = [0; FIELDS];
-                    counts[field] = 1;
-                    words.push((term, counts));
-                }
+                let term = term(&mut self.vocabulary, &mut self.postings, word);
+                #[allow(clippy::cast_possible_truncation)] // `field < FIELDS`
+                tokens.push((term, field as u8));
+            });
+        });
+        tokens.sort_unstable();
+        let distinct = tokens.chunk_by(|a, b| a.0 == b.0).count();
+        let mut words = Vec::with_capacity(distinct);
+        for same in tokens.chunk_by(|a, b| a.0 == b.0) {
+            let term = same[0].0;
+            let mut counts = [0_u16; FIELDS];
+            for &(_, field) in same {
+                let count = &mut counts[usize::from(field)];
+                *count = count.saturating_add(1);
             }
+            let list = &mut self.postings[term as usize];
+            list.push(Posting { doc, counts });
+            let at = u32::try_from(list.len() - 1).unwrap_or(u32::MAX);
+            words.push(DocWord { term, at });
         }
-        words.sort_unstable_by_key(|(term, _)| *term);
-        let words = words
-            .into_iter()
-            .map(|(term, counts)| {
-                let list = &mut self.postings[term as usize];
-                list.push(Posting { doc, counts });
-                let at = u32::try_from(list.len() - 1).unwrap_or(u32::MAX);
-                DocWord { term, at }
-            })
-            .collect::<Vec<_>>();
         self.postings_written += words.len() as u64;
         for (total, length) in self.totals.iter_mut().zip(lengths) {
             *total += u64::from(length);
@@ -277,7 +294,7 @@ impl ToolIndex {
         self.docs[doc as usize] = Some(Doc {
             name: tool.function.name.clone(),
             description: tool.function.description.clone(),
-            extra,
+            extra: extra.as_str().into(),
             order,
             words,
         });
@@ -633,17 +650,6 @@ impl ToolIndex {
         sum
     }
 
-    /// The number of `word`, numbering it when new.
-    fn term(&mut self, word: &str) -> u32 {
-        if let Some(&term) = self.vocabulary.get(word) {
-            return term;
-        }
-        let term = u32::try_from(self.postings.len()).unwrap_or(u32::MAX);
-        self.vocabulary.insert(word.into(), term);
-        self.postings.push(Vec::new());
-        term
-    }
-
     /// Takes the postings of the tool in slot `doc` out of the lists of its words, and its
     /// lengths out of the totals; the slot keeps its name.
     fn clear(&mut self, doc: u32) {
@@ -675,14 +681,43 @@ impl ToolIndex {
     }
 }
 
-/// A tool's words per field, and the text the regex mode reads besides its name and
-/// description.
-fn read_fields(tool: &ChatTool, title: Option<&str>) -> ([Vec<String>; FIELDS], Box<str>) {
-    let mut fields: [Vec<String>; FIELDS] = Default::default();
-    let mut extra = String::new();
-    let mut push = |field: usize, text: &str| {
-        text::words(text, |word| fields[field].push(word.to_owned()));
-    };
+/// The buffers an index reads a tool with, kept from one tool to the next by a build.
+#[derive(Default)]
+struct Scratch {
+    /// The tool's words, each numbered and with its field, in the order read.
+    tokens: Vec<(u32, u8)>,
+    /// The word being read.
+    word: String,
+    /// The text the regex mode reads besides the name and the description.
+    extra: String,
+}
+
+/// The number of `word` in `vocabulary`, numbering it (with an empty list of postings) when
+/// new.
+fn term(
+    vocabulary: &mut HashMap<Box<str>, u32, foldhash::fast::RandomState>,
+    postings: &mut Vec<Vec<Posting>>,
+    word: &str,
+) -> u32 {
+    if let Some(&term) = vocabulary.get(word) {
+        return term;
+    }
+    let term = u32::try_from(postings.len()).unwrap_or(u32::MAX);
+    vocabulary.insert(word.into(), term);
+    postings.push(Vec::new());
+    term
+}
+
+/// Calls `push` with each text of a tool and its field, in order: its name, its title, its
+/// description, then its parameters' names and descriptions. Writes into `extra` (cleared
+/// first) the text the regex mode reads besides the name and description.
+fn read_fields(
+    tool: &ChatTool,
+    title: Option<&str>,
+    extra: &mut String,
+    mut push: impl FnMut(usize, &str),
+) {
+    extra.clear();
     push(NAME, tool.name());
     if let Some(title) = title {
         push(TITLE, title);
@@ -698,7 +733,6 @@ fn read_fields(tool: &ChatTool, title: Option<&str>) -> ([Vec<String>; FIELDS], 
             extra.push('\n');
         }
     });
-    (fields, extra.into_boxed_str())
 }
 
 /// The regex mode's own error text, without the pattern repeated back in full.

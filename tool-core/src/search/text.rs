@@ -12,8 +12,14 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// Calls `word` with each stemmed word of `text`, in order.
-pub(crate) fn words(text: &str, mut word: impl FnMut(&str)) {
-    pieces(text, |piece| {
+pub(crate) fn words(text: &str, word: impl FnMut(&str)) {
+    words_in(text, &mut String::new(), word);
+}
+
+/// [`words`], with `buffer` to hold the word being read: a caller that reads many texts passes
+/// the same buffer to each, and reads them all with no allocation per text.
+pub(crate) fn words_in(text: &str, buffer: &mut String, mut word: impl FnMut(&str)) {
+    pieces(text, buffer, |piece| {
         if piece.chars().nth(1).is_some()
             && piece.len() <= MAX_WORD
             && !STOP_WORDS.contains(&piece.as_str())
@@ -27,14 +33,14 @@ pub(crate) fn words(text: &str, mut word: impl FnMut(&str)) {
 /// Calls `word` with each lowercased word of a name, as written (no stemming, nothing
 /// dropped): `fs.readFile` → `fs`, `read`, `file`.
 pub(crate) fn split_name(text: &str, mut word: impl FnMut(&str)) {
-    pieces(text, |piece| word(piece));
+    pieces(text, &mut String::new(), |piece| word(piece));
 }
 
 /// Calls `piece` with each run of letters and digits of `text`, lowercased and split at
-/// camelCase humps, in a buffer it may change; the buffer is reused, so a text costs no
+/// camelCase humps, in `buffer`, which it may change; the buffer is reused, so a text costs no
 /// allocation per word.
-fn pieces(text: &str, mut piece: impl FnMut(&mut String)) {
-    let mut buffer = String::new();
+fn pieces(text: &str, buffer: &mut String, mut piece: impl FnMut(&mut String)) {
+    buffer.clear();
     let mut flush = |buffer: &mut String| {
         if !buffer.is_empty() {
             piece(buffer);
@@ -45,7 +51,7 @@ fn pieces(text: &str, mut piece: impl FnMut(&mut String)) {
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
         if !c.is_alphanumeric() {
-            flush(&mut buffer);
+            flush(buffer);
             previous = None;
             continue;
         }
@@ -57,7 +63,7 @@ fn pieces(text: &str, mut piece: impl FnMut(&mut String)) {
                     || (before.is_uppercase()
                         && chars.peek().is_some_and(|next| next.is_lowercase())));
             if hump {
-                flush(&mut buffer);
+                flush(buffer);
             }
         }
         if c.is_ascii() {
@@ -67,7 +73,7 @@ fn pieces(text: &str, mut piece: impl FnMut(&mut String)) {
         }
         previous = Some(c);
     }
-    flush(&mut buffer);
+    flush(buffer);
 }
 
 /// A light suffix stripper (in the spirit of Harman's S-stemmer, with `-ing` and `-ed`): it
