@@ -10,6 +10,10 @@ It prints `listening on http://127.0.0.1:PORT` once the model is loaded and answ
 "index", "embedding"}], "model", "usage"}`, the shape of OpenAI's API reference
 (https://platform.openai.com/docs/api-reference/embeddings/create). It stops when its
 standard input closes, so a test that starts it cannot leave it behind.
+
+This is the optional path, with sentence-transformers itself (torch and all, a few GB): the test
+that uses it runs only when `TOOL_CORE_EMBEDDINGS_PYTHON` is set. CI measures the same model
+without torch, converted to GGUF and served by llama-server (tests/behaviour/tool_search_hybrid.rs).
 """
 
 import json
