@@ -692,8 +692,8 @@ async fn llama_server_embeds_as_the_model_does() {
     }
 }
 
-/// Hybrid search over the evaluation set of `tool_search_eval` (51 tools of real MCP
-/// servers, 244 labeled requests) with all-MiniLM-L6-v2 served by llama-server, through
+/// Hybrid search over the evaluation set of `tool_search_eval` (the tools of real MCP servers
+/// and the labeled requests) with all-MiniLM-L6-v2 served by llama-server, through
 /// `OpenAiEmbedder` over HTTP: recall@1, recall@5 and MRR per kind, beside the lexical
 /// ranking it fuses with. The hybrid mode finds the tools of requests in the user's own words
 /// that words alone miss: recall@5 at least 0.75 on those, and at least 0.9 on keyword
