@@ -44,6 +44,25 @@ const MIGRATIONS: &[(i64, &str, &[&str])] = &[(
         )",
         "CREATE INDEX tool_conversations_by_time ON tool_conversations (scope, saved_at)",
     ],
+), (
+    2,
+    "the MCP gateway's sessions and pinned tool definitions",
+    &[
+        // A session's owner is set once, by the gateway, after its `initialize`; `state` is
+        // what restores the session in another process; `seen_at` (Unix seconds) is renewed
+        // while a process holds the session, and an old one ends it.
+        "CREATE TABLE tool_gateway_sessions (
+            id TEXT PRIMARY KEY,
+            owner TEXT,
+            state TEXT NOT NULL,
+            seen_at BIGINT NOT NULL
+        )",
+        "CREATE TABLE tool_gateway_pins (
+            tool TEXT PRIMARY KEY,
+            server TEXT NOT NULL,
+            sha256 TEXT NOT NULL
+        )",
+    ],
 )];
 
 /// The table that records which migrations ran.
@@ -154,6 +173,11 @@ macro_rules! on_pool {
         }
     };
 }
+
+#[cfg(feature = "gateway")]
+mod gateway;
+#[cfg(feature = "gateway")]
+pub(crate) use gateway::{GatewaySessionRow, PinRow};
 
 impl SqlStore {
     /// Opens the database at `url` with the default [`SqlStoreOptions`], creating an SQLite
