@@ -958,12 +958,14 @@ fn watch_session(
     })
 }
 
-/// Counts the rows `query` (a `SELECT count(*)`) finds in the PostgreSQL database at `url`.
-fn pg_count(url: &str, query: &str) -> i64 {
+/// Counts the rows `query` (a `SELECT count(*)` with `$1` bound to `key`) finds in the
+/// PostgreSQL database at `url`.
+fn pg_count(url: &str, query: &'static str, key: &str) -> i64 {
     use sqlx::Connection as _;
     runtime().block_on(async {
         let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
         sqlx::query_scalar(query)
+            .bind(key)
             .fetch_one(&mut connection)
             .await
             .unwrap()
@@ -1034,28 +1036,16 @@ fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_wit
         py_tools_without(&["py_echo", "py_weather"])
     );
     let scope = format!("gateway-session.alice.{session}");
-    assert_eq!(
-        pg_count(
-            &url,
-            &format!("SELECT count(*) FROM tool_preferences WHERE scope = '{scope}'")
-        ),
-        2
-    );
+    let switches = "SELECT count(*) FROM tool_preferences WHERE scope = $1";
+    assert_eq!(pg_count(&url, switches, &scope), 2);
 
     // Bob cannot take Alice's session over on a process that does not hold it.
     let alices = begin_session(first, ALICE);
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let (status, _, answer) = session_post(second, BOB, Some(&alices), &list);
     assert_eq!(status, 500, "{answer:?}");
-    assert_eq!(
-        pg_count(
-            &url,
-            &format!(
-                "SELECT count(*) FROM tool_gateway_sessions WHERE id = '{alices}' AND owner = 'alice'"
-            )
-        ),
-        1
-    );
+    let owned = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1 AND owner = 'alice'";
+    assert_eq!(pg_count(&url, owned, &alices), 1);
 
     // Ending the session (through either process) removes it and its switches from the store.
     let (status, _) = runtime().block_on(async {
@@ -1071,20 +1061,9 @@ fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_wit
         (response.status().as_u16(), ())
     });
     assert_eq!(status, 202);
-    assert_eq!(
-        pg_count(
-            &url,
-            &format!("SELECT count(*) FROM tool_preferences WHERE scope = '{scope}'")
-        ),
-        0
-    );
-    assert_eq!(
-        pg_count(
-            &url,
-            &format!("SELECT count(*) FROM tool_gateway_sessions WHERE id = '{session}'")
-        ),
-        0
-    );
+    assert_eq!(pg_count(&url, switches, &scope), 0);
+    let rows = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1";
+    assert_eq!(pg_count(&url, rows, &session), 0);
 }
 
 #[test]
@@ -1106,20 +1085,20 @@ fn an_idle_session_ends_with_its_switches_and_not_while_used() {
     );
     assert_eq!(result_text(&answer), "py_echo is off", "{answer}");
     let database = format!("sqlite://{}", dir.path().join("switches.db").display());
-    let count = |query: String| -> i64 {
+    let count = |query: &'static str, key: &str| -> i64 {
         use sqlx::Connection as _;
         runtime().block_on(async {
             let mut connection = sqlx::SqliteConnection::connect(&database).await.unwrap();
-            sqlx::query_scalar(&query)
+            sqlx::query_scalar(query)
+                .bind(key)
                 .fetch_one(&mut connection)
                 .await
                 .unwrap()
         })
     };
-    let switches = format!(
-        "SELECT count(*) FROM tool_preferences WHERE scope = 'gateway-session.alice.{session}'"
-    );
-    let rows = format!("SELECT count(*) FROM tool_gateway_sessions WHERE id = '{session}'");
+    let scope = format!("gateway-session.alice.{session}");
+    let switches = || count("SELECT count(*) FROM tool_preferences WHERE scope = $1", &scope);
+    let rows = || count("SELECT count(*) FROM tool_gateway_sessions WHERE id = $1", &session);
     // Used for twice its idle timeout, the session lasts.
     let used = Instant::now();
     while used.elapsed() < Duration::from_secs(6) {
@@ -1129,12 +1108,10 @@ fn an_idle_session_ends_with_its_switches_and_not_while_used() {
         );
         std::thread::sleep(Duration::from_millis(400));
     }
-    assert_eq!(count(switches.clone()), 1);
-    assert_eq!(count(rows.clone()), 1);
+    assert_eq!(switches(), 1);
+    assert_eq!(rows(), 1);
     // Left alone, it ends, and its switches go with it.
-    eventually("the idle session to end", || {
-        count(switches.clone()) == 0 && count(rows.clone()) == 0
-    });
+    eventually("the idle session to end", || switches() == 0 && rows() == 0);
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let (status, _, _) = session_post(&gateway.url, ALICE, Some(&session), &list);
     assert_eq!(status, 404);
@@ -1165,8 +1142,9 @@ fn an_accepted_definition_is_served_by_every_gateway_sharing_postgres() {
         post(&gateway.url, &[("authorization", alice.as_str())], body).1
     };
     // One pin per tool, shared.
+    let pins = "SELECT count(*) FROM tool_gateway_pins WHERE tool LIKE $1";
     assert_eq!(
-        pg_count(&url, "SELECT count(*) FROM tool_gateway_pins"),
+        pg_count(&url, pins, "py_%"),
         5,
         "py_echo, py_pid, py_redefine, py_slow, py_weather"
     );
@@ -1366,9 +1344,17 @@ fn the_inspector_cli_sees_each_users_tools_and_calls_them() {
         assert!(ok, "{era}: {stderr}");
         assert_eq!(called["result"]["content"], json!([{"type": "text", "text": "hi"}]));
         assert_eq!(called["result"]["isError"], false);
+        // Bob's list lacks the tool, so the Inspector does not find it to call (the gateway's
+        // own refusal of such a call is checked with the SDK clients).
         let (ok, called, stderr) = inspect(package, &gateway.url, BOB, era, &call);
         assert!(!ok, "{era}: Bob called a tool switched off for him: {called}");
-        assert!(stderr.contains("-32602"), "{era}: {stderr}");
+        let refusal: Value = serde_json::from_str(stderr.trim())
+            .unwrap_or_else(|_| panic!("{era}: {stderr}"));
+        assert_eq!(
+            refusal,
+            json!({"error": {"code": "tool_not_found", "message": "Tool 'py_echo' not found on server."}}),
+            "{era}"
+        );
     }
     // A wrong token gets nothing.
     let (ok, listed, _) = inspect(

@@ -177,7 +177,7 @@ macro_rules! on_pool {
 #[cfg(feature = "gateway")]
 mod gateway;
 #[cfg(feature = "gateway")]
-pub(crate) use gateway::{GatewaySessionRow, PinRow};
+pub(crate) use gateway::PinRow;
 
 impl SqlStore {
     /// Opens the database at `url` with the default [`SqlStoreOptions`], creating an SQLite
