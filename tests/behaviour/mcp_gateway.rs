@@ -999,10 +999,16 @@ fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_wit
         json!({"name": "py_echo", "enabled": false, "scope": "session"}),
     );
     assert_eq!(result_text(&answer), "py_echo is off", "{answer}");
-    assert_eq!(session_tools(first, ALICE, &session), py_tools_without(&["py_echo"]));
+    assert_eq!(
+        session_tools(first, ALICE, &session),
+        py_tools_without(&["py_echo"])
+    );
 
     // The second process, which never saw the session, serves it with its switch.
-    assert_eq!(session_tools(second, ALICE, &session), py_tools_without(&["py_echo"]));
+    assert_eq!(
+        session_tools(second, ALICE, &session),
+        py_tools_without(&["py_echo"])
+    );
     let answer = session_call(second, ALICE, &session, "py_echo", json!({"text": "hi"}));
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     // Alice's other sessions, and her user's switches, are untouched.
@@ -1030,7 +1036,10 @@ fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_wit
         json!({"name": "py_weather", "enabled": false, "scope": "session"}),
     );
     assert_eq!(result_text(&answer), "py_weather is off", "{answer}");
-    assert!(watcher.join().unwrap(), "no list_changed on the first process's stream");
+    assert!(
+        watcher.join().unwrap(),
+        "no list_changed on the first process's stream"
+    );
     assert_eq!(
         session_tools(first, ALICE, &session),
         py_tools_without(&["py_echo", "py_weather"])
@@ -1097,8 +1106,18 @@ fn an_idle_session_ends_with_its_switches_and_not_while_used() {
         })
     };
     let scope = format!("gateway-session.alice.{session}");
-    let switches = || count("SELECT count(*) FROM tool_preferences WHERE scope = $1", &scope);
-    let rows = || count("SELECT count(*) FROM tool_gateway_sessions WHERE id = $1", &session);
+    let switches = || {
+        count(
+            "SELECT count(*) FROM tool_preferences WHERE scope = $1",
+            &scope,
+        )
+    };
+    let rows = || {
+        count(
+            "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1",
+            &session,
+        )
+    };
     // Used for twice its idle timeout, the session lasts.
     let used = Instant::now();
     while used.elapsed() < Duration::from_secs(6) {
@@ -1163,9 +1182,10 @@ fn an_accepted_definition_is_served_by_every_gateway_sharing_postgres() {
         gateways[0].admin(reqwest::Method::POST, "/admin/pins/py_weather/accept", None);
     assert_eq!(status, 200);
     assert!(call(&gateways[0], "py_weather", json!({"city": "Oslo"})).contains("sunny in Oslo"));
-    eventually("the second process to serve the accepted definition", || {
-        call(&gateways[1], "py_weather", json!({"city": "Oslo"})).contains("sunny in Oslo")
-    });
+    eventually(
+        "the second process to serve the accepted definition",
+        || call(&gateways[1], "py_weather", json!({"city": "Oslo"})).contains("sunny in Oslo"),
+    );
     let (_, pins) = gateways[1].admin(reqwest::Method::GET, "/admin/pins", None);
     assert_eq!(pins, json!({"pending": {}}));
 }
@@ -1183,7 +1203,10 @@ fn corrupt_stored_pins_are_kept_aside_and_their_tools_withheld() {
     let kept = dir.path().join("pins.json.corrupt");
     assert_eq!(std::fs::read(&kept).unwrap(), b"{ not json");
     let log = gateway.log();
-    assert!(log.contains("the gateway's pins file is not valid"), "{log}");
+    assert!(
+        log.contains("the gateway's pins file is not valid"),
+        "{log}"
+    );
     let saved: Value = serde_json::from_slice(&std::fs::read(&pins).unwrap()).unwrap();
     assert_eq!(saved["tools"]["py_weather"]["server"], "python", "{saved}");
     drop(gateway);
@@ -1212,9 +1235,15 @@ fn corrupt_stored_pins_are_kept_aside_and_their_tools_withheld() {
     };
     assert!(weather().contains("-32602"));
     let (_, pending) = gateway.admin(reqwest::Method::GET, "/admin/pins", None);
-    assert_eq!(pending["pending"]["py_weather"]["pinned"], "garbled", "{pending}");
+    assert_eq!(
+        pending["pending"]["py_weather"]["pinned"], "garbled",
+        "{pending}"
+    );
     let log = gateway.log();
-    assert!(log.contains("the stored pin of the tool is not a SHA-256"), "{log}");
+    assert!(
+        log.contains("the stored pin of the tool is not a SHA-256"),
+        "{log}"
+    );
     assert_eq!(
         run("SELECT sha256 FROM tool_gateway_pins WHERE tool = 'py_weather'").as_deref(),
         Some("garbled")
@@ -1323,8 +1352,13 @@ fn the_inspector_cli_sees_each_users_tools_and_calls_them() {
         names
     };
     for era in ["legacy", "modern"] {
-        let (ok, listed, stderr) =
-            inspect(package, &gateway.url, ALICE, era, &["--method", "tools/list"]);
+        let (ok, listed, stderr) = inspect(
+            package,
+            &gateway.url,
+            ALICE,
+            era,
+            &["--method", "tools/list"],
+        );
         assert!(ok, "{era}: {stderr}");
         assert_eq!(names(&listed), py_tools_without(&[]), "{era}");
         let (ok, listed, stderr) =
@@ -1342,14 +1376,20 @@ fn the_inspector_cli_sees_each_users_tools_and_calls_them() {
         ];
         let (ok, called, stderr) = inspect(package, &gateway.url, ALICE, era, &call);
         assert!(ok, "{era}: {stderr}");
-        assert_eq!(called["result"]["content"], json!([{"type": "text", "text": "hi"}]));
+        assert_eq!(
+            called["result"]["content"],
+            json!([{"type": "text", "text": "hi"}])
+        );
         assert_eq!(called["result"]["isError"], false);
         // Bob's list lacks the tool, so the Inspector does not find it to call (the gateway's
         // own refusal of such a call is checked with the SDK clients).
         let (ok, called, stderr) = inspect(package, &gateway.url, BOB, era, &call);
-        assert!(!ok, "{era}: Bob called a tool switched off for him: {called}");
-        let refusal: Value = serde_json::from_str(stderr.trim())
-            .unwrap_or_else(|_| panic!("{era}: {stderr}"));
+        assert!(
+            !ok,
+            "{era}: Bob called a tool switched off for him: {called}"
+        );
+        let refusal: Value =
+            serde_json::from_str(stderr.trim()).unwrap_or_else(|_| panic!("{era}: {stderr}"));
         assert_eq!(
             refusal,
             json!({"error": {"code": "tool_not_found", "message": "Tool 'py_echo' not found on server."}}),

@@ -202,7 +202,11 @@ impl Catalog {
         let mut state = lock(&self.state);
         let mut changed = false;
         for row in rows {
-            if !is_sha256(&row.sha256) && state.reported.insert(format!("pin:{}:{}", row.tool, row.sha256)) {
+            if !is_sha256(&row.sha256)
+                && state
+                    .reported
+                    .insert(format!("pin:{}:{}", row.tool, row.sha256))
+            {
                 tracing::error!(
                     tool = %row.tool,
                     "the stored pin of the tool is not a SHA-256; it is kept, and the tool is \

@@ -10,9 +10,9 @@ use std::{
 
 use tokio::sync::broadcast;
 
+use super::GatewayError;
 #[cfg(feature = "postgres")]
 use super::Shared;
-use super::GatewayError;
 use crate::{
     registry::{RegistrySnapshot, ToolRegistry, ToolToggles},
     session::{MemoryPreferenceStore, PreferenceStore},

@@ -23,17 +23,18 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 /// The migrations, in order: version, description, statements. Each runs once, in the same
 /// transaction as the row that records it; the SQL is the common subset of SQLite and
 /// PostgreSQL.
-const MIGRATIONS: &[(i64, &str, &[&str])] = &[(
-    1,
-    "tool preferences and saved conversations",
-    &[
-        "CREATE TABLE tool_preferences (
+const MIGRATIONS: &[(i64, &str, &[&str])] = &[
+    (
+        1,
+        "tool preferences and saved conversations",
+        &[
+            "CREATE TABLE tool_preferences (
             scope TEXT NOT NULL,
             tool TEXT NOT NULL,
             enabled BOOLEAN NOT NULL,
             PRIMARY KEY (scope, tool)
         )",
-        "CREATE TABLE tool_conversations (
+            "CREATE TABLE tool_conversations (
             scope TEXT NOT NULL,
             id TEXT NOT NULL,
             saved_at TEXT NOT NULL,
@@ -42,28 +43,30 @@ const MIGRATIONS: &[(i64, &str, &[&str])] = &[(
             document TEXT NOT NULL,
             PRIMARY KEY (scope, id)
         )",
-        "CREATE INDEX tool_conversations_by_time ON tool_conversations (scope, saved_at)",
-    ],
-), (
-    2,
-    "the MCP gateway's sessions and pinned tool definitions",
-    &[
-        // A session's owner is set once, by the gateway, after its `initialize`; `state` is
-        // what restores the session in another process; `seen_at` (Unix seconds) is renewed
-        // while a process holds the session, and an old one ends it.
-        "CREATE TABLE tool_gateway_sessions (
+            "CREATE INDEX tool_conversations_by_time ON tool_conversations (scope, saved_at)",
+        ],
+    ),
+    (
+        2,
+        "the MCP gateway's sessions and pinned tool definitions",
+        &[
+            // A session's owner is set once, by the gateway, after its `initialize`; `state` is
+            // what restores the session in another process; `seen_at` (Unix seconds) is renewed
+            // while a process holds the session, and an old one ends it.
+            "CREATE TABLE tool_gateway_sessions (
             id TEXT PRIMARY KEY,
             owner TEXT,
             state TEXT NOT NULL,
             seen_at BIGINT NOT NULL
         )",
-        "CREATE TABLE tool_gateway_pins (
+            "CREATE TABLE tool_gateway_pins (
             tool TEXT PRIMARY KEY,
             server TEXT NOT NULL,
             sha256 TEXT NOT NULL
         )",
-    ],
-)];
+        ],
+    ),
+];
 
 /// The table that records which migrations ran.
 const CREATE_MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tool_core_migrations (
