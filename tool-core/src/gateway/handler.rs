@@ -202,16 +202,13 @@ impl GatewayHandler {
             return error_result(&format!("Error: no tool named {name}"));
         }
         if session_only {
-            match self.stored.get() {
-                Some(Some(stored)) => {
-                    if let Err(error) = stored.set(name, enabled).await {
-                        return error_result(&format!("Error: the switch was not saved: {error}"));
-                    }
+            if let Some(Some(stored)) = self.stored.get() {
+                if let Err(error) = stored.set(name, enabled).await {
+                    return error_result(&format!("Error: the switch was not saved: {error}"));
                 }
-                _ => {
-                    self.session.set(name, enabled);
-                    let _ = self.session_changed.send(());
-                }
+            } else {
+                self.session.set(name, enabled);
+                let _ = self.session_changed.send(());
             }
         } else {
             match self.shared.switches.user(user).await {

@@ -51,7 +51,7 @@ const MIGRATIONS: &[(i64, &str, &[&str])] = &[
         "the MCP gateway's sessions and pinned tool definitions",
         &[
             // A session's owner is set once, by the gateway, after its `initialize`; `state` is
-            // what restores the session in another process; `seen_at` (Unix seconds) is renewed
+            // what restores the session in another process; `seen_at` (Unix milliseconds) is renewed
             // while a process holds the session, and an old one ends it.
             "CREATE TABLE tool_gateway_sessions (
             id TEXT PRIMARY KEY,
