@@ -221,6 +221,7 @@ impl Switches {
     }
 
     #[cfg(not(feature = "postgres"))]
+    #[allow(clippy::unused_self)] // With PostgreSQL it reads the store.
     fn announcer(&self) -> Announce {}
 
     /// Tells the other processes that an operator accepted a tool's definition.
