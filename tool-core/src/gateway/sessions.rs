@@ -7,7 +7,9 @@
 //! began it, in every process) and keeps the session's own switches under that user and the
 //! session's id. A session ends when its client sends HTTP `DELETE`, or when no process has held
 //! it for `session_idle_timeout_secs`: each process renews the sessions it holds, and ends the
-//! ones nobody renewed, with their switches ([`maintain`]).
+//! ones nobody renewed, with their switches ([`maintain`]). After a `DELETE` through one
+//! process, another that held the session keeps its copy in memory until it idles out there;
+//! the client, having ended the session, does not use it again.
 
 use std::{sync::Arc, time::Duration};
 

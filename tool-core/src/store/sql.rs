@@ -147,6 +147,9 @@ impl SqlStoreOptions {
 ///   document (as `save_session_context` writes it), beside indexed scope, id, saved-at,
 ///   reason and message-count columns.
 ///
+/// * The MCP gateway (feature `gateway`) keeps its HTTP sessions and pinned tool definitions in
+///   two tables of its own (`tool_gateway_sessions`, `tool_gateway_pins`; schema version 2).
+///
 /// Failures are [`StoreError::Database`], naming the operation and the URL without its
 /// password (wrapped in [`PreferenceError::Backend`] or [`ConversationError::Store`]).
 #[derive(Clone, Debug)]
