@@ -43,6 +43,17 @@ fn config(dir: &Path, gateway_extra: &str, servers: &str) -> PathBuf {
     path
 }
 
+/// The configuration at `path` with its store at `url` (so several processes share it).
+fn with_store(path: &Path, url: &str) -> PathBuf {
+    let text = std::fs::read_to_string(path).unwrap();
+    let store = text
+        .lines()
+        .find(|line| line.starts_with("store = "))
+        .unwrap();
+    std::fs::write(path, text.replace(store, &format!("store = {url:?}"))).unwrap();
+    path.to_owned()
+}
+
 /// A `[[servers]]` entry for the Python upstream.
 fn python_upstream(python: &Path, name: &str, prefix: &str, extra: &str) -> String {
     format!(
@@ -685,14 +696,7 @@ fn a_switch_made_through_one_gateway_reaches_a_stream_on_another_through_postgre
         .iter()
         .map(|dir| {
             let path = config(dir.path(), "", &python_upstream(python, "python", "py", ""));
-            // Both processes keep their switches in the same PostgreSQL database.
-            let text = std::fs::read_to_string(&path).unwrap();
-            let store = text
-                .lines()
-                .find(|line| line.starts_with("store = "))
-                .unwrap();
-            std::fs::write(&path, text.replace(store, &format!("store = {url:?}"))).unwrap();
-            Gateway::start(&path)
+            Gateway::start(&with_store(&path, &url))
         })
         .collect();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/gateway_client.py");
@@ -800,4 +804,606 @@ fn with_tool_search_a_user_sees_search_and_pins_and_never_finds_a_switched_off_t
         "{bob}"
     );
     assert_eq!(bob["weather"]["error_code"], -32602, "{bob}");
+}
+
+/// The protocol version of the session tests (one with HTTP sessions).
+const SESSION_VERSION: &str = "2025-06-18";
+
+/// One JSON-RPC message to the gateway in HTTP session `session` (none for `initialize`) as
+/// the user of `token`: the status, the `mcp-session-id` answered, and the JSON-RPC message
+/// of the answer (from its JSON or its event stream), if any.
+fn session_post(
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    message: &Value,
+) -> (u16, Option<String>, Option<Value>) {
+    let mut request = crate::http_client::client()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", SESSION_VERSION)
+        .bearer_auth(token)
+        .timeout(LIMIT)
+        .body(message.to_string());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    runtime().block_on(async move {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let id = response
+            .headers()
+            .get("mcp-session-id")
+            .map(|id| id.to_str().unwrap().to_owned());
+        let text = response.text().await.unwrap();
+        let answer = serde_json::from_str(&text).ok().or_else(|| {
+            text.lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+                .find(|message| message.get("id").is_some())
+        });
+        (status, id, answer)
+    })
+}
+
+/// Begins an HTTP session as the user of `token`; its id.
+fn begin_session(url: &str, token: &str) -> String {
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": SESSION_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "session-test", "version": "1"}
+        }
+    });
+    let (status, id, answer) = session_post(url, token, None, &initialize);
+    assert_eq!(status, 200, "{answer:?}");
+    let id = id.expect("an mcp-session-id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = session_post(url, token, Some(&id), &initialized);
+    assert_eq!(status, 202);
+    id
+}
+
+/// The tools the session lists, by name.
+fn session_tools(url: &str, token: &str, session: &str) -> Vec<String> {
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let (status, _, answer) = session_post(url, token, Some(session), &list);
+    assert_eq!(status, 200, "{answer:?}");
+    let answer = answer.unwrap();
+    let mut names: Vec<String> = answer["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Calls `tool` in the session; the JSON-RPC answer.
+fn session_call(url: &str, token: &str, session: &str, tool: &str, arguments: Value) -> Value {
+    let call = json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}
+    });
+    let (status, _, answer) = session_post(url, token, Some(session), &call);
+    assert_eq!(status, 200, "{answer:?}");
+    answer.unwrap()
+}
+
+/// The text of a `tools/call` result.
+fn result_text(answer: &Value) -> &str {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"))
+}
+
+/// The tools of the Python upstream and the gateway, as listed to everyone.
+const PY_TOOLS: [&str; 6] = [
+    "py_echo",
+    "py_pid",
+    "py_redefine",
+    "py_slow",
+    "py_weather",
+    "set_tool_enabled",
+];
+
+/// `PY_TOOLS` without `off`.
+fn py_tools_without(off: &[&str]) -> Vec<String> {
+    PY_TOOLS
+        .iter()
+        .filter(|name| !off.contains(name))
+        .map(|name| (*name).to_owned())
+        .collect()
+}
+
+/// Opens the session's standalone event stream (HTTP `GET`) on `url` in a thread; the thread
+/// sends on `ready` once the stream is open and answers whether a
+/// `notifications/tools/list_changed` came within 30 s.
+fn watch_session(
+    url: String,
+    token: &'static str,
+    session: String,
+    ready: std::sync::mpsc::Sender<()>,
+) -> std::thread::JoinHandle<bool> {
+    std::thread::spawn(move || {
+        runtime().block_on(async move {
+            let mut response = crate::http_client::client()
+                .get(&url)
+                .header("accept", "text/event-stream")
+                .header("mcp-protocol-version", SESSION_VERSION)
+                .header("mcp-session-id", &session)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            ready.send(()).unwrap();
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            let mut seen = String::new();
+            loop {
+                match tokio::time::timeout_at(deadline, response.chunk()).await {
+                    Ok(Ok(Some(chunk))) => {
+                        seen.push_str(&String::from_utf8_lossy(&chunk));
+                        if seen.contains("notifications/tools/list_changed") {
+                            return true;
+                        }
+                    }
+                    _ => return false,
+                }
+            }
+        })
+    })
+}
+
+/// Counts the rows `query` (a `SELECT count(*)` with `$1` bound to `key`) finds in the
+/// PostgreSQL database at `url`.
+fn pg_count(url: &str, query: &'static str, key: &str) -> i64 {
+    use sqlx::Connection as _;
+    runtime().block_on(async {
+        let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query_scalar(query)
+            .bind(key)
+            .fetch_one(&mut connection)
+            .await
+            .unwrap()
+    })
+}
+
+#[test]
+fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_with_it() {
+    let Some(python) = python() else { return };
+    let Some(postgres) = crate::store_support::postgres() else {
+        return;
+    };
+    let (url, _) = runtime().block_on(postgres.create_database());
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let gateways: Vec<Gateway> = dirs
+        .iter()
+        .map(|dir| {
+            let path = config(dir.path(), "", &python_upstream(python, "python", "py", ""));
+            Gateway::start(&with_store(&path, &url))
+        })
+        .collect();
+    let (first, second) = (&gateways[0].url, &gateways[1].url);
+
+    // Alice begins a session on the first process and switches py_echo off in it only.
+    let session = begin_session(first, ALICE);
+    let answer = session_call(
+        first,
+        ALICE,
+        &session,
+        "set_tool_enabled",
+        json!({"name": "py_echo", "enabled": false, "scope": "session"}),
+    );
+    assert_eq!(result_text(&answer), "py_echo is off", "{answer}");
+    assert_eq!(
+        session_tools(first, ALICE, &session),
+        py_tools_without(&["py_echo"])
+    );
+
+    // The second process, which never saw the session, serves it with its switch.
+    assert_eq!(
+        session_tools(second, ALICE, &session),
+        py_tools_without(&["py_echo"])
+    );
+    let answer = session_call(second, ALICE, &session, "py_echo", json!({"text": "hi"}));
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    // Alice's other sessions, and her user's switches, are untouched.
+    let other = begin_session(second, ALICE);
+    assert_eq!(session_tools(second, ALICE, &other), py_tools_without(&[]));
+    let (_, tools) = gateways[1].admin(reqwest::Method::GET, "/admin/users/alice/tools", None);
+    assert!(
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "py_echo", "enabled": true})),
+        "{tools}"
+    );
+
+    // A switch made in the session on the second process reaches the session's stream on the
+    // first, and the first process's view.
+    let (ready, opened) = std::sync::mpsc::channel();
+    let watcher = watch_session(first.clone(), ALICE, session.clone(), ready);
+    opened.recv_timeout(LIMIT).unwrap();
+    let answer = session_call(
+        second,
+        ALICE,
+        &session,
+        "set_tool_enabled",
+        json!({"name": "py_weather", "enabled": false, "scope": "session"}),
+    );
+    assert_eq!(result_text(&answer), "py_weather is off", "{answer}");
+    assert!(
+        watcher.join().unwrap(),
+        "no list_changed on the first process's stream"
+    );
+    assert_eq!(
+        session_tools(first, ALICE, &session),
+        py_tools_without(&["py_echo", "py_weather"])
+    );
+    let scope = format!("gateway-session.alice.{session}");
+    let switches = "SELECT count(*) FROM tool_preferences WHERE scope = $1";
+    assert_eq!(pg_count(&url, switches, &scope), 2);
+
+    // Bob cannot take Alice's session over on a process that does not hold it.
+    let alices = begin_session(first, ALICE);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let (status, _, answer) = session_post(second, BOB, Some(&alices), &list);
+    assert_eq!(status, 500, "{answer:?}");
+    let owned = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1 AND owner = 'alice'";
+    assert_eq!(pg_count(&url, owned, &alices), 1);
+
+    // Ending the session (through either process) removes it and its switches from the store.
+    let (status, _) = runtime().block_on(async {
+        let response = crate::http_client::client()
+            .delete(second.as_str())
+            .header("mcp-protocol-version", SESSION_VERSION)
+            .header("mcp-session-id", &session)
+            .bearer_auth(ALICE)
+            .timeout(LIMIT)
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), ())
+    });
+    assert_eq!(status, 202);
+    assert_eq!(pg_count(&url, switches, &scope), 0);
+    let rows = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1";
+    assert_eq!(pg_count(&url, rows, &session), 0);
+}
+
+#[test]
+fn an_idle_session_ends_with_its_switches_and_not_while_used() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(&config(
+        dir.path(),
+        "session_idle_timeout_secs = 3",
+        &python_upstream(python, "python", "py", ""),
+    ));
+    let session = begin_session(&gateway.url, ALICE);
+    let answer = session_call(
+        &gateway.url,
+        ALICE,
+        &session,
+        "set_tool_enabled",
+        json!({"name": "py_echo", "enabled": false, "scope": "session"}),
+    );
+    assert_eq!(result_text(&answer), "py_echo is off", "{answer}");
+    let database = format!("sqlite://{}", dir.path().join("switches.db").display());
+    let count = |query: &'static str, key: &str| -> i64 {
+        use sqlx::Connection as _;
+        runtime().block_on(async {
+            let mut connection = sqlx::SqliteConnection::connect(&database).await.unwrap();
+            sqlx::query_scalar(query)
+                .bind(key)
+                .fetch_one(&mut connection)
+                .await
+                .unwrap()
+        })
+    };
+    let scope = format!("gateway-session.alice.{session}");
+    let switches = || {
+        count(
+            "SELECT count(*) FROM tool_preferences WHERE scope = $1",
+            &scope,
+        )
+    };
+    let rows = || {
+        count(
+            "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1",
+            &session,
+        )
+    };
+    // Used for twice its idle timeout, the session lasts.
+    let used = Instant::now();
+    while used.elapsed() < Duration::from_secs(6) {
+        assert_eq!(
+            session_tools(&gateway.url, ALICE, &session),
+            py_tools_without(&["py_echo"])
+        );
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    assert_eq!(switches(), 1);
+    assert_eq!(rows(), 1);
+    // Left alone, it ends, and its switches go with it.
+    eventually("the idle session to end", || switches() == 0 && rows() == 0);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let (status, _, _) = session_post(&gateway.url, ALICE, Some(&session), &list);
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn an_accepted_definition_is_served_by_every_gateway_sharing_postgres() {
+    let Some(python) = python() else { return };
+    let Some(postgres) = crate::store_support::postgres() else {
+        return;
+    };
+    let (url, _) = runtime().block_on(postgres.create_database());
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let gateways: Vec<Gateway> = dirs
+        .iter()
+        .map(|dir| {
+            let path = config(
+                dir.path(),
+                "stateless = true",
+                &python_upstream(python, "python", "py", ""),
+            );
+            Gateway::start(&with_store(&path, &url))
+        })
+        .collect();
+    let alice = format!("Bearer {ALICE}");
+    let call = |gateway: &Gateway, tool: &str, args: Value| {
+        let body = call_request(tool, args);
+        post(&gateway.url, &[("authorization", alice.as_str())], body).1
+    };
+    // One pin per tool, shared.
+    let pins = "SELECT count(*) FROM tool_gateway_pins WHERE tool LIKE $1";
+    assert_eq!(
+        pg_count(&url, pins, "py_%"),
+        5,
+        "py_echo, py_pid, py_redefine, py_slow, py_weather"
+    );
+    // Each process has its own upstream; both change the weather tool.
+    for gateway in &gateways {
+        assert!(call(gateway, "py_weather", json!({"city": "Oslo"})).contains("sunny in Oslo"));
+        assert!(call(gateway, "py_redefine", json!({})).contains("redefined"));
+        eventually("the change to be pending", || {
+            let (_, pins) = gateway.admin(reqwest::Method::GET, "/admin/pins", None);
+            pins["pending"]["py_weather"]["server"] == "python"
+        });
+        assert!(call(gateway, "py_weather", json!({"city": "Oslo"})).contains("-32602"));
+    }
+    // An operator accepts it through the first process; the second serves it too.
+    let (status, _) =
+        gateways[0].admin(reqwest::Method::POST, "/admin/pins/py_weather/accept", None);
+    assert_eq!(status, 200);
+    assert!(call(&gateways[0], "py_weather", json!({"city": "Oslo"})).contains("sunny in Oslo"));
+    eventually(
+        "the second process to serve the accepted definition",
+        || call(&gateways[1], "py_weather", json!({"city": "Oslo"})).contains("sunny in Oslo"),
+    );
+    let (_, pins) = gateways[1].admin(reqwest::Method::GET, "/admin/pins", None);
+    assert_eq!(pins, json!({"pending": {}}));
+}
+
+#[test]
+fn corrupt_stored_pins_are_kept_aside_and_their_tools_withheld() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let servers = python_upstream(python, "python", "py", "");
+
+    // A pins file that does not parse is moved aside, never written over.
+    let pins = dir.path().join("pins.json");
+    std::fs::write(&pins, b"{ not json").unwrap();
+    let gateway = Gateway::start(&config(dir.path(), "pins_file = \"pins.json\"", &servers));
+    let kept = dir.path().join("pins.json.corrupt");
+    assert_eq!(std::fs::read(&kept).unwrap(), b"{ not json");
+    let log = gateway.log();
+    assert!(
+        log.contains("the gateway's pins file is not valid"),
+        "{log}"
+    );
+    let saved: Value = serde_json::from_slice(&std::fs::read(&pins).unwrap()).unwrap();
+    assert_eq!(saved["tools"]["py_weather"]["server"], "python", "{saved}");
+    drop(gateway);
+
+    // A stored pin that is not a SHA-256 is kept, and its tool withheld until accepted.
+    let database = format!("sqlite://{}", dir.path().join("switches.db").display());
+    let run = |query: &'static str| {
+        use sqlx::Connection as _;
+        let database = database.clone();
+        runtime().block_on(async move {
+            let mut connection = sqlx::SqliteConnection::connect(&database).await.unwrap();
+            sqlx::query_scalar::<_, String>(query)
+                .fetch_optional(&mut connection)
+                .await
+                .unwrap()
+        })
+    };
+    let gateway = Gateway::start(&config(dir.path(), "stateless = true", &servers));
+    drop(gateway);
+    run("UPDATE tool_gateway_pins SET sha256 = 'garbled' WHERE tool = 'py_weather' RETURNING tool");
+    let gateway = Gateway::start(&config(dir.path(), "stateless = true", &servers));
+    let alice = format!("Bearer {ALICE}");
+    let weather = || {
+        let body = call_request("py_weather", json!({"city": "Oslo"}));
+        post(&gateway.url, &[("authorization", alice.as_str())], body).1
+    };
+    assert!(weather().contains("-32602"));
+    let (_, pending) = gateway.admin(reqwest::Method::GET, "/admin/pins", None);
+    assert_eq!(
+        pending["pending"]["py_weather"]["pinned"], "garbled",
+        "{pending}"
+    );
+    let log = gateway.log();
+    assert!(
+        log.contains("the stored pin of the tool is not a SHA-256"),
+        "{log}"
+    );
+    assert_eq!(
+        run("SELECT sha256 FROM tool_gateway_pins WHERE tool = 'py_weather'").as_deref(),
+        Some("garbled")
+    );
+    let (status, _) = gateway.admin(reqwest::Method::POST, "/admin/pins/py_weather/accept", None);
+    assert_eq!(status, 200);
+    assert!(weather().contains("sunny in Oslo"));
+    assert_eq!(
+        run("SELECT sha256 FROM tool_gateway_pins WHERE tool = 'py_weather'"),
+        pending["pending"]["py_weather"]["offered"]
+            .as_str()
+            .map(str::to_owned)
+    );
+}
+
+/// The Inspector version `.ci/run` installs too; pinned so its flags and output stay as used.
+const INSPECTOR_VERSION: &str = "2.12.0";
+
+/// The installed `@modelcontextprotocol/inspector` package folder, or `None` after saying the
+/// test is skipped.
+fn inspector() -> Option<&'static Path> {
+    static INSPECTOR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    INSPECTOR
+        .get_or_init(|| {
+            crate::npm_support::NpmPackage {
+                tests: "the MCP Inspector CLI test",
+                spec: "@modelcontextprotocol/inspector@2.12.0",
+                env: "TOOL_CORE_MCP_INSPECTOR",
+                path: "node_modules/@modelcontextprotocol/inspector",
+                ready: |package| {
+                    crate::mcp_node::installed_version(package).as_deref()
+                        == Some(INSPECTOR_VERSION)
+                },
+            }
+            .find()
+        })
+        .as_deref()
+}
+
+/// Runs the Inspector's CLI against the gateway at `url` as the user of `token`, in protocol
+/// era `era`, with `args` (`--method …`); its exit success, its stdout as JSON (or `Null`) and
+/// its stderr.
+fn inspect(
+    package: &Path,
+    url: &str,
+    token: &str,
+    era: &str,
+    args: &[&str],
+) -> (bool, Value, String) {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new("node")
+        .arg(package.join("clients/launcher/build/index.js"))
+        .args(["--cli", url, "--transport", "http", "--protocol-era", era])
+        .args(["--header", &format!("Authorization: Bearer {token}")])
+        .args(["--format", "json", "--quiet"])
+        .args(args)
+        // Its catalog and secrets would go under HOME.
+        .env("HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the Inspector CLI did not finish within 120 s: {args:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (
+        output.status.success(),
+        serde_json::from_str(&stdout).unwrap_or(Value::Null),
+        stderr,
+    )
+}
+
+#[test]
+fn the_inspector_cli_sees_each_users_tools_and_calls_them() {
+    let Some(python) = python() else { return };
+    let Some(package) = inspector() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(&config(
+        dir.path(),
+        "",
+        &python_upstream(python, "python", "py", ""),
+    ));
+    let (status, answer) = gateway.admin(
+        reqwest::Method::PUT,
+        "/admin/users/bob/tools/py_echo",
+        Some(json!({"enabled": false})),
+    );
+    assert_eq!(status, 200, "{answer}");
+    let names = |listed: &Value| -> Vec<String> {
+        let mut names: Vec<String> = listed["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    for era in ["legacy", "modern"] {
+        let (ok, listed, stderr) = inspect(
+            package,
+            &gateway.url,
+            ALICE,
+            era,
+            &["--method", "tools/list"],
+        );
+        assert!(ok, "{era}: {stderr}");
+        assert_eq!(names(&listed), py_tools_without(&[]), "{era}");
+        let (ok, listed, stderr) =
+            inspect(package, &gateway.url, BOB, era, &["--method", "tools/list"]);
+        assert!(ok, "{era}: {stderr}");
+        assert_eq!(names(&listed), py_tools_without(&["py_echo"]), "{era}");
+
+        let call = [
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "py_echo",
+            "--tool-arg",
+            "text=hi",
+        ];
+        let (ok, called, stderr) = inspect(package, &gateway.url, ALICE, era, &call);
+        assert!(ok, "{era}: {stderr}");
+        assert_eq!(
+            called["result"]["content"],
+            json!([{"type": "text", "text": "hi"}])
+        );
+        assert_eq!(called["result"]["isError"], false);
+        // Bob's list lacks the tool, so the Inspector does not find it to call (the gateway's
+        // own refusal of such a call is checked with the SDK clients).
+        let (ok, called, stderr) = inspect(package, &gateway.url, BOB, era, &call);
+        assert!(
+            !ok,
+            "{era}: Bob called a tool switched off for him: {called}"
+        );
+        let refusal: Value =
+            serde_json::from_str(stderr.trim()).unwrap_or_else(|_| panic!("{era}: {stderr}"));
+        assert_eq!(
+            refusal,
+            json!({"error": {"code": "tool_not_found", "message": "Tool 'py_echo' not found on server."}}),
+            "{era}"
+        );
+    }
+    // A wrong token gets nothing.
+    let (ok, listed, _) = inspect(
+        package,
+        &gateway.url,
+        "not-a-token",
+        "legacy",
+        &["--method", "tools/list"],
+    );
+    assert!(!ok);
+    assert_eq!(listed, Value::Null);
 }

@@ -126,7 +126,7 @@ pub(crate) fn sdk() -> Option<&'static Path> {
 }
 
 /// The `version` in the package folder's `package.json`.
-fn installed_version(package: &Path) -> Option<String> {
+pub(crate) fn installed_version(package: &Path) -> Option<String> {
     let manifest = std::fs::read_to_string(package.join("package.json")).ok()?;
     let manifest: Value = serde_json::from_str(&manifest).ok()?;
     manifest["version"].as_str().map(str::to_owned)

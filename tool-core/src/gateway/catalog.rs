@@ -12,10 +12,22 @@
 //!   the one first served is withheld until an operator accepts it
 //!   ([`Catalog::accept`]), so an upstream cannot change what a tool claims to do under users
 //!   who already switched it on.
+//!
+//! # Where pins are kept
+//!
+//! With an SQL preference store the pins are rows of that store (`tool_gateway_pins`), so every
+//! gateway process sharing it serves the same definitions: a tool seen for the first time is
+//! pinned with `INSERT … ON CONFLICT DO NOTHING` and the stored row is read back before the
+//! tool is served (the first process to pin a tool wins), and an operator's acceptance replaces
+//! the row and is announced to the other processes ([`Catalog::reload_pins`]). With `pins_file`
+//! they are kept in that JSON file instead (one process), and with the `memory:` store in memory
+//! only. Stored state that does not parse is never overwritten quietly: a pins file that is not
+//! valid JSON is renamed aside (`….corrupt`) with an error in the log, and a stored pin that is
+//! not a SHA-256 matches no definition, so its tool is withheld until an operator accepts it.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
-    path::PathBuf,
+    path::{Path, PathBuf},
     sync::{Arc, Mutex, PoisonError},
 };
 
@@ -24,11 +36,12 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::broadcast;
 
-use super::GatewayEvent;
+use super::{GatewayError, GatewayEvent};
 use crate::{
     call::CallContext,
     mcp::{McpClient, McpStatus, McpToolInfo},
     registry::ToolRegistry,
+    store::{PinRow, SqlStore},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError, ToolMetadata},
 };
 
@@ -73,34 +86,38 @@ struct State {
     pending: BTreeMap<String, Pending>,
 }
 
+/// Where the pins are kept; see the [module docs](self).
+pub(crate) enum PinStore {
+    /// In memory only.
+    Memory,
+    /// In a JSON file, for one process.
+    File(PathBuf),
+    /// In the preference store, shared by the processes using it.
+    Sql(SqlStore),
+}
+
 /// See the [module docs](self).
 pub(crate) struct Catalog {
     pub(crate) registry: Arc<ToolRegistry>,
     state: Mutex<State>,
-    pin_file: Option<PathBuf>,
+    store: PinStore,
     pinning: bool,
     events: broadcast::Sender<GatewayEvent>,
 }
 
 impl Catalog {
-    pub(crate) fn new(
+    /// A catalog with the pins kept in `store`, loaded from there.
+    pub(crate) async fn new(
         registry: Arc<ToolRegistry>,
         pinning: bool,
-        pin_file: Option<PathBuf>,
+        store: PinStore,
         events: broadcast::Sender<GatewayEvent>,
-    ) -> Self {
-        let pins = pin_file
-            .as_ref()
-            .and_then(|path| std::fs::read(path).ok())
-            .and_then(|bytes| match serde_json::from_slice(&bytes) {
-                Ok(pins) => Some(pins),
-                Err(error) => {
-                    tracing::error!(%error, "the gateway's pins file is not valid; starting with no pins");
-                    None
-                }
-            })
-            .unwrap_or_default();
-        Self {
+    ) -> Result<Self, GatewayError> {
+        let pins = match &store {
+            PinStore::Memory | PinStore::Sql(_) => PinFile::default(),
+            PinStore::File(path) => read_pin_file(path)?,
+        };
+        let catalog = Self {
             registry,
             state: Mutex::new(State {
                 sources: BTreeMap::new(),
@@ -109,17 +126,103 @@ impl Catalog {
                 pins,
                 pending: BTreeMap::new(),
             }),
-            pin_file,
+            store,
             pinning,
             events,
+        };
+        if let PinStore::Sql(sql) = &catalog.store {
+            let rows = sql
+                .gateway_pins()
+                .await
+                .map_err(|error| GatewayError::Store(error.to_string()))?;
+            catalog.take_pins(rows);
+        }
+        Ok(catalog)
+    }
+
+    /// Replaces what `source` offers and brings the registry in line. With the pins in the
+    /// store, the tools seen for the first time are pinned there first, and served with the
+    /// pin the store keeps (another process may have pinned them before).
+    pub(crate) async fn offer(&self, source: &str, tools: Vec<Offered>) {
+        if let (true, PinStore::Sql(sql)) = (self.pinning, &self.store) {
+            let fresh: Vec<PinRow> = {
+                let state = lock(&self.state);
+                tools
+                    .iter()
+                    .filter_map(|offered| {
+                        let fingerprint = offered.fingerprint.as_ref()?;
+                        let tool = offered.tool.name();
+                        (!state.pins.tools.contains_key(tool)).then(|| PinRow {
+                            tool: tool.to_owned(),
+                            server: source.to_owned(),
+                            sha256: fingerprint.clone(),
+                        })
+                    })
+                    .collect()
+            };
+            if !fresh.is_empty() {
+                // On failure the tools are pinned in memory by `sync`, as without a store.
+                match sql.gateway_pins_add(&fresh).await {
+                    Ok(()) => self.reload_pins().await,
+                    Err(error) => {
+                        tracing::error!(%error, "cannot store the pins of new tool definitions");
+                    }
+                }
+            }
+        }
+        let pinned_now = {
+            let mut state = lock(&self.state);
+            state.sources.insert(source.to_owned(), tools);
+            self.sync(&mut state)
+        };
+        if pinned_now {
+            self.save_pin_file();
         }
     }
 
-    /// Replaces what `source` offers and brings the registry in line.
-    pub(crate) fn offer(&self, source: &str, tools: Vec<Offered>) {
+    /// With the pins in the store: reads them again (another process pinned a tool or an
+    /// operator accepted a change through it) and serves what they now allow.
+    pub(crate) async fn reload_pins(&self) {
+        let PinStore::Sql(sql) = &self.store else {
+            return;
+        };
+        match sql.gateway_pins().await {
+            Ok(rows) => {
+                if self.take_pins(rows) {
+                    let mut state = lock(&self.state);
+                    self.sync(&mut state);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot read the stored pins"),
+        }
+    }
+
+    /// Takes the stored pins over the ones in memory; whether any changed.
+    fn take_pins(&self, rows: Vec<PinRow>) -> bool {
         let mut state = lock(&self.state);
-        state.sources.insert(source.to_owned(), tools);
-        self.sync(&mut state);
+        let mut changed = false;
+        for row in rows {
+            if !is_sha256(&row.sha256)
+                && state
+                    .reported
+                    .insert(format!("pin:{}:{}", row.tool, row.sha256))
+            {
+                tracing::error!(
+                    tool = %row.tool,
+                    "the stored pin of the tool is not a SHA-256; it is kept, and the tool is \
+                     withheld until an operator accepts its definition"
+                );
+            }
+            let pin = Pin {
+                server: row.server,
+                sha256: row.sha256,
+            };
+            if state.pins.tools.get(&row.tool) != Some(&pin) {
+                state.pins.tools.insert(row.tool, pin);
+                changed = true;
+            }
+        }
+        changed
     }
 
     /// The source serving `tool`, if it is served.
@@ -135,27 +238,41 @@ impl Catalog {
         lock(&self.state).pending.clone()
     }
 
-    /// Accepts the pending change of `tool`: its new definition is pinned and served. `false`
-    /// when no change of it is pending.
-    pub(crate) fn accept(&self, tool: &str) -> bool {
-        let mut state = lock(&self.state);
-        let Some(pending) = state.pending.remove(tool) else {
-            return false;
+    /// Accepts the pending change of `tool`: its new definition is pinned (in the store first,
+    /// when the pins are there) and served. `false` when no change of it is pending.
+    pub(crate) async fn accept(&self, tool: &str) -> Result<bool, GatewayError> {
+        let Some(pending) = lock(&self.state).pending.get(tool).cloned() else {
+            return Ok(false);
         };
+        if let PinStore::Sql(sql) = &self.store {
+            sql.gateway_pin_replace(&PinRow {
+                tool: tool.to_owned(),
+                server: pending.server.clone(),
+                sha256: pending.offered.clone(),
+            })
+            .await
+            .map_err(|error| GatewayError::Store(error.to_string()))?;
+        }
         tracing::info!(tool, server = %pending.server, "an operator accepted the tool's new definition");
-        state.pins.tools.insert(
-            tool.to_owned(),
-            Pin {
-                server: pending.server,
-                sha256: pending.offered,
-            },
-        );
-        self.save_pins(&state.pins);
-        self.sync(&mut state);
-        true
+        {
+            let mut state = lock(&self.state);
+            state.pending.remove(tool);
+            state.pins.tools.insert(
+                tool.to_owned(),
+                Pin {
+                    server: pending.server,
+                    sha256: pending.offered,
+                },
+            );
+            self.sync(&mut state);
+        }
+        self.save_pin_file();
+        Ok(true)
     }
 
-    fn sync(&self, state: &mut State) {
+    /// Brings the registry in line with the sources and the pins; whether a tool was pinned
+    /// (seen for the first time).
+    fn sync(&self, state: &mut State) -> bool {
         let mut offers: BTreeMap<String, Vec<(String, Offered)>> = BTreeMap::new();
         for (source, tools) in &state.sources {
             for offered in tools {
@@ -196,9 +313,6 @@ impl Catalog {
             }
             wanted.insert(name, (source, offered));
         }
-        if pins_changed {
-            self.save_pins(&state.pins);
-        }
         // Take out what changed or went, then put in what is new.
         let served = std::mem::take(&mut state.served);
         for (name, (source, tool)) in served {
@@ -228,6 +342,7 @@ impl Catalog {
                 }
             }
         }
+        pins_changed
     }
 
     /// Whether `name` may be served with `fingerprint`: pinned now if it never was, withheld
@@ -278,9 +393,13 @@ impl Catalog {
         false
     }
 
-    fn save_pins(&self, pins: &PinFile) {
-        let Some(path) = &self.pin_file else { return };
-        let text = match serde_json::to_vec_pretty(pins) {
+    /// With a pins file: writes the pins to it.
+    fn save_pin_file(&self) {
+        let PinStore::File(path) = &self.store else {
+            return;
+        };
+        let pins = lock(&self.state).pins.clone();
+        let text = match serde_json::to_vec_pretty(&pins) {
             Ok(text) => text,
             Err(error) => {
                 tracing::error!(%error, "cannot encode the gateway's pins");
@@ -295,6 +414,45 @@ impl Catalog {
             tracing::error!(%error, path = %path.display(), "cannot save the gateway's pins");
         }
     }
+}
+
+/// The pins in the file at `path`: none when it is missing; a file that does not parse is
+/// renamed aside (never overwritten) and the gateway starts with no pins, or, when it cannot
+/// be moved, does not start.
+fn read_pin_file(path: &Path) -> Result<PinFile, GatewayError> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Ok(PinFile::default());
+    };
+    match serde_json::from_slice(&bytes) {
+        Ok(pins) => Ok(pins),
+        Err(error) => {
+            let aside = path.with_extension("json.corrupt");
+            match std::fs::rename(path, &aside) {
+                Ok(()) => tracing::error!(
+                    %error,
+                    kept = %aside.display(),
+                    "the gateway's pins file is not valid; it is kept aside and every tool is \
+                     pinned again as first served"
+                ),
+                Err(rename) => {
+                    return Err(GatewayError::Config(format!(
+                        "the pins file {} is not valid ({error}) and cannot be moved aside \
+                         ({rename}); move it away to start with no pins",
+                        path.display()
+                    )));
+                }
+            }
+            Ok(PinFile::default())
+        }
+    }
+}
+
+/// Whether `text` is a SHA-256 as [`fingerprint`] writes it.
+fn is_sha256(text: &str) -> bool {
+    text.len() == 64
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
 }
 
 /// The SHA-256 (hex) of what a tool claims: its description, input schema and title, with

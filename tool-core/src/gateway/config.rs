@@ -53,9 +53,14 @@ pub struct ServeConfig {
     /// Where each user's switches are kept: `sqlite://path` (default `sqlite://gateway.db`,
     /// beside the configuration file), `postgres://…`, or `memory:`.
     pub store: String,
-    /// Where the pinned tool definitions are kept (default `gateway-pins.json`, beside the
-    /// configuration file).
-    pub pins_file: String,
+    /// Keep the pinned tool definitions in this JSON file (relative to the configuration
+    /// file) instead of the store; for one process only. Default none: they are kept in the
+    /// store (`memory:` keeps them in memory only), where every process sharing it sees them.
+    pub pins_file: Option<String>,
+    /// How long an HTTP session lasts without a request (default 300 s). With an SQL store a
+    /// session, and its own switches, live in the store: any process sharing the store serves
+    /// it, and it ends with its client's `DELETE` or once no process held it for this long.
+    pub session_idle_timeout_secs: u64,
     /// Withhold an upstream tool whose definition changed since it was first served until an
     /// operator accepts the change (default `true`).
     pub pin_definitions: bool,
@@ -92,7 +97,8 @@ impl Default for ServeConfig {
             allowed_origins: None,
             max_request_bytes: crate::mcp::DEFAULT_MAX_REQUEST_BYTES,
             store: "sqlite://gateway.db".to_owned(),
-            pins_file: "gateway-pins.json".to_owned(),
+            pins_file: None,
+            session_idle_timeout_secs: 300,
             pin_definitions: true,
             stdio_user: "local".to_owned(),
             anonymous_user: None,
@@ -222,9 +228,10 @@ impl ServeConfig {
                 self.store = format!("sqlite://{}", folder.join(file).display());
             }
         }
-        let pins = std::path::Path::new(&self.pins_file);
-        if pins.is_relative() {
-            self.pins_file = folder.join(pins).display().to_string();
+        if let Some(pins) = &mut self.pins_file {
+            if std::path::Path::new(pins.as_str()).is_relative() {
+                *pins = folder.join(pins.as_str()).display().to_string();
+            }
         }
     }
 }

@@ -14,13 +14,18 @@ use rmcp::{
         PaginatedRequestParams, ProtocolVersion, ServerConfig, SubscriptionFilter,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
+    transport::streamable_http_server::SessionRestoreMarker,
 };
 use serde_json::{Value, json};
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument as _;
 
-use super::{Shared, users::GatewayUser};
+use super::{
+    Shared,
+    switches::{Attached, SessionSwitches},
+    users::GatewayUser,
+};
 use crate::{
     mcp::McpHandler,
     registry::{RegistrySnapshot, ToolToggles},
@@ -49,6 +54,9 @@ pub(crate) struct GatewayHandler {
     session: ToolToggles,
     /// One message per change of [`session`](Self::session).
     session_changed: broadcast::Sender<()>,
+    /// The HTTP session's switches in the store, once the session's id is known (`None`: the
+    /// store keeps no sessions).
+    stored: tokio::sync::OnceCell<Option<Arc<SessionSwitches>>>,
     stop: CancellationToken,
     _stop_on_drop: DropGuard,
 }
@@ -86,6 +94,7 @@ impl GatewayHandler {
             user,
             session,
             session_changed: broadcast::channel(16).0,
+            stored: tokio::sync::OnceCell::new(),
             _stop_on_drop: stop.clone().drop_guard(),
             stop,
         }
@@ -123,6 +132,47 @@ impl GatewayHandler {
         Ok(name)
     }
 
+    /// Binds this connection's HTTP session `id` to `user` in the store and loads its
+    /// switches there (once; later calls return at once). Refused when another user owns it.
+    async fn attach_session(&self, user: &str, id: &str) -> Result<(), ErrorData> {
+        self.stored
+            .get_or_try_init(|| async {
+                let attached = self
+                    .shared
+                    .switches
+                    .attach_session(user, id, &self.session, &self.session_changed)
+                    .await
+                    .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                match attached {
+                    Attached::Session(session) => Ok(Some(session)),
+                    Attached::NotStored => Ok(None),
+                    Attached::Foreign => Err(ErrorData::new(
+                        ErrorCode(-32001),
+                        "forbidden: this session belongs to another user",
+                        None,
+                    )),
+                }
+            })
+            .await
+            .map(drop)
+    }
+
+    /// [`attach_session`](Self::attach_session) for the HTTP session a message came in, if any.
+    async fn attach_session_of(
+        &self,
+        user: &str,
+        extensions: &rmcp::model::Extensions,
+    ) -> Result<(), ErrorData> {
+        let id = extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|id| id.to_str().ok());
+        match id {
+            Some(id) if !self.shared.stateless => self.attach_session(user, id).await,
+            _ => Ok(()),
+        }
+    }
+
     fn snapshot(&self, user: &str) -> Arc<RegistrySnapshot> {
         match self.shared.switches.loaded(user) {
             Some(switches) => switches.snapshot(&self.shared.catalog.registry, &self.session),
@@ -152,8 +202,14 @@ impl GatewayHandler {
             return error_result(&format!("Error: no tool named {name}"));
         }
         if session_only {
-            self.session.set(name, enabled);
-            let _ = self.session_changed.send(());
+            if let Some(Some(stored)) = self.stored.get() {
+                if let Err(error) = stored.set(name, enabled).await {
+                    return error_result(&format!("Error: the switch was not saved: {error}"));
+                }
+            } else {
+                self.session.set(name, enabled);
+                let _ = self.session_changed.send(());
+            }
         } else {
             match self.shared.switches.user(user).await {
                 Ok(switches) => {
@@ -244,12 +300,21 @@ impl ServerHandler for GatewayHandler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        self.ensure_user(&context).await?;
+        let user = self.ensure_user(&context).await?;
+        if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
+            // A session another process began: its user only, with its switches.
+            self.attach_session(&user, &restored.id).await?;
+        }
         self.inner.initialize(request, context).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let user = lock(&self.user).clone();
+        if let Some(user) = &user {
+            if let Err(error) = self.attach_session_of(user, &context.extensions).await {
+                tracing::warn!(%user, error = %error.message, "cannot keep the session in the store");
+            }
+        }
         self.inner.on_initialized(context.clone()).await;
         let Some(switches) = user.and_then(|user| self.shared.switches.loaded(&user)) else {
             return;
@@ -324,6 +389,7 @@ impl ServerHandler for GatewayHandler {
             return Ok(span.in_scope(|| self.search_tools(&user, &request)).into());
         }
         if tool == SET_TOOL_ENABLED {
+            self.attach_session_of(&user, &context.extensions).await?;
             if !self.snapshot(&user).is_enabled(SET_TOOL_ENABLED) {
                 return Err(ErrorData::invalid_params(
                     format!("tool `{SET_TOOL_ENABLED}` is disabled"),

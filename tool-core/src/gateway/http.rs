@@ -96,7 +96,16 @@ pub(super) async fn start(
         let shared = shared.clone();
         move || Ok(GatewayHandler::new(shared.clone(), None, None))
     };
-    let (mcp, path) = crate::mcp::http_router(&options, bound, factory, &stop);
+    // With an SQL store, sessions are kept there for the other processes to restore.
+    let sessions = if shared.stateless {
+        None
+    } else {
+        shared.switches.sql().map(|sql| {
+            Arc::new(super::sessions::StoredSessions(sql.clone()))
+                as Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>
+        })
+    };
+    let (mcp, path) = crate::mcp::http_router(&options, bound, factory, &stop, sessions);
     let state = Arc::new(Http { shared, users });
     let mcp = mcp.layer(axum::middleware::from_fn_with_state(state.clone(), gate));
     let admin = Router::new()
@@ -268,9 +277,9 @@ async fn accept_pin(
     if let Some(refusal) = refuse_non_admin(&http, &headers) {
         return refusal;
     }
-    if http.shared.catalog.accept(&tool) {
-        Json(json!({"accepted": tool})).into_response()
-    } else {
-        admin_error(StatusCode::NOT_FOUND, "no change of that tool is pending")
+    match http.shared.accept_pin(&tool).await {
+        Ok(true) => Json(json!({"accepted": tool})).into_response(),
+        Ok(false) => admin_error(StatusCode::NOT_FOUND, "no change of that tool is pending"),
+        Err(error) => admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
     }
 }

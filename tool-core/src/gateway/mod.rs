@@ -28,14 +28,19 @@
 //!   switched on with a [`ToolIndex`](crate::search::ToolIndex) and answers their names,
 //!   descriptions and input schemas, to be called by name. A switched-off tool is never found.
 //! - **Pinned definitions.** The SHA-256 of each upstream tool's description, input schema and
-//!   title is recorded (in `pins_file`) when the tool is first served. A tool whose definition
-//!   changes later is withheld from every user, with a warning in the log and a
-//!   [`GatewayEvent::DefinitionChanged`], until an operator accepts the change
-//!   (`POST /admin/pins/{tool}/accept`). `pin_definitions = false` turns this off.
+//!   title is recorded (in the store, or in `pins_file` when one is named) when the tool is
+//!   first served. A tool whose definition changes later is withheld from every user, with a
+//!   warning in the log and a [`GatewayEvent::DefinitionChanged`], until an operator accepts
+//!   the change (`POST /admin/pins/{tool}/accept`, through any process sharing the store).
+//!   `pin_definitions = false` turns this off.
 //! - **Several processes.** With the store in PostgreSQL (feature `postgres`), any number of
-//!   gateway processes can serve behind a load balancer: a switch made through one is
-//!   announced with PostgreSQL `NOTIFY`, and every other process reloads that user's switches
-//!   and tells the user's streams it holds. Upstream connections are per process.
+//!   gateway processes can serve behind a load balancer: a switch made through one (a user's,
+//!   a session's, or an accepted definition) is announced with PostgreSQL `NOTIFY`, and every
+//!   other process reads it from the store and tells the streams it holds. HTTP sessions live
+//!   in the store too: a process restores a session another began, with its user and its
+//!   switches; a session ends with its client's `DELETE` or once no process held it for
+//!   `session_idle_timeout_secs`, and its switches go with it. Upstream connections are per
+//!   process.
 //! - **Limits and faults.** Each user may start `calls_per_minute` calls a minute and run
 //!   `max_concurrent_calls` at once; a call over either is answered with a JSON-RPC error
 //!   (code `-32003`), the connection stays. Each server's `timeout_ms` bounds its calls. A
@@ -106,6 +111,7 @@ mod config;
 mod handler;
 mod http;
 mod limits;
+mod sessions;
 mod switches;
 mod users;
 
@@ -123,7 +129,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 pub use users::hash_token;
 
 use self::{
-    catalog::{Catalog, LOCAL, Offered, UpstreamTool},
+    catalog::{Catalog, LOCAL, Offered, PinStore, UpstreamTool},
     handler::{GatewayHandler, SEARCH_TOOLS, SET_TOOL_ENABLED},
     limits::Limits,
     switches::Switches,
@@ -190,6 +196,18 @@ pub(crate) struct Shared {
     events: broadcast::Sender<GatewayEvent>,
 }
 
+impl Shared {
+    /// Accepts the pending definition change of `tool` and tells the other processes sharing
+    /// the store; `false` when none is pending.
+    pub(crate) async fn accept_pin(&self, tool: &str) -> Result<bool, GatewayError> {
+        let accepted = self.catalog.accept(tool).await?;
+        if accepted {
+            self.switches.announce_pin(tool).await;
+        }
+        Ok(accepted)
+    }
+}
+
 /// A running gateway; see the [module docs](self). Dropping it (and its servers) disconnects
 /// the upstreams.
 pub struct McpGateway {
@@ -227,14 +245,19 @@ impl McpGateway {
         }
         let registry = Arc::new(ToolRegistry::new());
         let (events, _) = broadcast::channel(64);
-        let pin_file = Some(std::path::PathBuf::from(&config.gateway.pins_file));
+        let switches = Arc::new(Switches::open(&config.gateway.store).await?);
+        let pins = match (&config.gateway.pins_file, switches.sql()) {
+            (Some(file), _) => PinStore::File(file.into()),
+            (None, Some(sql)) => PinStore::Sql(sql.clone()),
+            (None, None) => PinStore::Memory,
+        };
         let catalog = Catalog::new(
             registry.clone(),
             config.gateway.pin_definitions,
-            pin_file,
+            pins,
             events.clone(),
-        );
-        let switches = Arc::new(Switches::open(&config.gateway.store).await?);
+        )
+        .await?;
         let longest = config
             .servers
             .iter()
@@ -261,11 +284,17 @@ impl McpGateway {
         });
         shared
             .catalog
-            .offer(LOCAL, local_tools(&shared.config, tools)?);
+            .offer(LOCAL, local_tools(&shared.config, tools)?)
+            .await;
 
         let stop = CancellationToken::new();
         #[cfg(feature = "postgres")]
-        tokio::spawn(shared.switches.clone().follow(stop.clone()));
+        tokio::spawn(Switches::follow(shared.clone(), stop.clone()));
+        tokio::spawn(sessions::maintain(
+            shared.clone(),
+            Duration::from_secs(shared.config.gateway.session_idle_timeout_secs),
+            stop.clone(),
+        ));
         let mut first_attempts = Vec::new();
         for upstream in shared.config.servers.clone() {
             let (done, attempted) = tokio::sync::oneshot::channel();
@@ -331,6 +360,7 @@ fn mcp_options(config: &GatewayConfig) -> McpOptions {
         .http_path(serve.path.clone())
         .stateless(serve.stateless)
         .max_request_bytes(serve.max_request_bytes)
+        .session_idle_timeout(Duration::from_secs(serve.session_idle_timeout_secs))
         // Upstream tools carry no approval flag the gateway could honour; the client's user
         // confirms destructive tools as their client does.
         .approval(crate::mcp::McpApproval::Allow);
@@ -448,7 +478,7 @@ async fn run_upstream(
             next.insert(info.local_name.clone(), (info.clone(), tool));
         }
         made = next;
-        shared.catalog.offer(&upstream.name, offered);
+        shared.catalog.offer(&upstream.name, offered).await;
         if let Some(done) = first_attempt.take() {
             let _ = done.send(());
         }

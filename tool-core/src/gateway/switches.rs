@@ -1,19 +1,49 @@
 //! Each user's tool switches: loaded from the preference store on the user's first request,
-//! saved there on every change, and announced to that user's open streams only.
+//! saved there on every change, and announced to that user's open streams only. A session's
+//! own switches (on top of its user's) are kept there too, under the user and the session's
+//! id, so that another gateway process restoring the session has them.
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex, PoisonError, Weak},
 };
 
 use tokio::sync::broadcast;
 
 use super::GatewayError;
+#[cfg(feature = "postgres")]
+use super::Shared;
 use crate::{
     registry::{RegistrySnapshot, ToolRegistry, ToolToggles},
     session::{MemoryPreferenceStore, PreferenceStore},
-    store::SqlStore,
+    store::{SqlPreferenceStore, SqlStore},
 };
+
+/// The pool changes are announced on to the other gateway processes (PostgreSQL only).
+#[cfg(feature = "postgres")]
+type Announce = Option<sqlx::PgPool>;
+#[cfg(not(feature = "postgres"))]
+type Announce = ();
+
+/// Tells the other gateway processes (through PostgreSQL `NOTIFY` on `channel`) that
+/// `payload` changed in the store. A lost announcement leaves their streams uninformed until
+/// the next change, not their lists wrong: they read the store again then.
+#[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async))]
+async fn announce(pool: &Announce, channel: &str, payload: &str) {
+    #[cfg(feature = "postgres")]
+    if let Some(pool) = pool {
+        let announced = sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(channel)
+            .bind(payload)
+            .execute(pool)
+            .await;
+        if let Err(error) = announced {
+            tracing::warn!(%error, channel, "cannot announce a change to the other gateway processes");
+        }
+    }
+    #[cfg(not(feature = "postgres"))]
+    let _ = (pool, channel, payload);
+}
 
 /// One user's switches.
 pub(crate) struct UserSwitches {
@@ -21,13 +51,10 @@ pub(crate) struct UserSwitches {
     store: Arc<dyn PreferenceStore>,
     /// One message per change; every open stream of the user holds a receiver.
     changed: broadcast::Sender<()>,
-    /// The user's name and, with PostgreSQL, the pool a change is announced on to the other
-    /// gateway processes.
+    /// The user's name, the payload of an announced change.
     user: String,
-    #[cfg(feature = "postgres")]
-    announce: Option<sqlx::PgPool>,
+    announce: Announce,
 }
-
 impl UserSwitches {
     /// The registry as this user sees it, with `session`'s switches on top.
     pub(crate) fn snapshot(
@@ -62,21 +89,7 @@ impl UserSwitches {
             .map_err(|error| GatewayError::Store(error.to_string()))?;
         self.toggles.set(tool, enabled);
         let _ = self.changed.send(());
-        #[cfg(feature = "postgres")]
-        if let Some(pool) = &self.announce {
-            // Other processes reload the user's switches from the store; a lost announcement
-            // leaves their streams uninformed until the next change, not their lists wrong.
-            let announced = sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(CHANNEL)
-                .bind(&self.user)
-                .execute(pool)
-                .await;
-            if let Err(error) = announced {
-                tracing::warn!(user = %self.user, %error, "cannot announce a switch change to the other gateway processes");
-            }
-        }
-        #[cfg(not(feature = "postgres"))]
-        let _ = &self.user;
+        announce(&self.announce, CHANNEL, &self.user).await;
         Ok(())
     }
 
@@ -103,15 +116,72 @@ enum Backing {
     Sql(SqlStore),
 }
 
-/// Every user's switches.
+/// Every user's switches, and the stored switches of the sessions this process holds.
 pub(crate) struct Switches {
     backing: Backing,
     users: Mutex<HashMap<String, Arc<UserSwitches>>>,
+    sessions: Mutex<HashMap<String, Weak<SessionSwitches>>>,
 }
 
 /// The PostgreSQL channel switch changes are announced on; the payload is the user's name.
-#[cfg(feature = "postgres")]
 const CHANNEL: &str = "tool_core_gateway_switches";
+/// The channel a session's switch changes are announced on; the payload is the session's id.
+const SESSION_CHANNEL: &str = "tool_core_gateway_session_switches";
+/// The channel an accepted definition is announced on; the payload is the tool's name.
+pub(crate) const PINS_CHANNEL: &str = "tool_core_gateway_pins";
+
+/// The start of the preference scope of a session's switches: `{this}{user}.{session id}`.
+pub(crate) const SESSION_SCOPE: &str = "gateway-session.";
+
+/// One session's own switches, kept in the store under its user and id (an SQL store only).
+pub(crate) struct SessionSwitches {
+    id: String,
+    toggles: ToolToggles,
+    changed: broadcast::Sender<()>,
+    store: SqlPreferenceStore,
+    announce: Announce,
+}
+
+impl SessionSwitches {
+    /// Switches `tool` for this session, saves it and tells the session's streams (in every
+    /// process holding the session).
+    pub(crate) async fn set(&self, tool: &str, enabled: bool) -> Result<(), GatewayError> {
+        self.store
+            .set(tool, enabled)
+            .await
+            .map_err(|error| GatewayError::Store(error.to_string()))?;
+        self.toggles.set(tool, enabled);
+        let _ = self.changed.send(());
+        announce(&self.announce, SESSION_CHANNEL, &self.id).await;
+        Ok(())
+    }
+
+    /// Reads the session's switches again (another process changed them) and tells the
+    /// session's streams when they differ.
+    #[cfg(feature = "postgres")]
+    async fn reload(&self) -> Result<(), GatewayError> {
+        let stored = self
+            .store
+            .load()
+            .await
+            .map_err(|error| GatewayError::Store(error.to_string()))?;
+        if stored != self.toggles.overrides() {
+            self.toggles.replace_all(stored);
+            let _ = self.changed.send(());
+        }
+        Ok(())
+    }
+}
+
+/// What [`Switches::attach_session`] found.
+pub(crate) enum Attached {
+    /// The store keeps no sessions (`memory:`): the session's switches live in the connection.
+    NotStored,
+    /// Another user owns the session.
+    Foreign,
+    /// The session's switches, loaded and kept in step with the other processes.
+    Session(Arc<SessionSwitches>),
+}
 
 /// The preference scope of a user's switches.
 pub(crate) fn scope_of(user: &str) -> String {
@@ -133,24 +203,91 @@ impl Switches {
         Ok(Self {
             backing,
             users: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
         })
     }
 
-    /// With PostgreSQL: follows the other gateway processes' announcements until `stop`,
-    /// reloading the switches of the users they name (reconnecting when the connection
-    /// drops). Without it, returns at once.
-    #[cfg(feature = "postgres")]
-    pub(crate) async fn follow(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
-        let Some(pool) = (match &self.backing {
-            Backing::Sql(sql) => sql.postgres_pool().cloned(),
+    /// The SQL store, unless switches are kept in memory.
+    pub(crate) fn sql(&self) -> Option<&SqlStore> {
+        match &self.backing {
+            Backing::Sql(sql) => Some(sql),
             Backing::Memory => None,
-        }) else {
+        }
+    }
+
+    #[cfg(feature = "postgres")]
+    fn announcer(&self) -> Announce {
+        self.sql().and_then(|sql| sql.postgres_pool().cloned())
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[allow(clippy::unused_self)] // With PostgreSQL it reads the store.
+    fn announcer(&self) -> Announce {}
+
+    /// Tells the other processes that an operator accepted a tool's definition.
+    pub(crate) async fn announce_pin(&self, tool: &str) {
+        announce(&self.announcer(), PINS_CHANNEL, tool).await;
+    }
+
+    /// Binds the HTTP session `id` to `user` in the store (unless another user owns it), loads
+    /// the session's stored switches into `toggles` (the connection's own) and keeps them in
+    /// step with the other processes from now on; `changed` is told of every change.
+    pub(crate) async fn attach_session(
+        &self,
+        user: &str,
+        id: &str,
+        toggles: &ToolToggles,
+        changed: &broadcast::Sender<()>,
+    ) -> Result<Attached, GatewayError> {
+        let Some(sql) = self.sql() else {
+            return Ok(Attached::NotStored);
+        };
+        let fail = |error: crate::store::StoreError| GatewayError::Store(error.to_string());
+        if !sql
+            .gateway_session_claim(id, user, super::sessions::now_ms())
+            .await
+            .map_err(fail)?
+        {
+            return Ok(Attached::Foreign);
+        }
+        let store = sql.preferences_for(format!("{SESSION_SCOPE}{user}.{id}"));
+        let stored = store
+            .load()
+            .await
+            .map_err(|error| GatewayError::Store(error.to_string()))?;
+        toggles.replace_all(stored);
+        let session = Arc::new(SessionSwitches {
+            id: id.to_owned(),
+            toggles: toggles.clone(),
+            changed: changed.clone(),
+            store,
+            announce: self.announcer(),
+        });
+        lock(&self.sessions).insert(id.to_owned(), Arc::downgrade(&session));
+        Ok(Attached::Session(session))
+    }
+
+    /// The ids of the sessions this process holds (forgetting the ended ones).
+    pub(crate) fn live_sessions(&self) -> Vec<String> {
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|_, session| session.strong_count() > 0);
+        sessions.keys().cloned().collect()
+    }
+
+    /// With PostgreSQL: follows the other gateway processes' announcements until `stop`,
+    /// reloading the switches of the users and sessions they name, and the pins (reconnecting
+    /// when the connection drops). Without it, returns at once.
+    #[cfg(feature = "postgres")]
+    pub(crate) async fn follow(shared: Arc<Shared>, stop: tokio_util::sync::CancellationToken) {
+        let Some(pool) = shared.switches.announcer() else {
             return;
         };
         loop {
             let listener = async {
                 let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
-                listener.listen(CHANNEL).await?;
+                listener
+                    .listen_all([CHANNEL, SESSION_CHANNEL, PINS_CHANNEL])
+                    .await?;
                 Ok::<_, sqlx::Error>(listener)
             };
             let mut listener = tokio::select! {
@@ -158,29 +295,48 @@ impl Switches {
                 listener = listener => match listener {
                     Ok(listener) => listener,
                     Err(error) => {
-                        tracing::warn!(%error, "cannot listen for other gateway processes' switch changes; retrying");
+                        tracing::warn!(%error, "cannot listen for other gateway processes' changes; retrying");
                         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                         continue;
                     }
                 },
             };
+            // Anything announced while not listening is read again now.
+            shared.catalog.reload_pins().await;
             loop {
                 let notification = tokio::select! {
                     () = stop.cancelled() => return,
                     notification = listener.recv() => notification,
                 };
-                match notification {
-                    Ok(notification) => {
-                        if let Some(user) = self.loaded(notification.payload()) {
-                            if let Err(error) = user.reload().await {
-                                tracing::warn!(%error, "cannot reload a user's switches");
-                            }
-                        }
-                    }
+                let notification = match notification {
+                    Ok(notification) => notification,
                     Err(error) => {
-                        tracing::warn!(%error, "lost the switch announcements; reconnecting");
+                        tracing::warn!(%error, "lost the other gateway processes' announcements; reconnecting");
                         break;
                     }
+                };
+                let payload = notification.payload();
+                let reloaded = match notification.channel() {
+                    CHANNEL => match shared.switches.loaded(payload) {
+                        Some(user) => user.reload().await,
+                        None => Ok(()),
+                    },
+                    SESSION_CHANNEL => {
+                        let session = lock(&shared.switches.sessions)
+                            .get(payload)
+                            .and_then(Weak::upgrade);
+                        match session {
+                            Some(session) => session.reload().await,
+                            None => Ok(()),
+                        }
+                    }
+                    _ => {
+                        shared.catalog.reload_pins().await;
+                        Ok(())
+                    }
+                };
+                if let Err(error) = reloaded {
+                    tracing::warn!(%error, "cannot reload switches another process changed");
                 }
             }
         }
@@ -211,11 +367,7 @@ impl Switches {
             store,
             changed: broadcast::channel(16).0,
             user: user.to_owned(),
-            #[cfg(feature = "postgres")]
-            announce: match &self.backing {
-                Backing::Sql(sql) => sql.postgres_pool().cloned(),
-                Backing::Memory => None,
-            },
+            announce: self.announcer(),
         });
         // Two first requests at once: the first one in wins, both use it.
         Ok(lock(&self.users)

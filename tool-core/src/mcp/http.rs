@@ -35,7 +35,7 @@ use rmcp::{
     transport::{
         StreamableHttpServerConfig, StreamableHttpService,
         streamable_http_server::{
-            SessionId, SessionManager,
+            RestoreOutcome, SessionId, SessionManager,
             session::{
                 ServerSseMessage,
                 local::{LocalSessionManager, LocalSessionManagerError},
@@ -310,6 +310,23 @@ impl SessionManager for CappedSessions {
         Ok(self.inner.create_session().await?)
     }
 
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        // A restored session counts against the cap as a new one does.
+        let _creating = self.creating.lock().await;
+        if self.inner.sessions.read().await.len() >= self.limit {
+            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
+            tracing::warn!(
+                limit = self.limit,
+                "refused to restore an mcp session: the server is at its session limit"
+            );
+            return Err(SessionsError::Full { limit: self.limit });
+        }
+        Ok(self.inner.restore_session(id).await?)
+    }
+
     async fn initialize_session(
         &self,
         id: &SessionId,
@@ -387,7 +404,7 @@ pub(super) async fn start(
         let server = server.clone();
         move || Ok(server.handler())
     };
-    let (router, path) = router(options, addr, factory, &stop);
+    let (router, path) = router(options, addr, factory, &stop, None);
     let task = tokio::spawn(serve(
         listener,
         router,
@@ -405,7 +422,8 @@ pub(super) async fn start(
 
 /// The MCP endpoint's router: rmcp's streamable HTTP service over handlers from `factory`,
 /// behind the request gate ([`admit`]) and the session cap, at [`McpOptions::http_path`]
-/// (returned normalized). `stop` ends its sessions.
+/// (returned normalized). `stop` ends its sessions. With `session_store`, sessions are kept
+/// there too and a session this process does not hold is restored from it.
 ///
 /// [`McpOptions::http_path`]: super::McpOptions::http_path
 pub(crate) fn router<H, F>(
@@ -413,6 +431,7 @@ pub(crate) fn router<H, F>(
     addr: SocketAddr,
     factory: F,
     stop: &CancellationToken,
+    session_store: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
 ) -> (axum::Router, String)
 where
     H: rmcp::ServerHandler,
@@ -434,7 +453,7 @@ where
         .allowed_origins
         .clone()
         .unwrap_or_else(|| LOOPBACK_ORIGINS.map(str::to_owned).to_vec());
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
         .with_allowed_origins(allowed_origins)
         // An empty list refuses every page rather than switching the check off.
@@ -444,6 +463,7 @@ where
         .with_legacy_session_mode(!options.stateless)
         .with_json_response(options.stateless)
         .with_cancellation_token(stop.child_token());
+    config.session_store = session_store;
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(options.session_idle_timeout);
     let sessions = CappedSessions {

@@ -51,6 +51,8 @@ pub use conversation::{
     ConversationError, ConversationKey, ConversationStore, ConversationSummary,
     FileConversationStore, MemoryConversationStore,
 };
+#[cfg(feature = "gateway")]
+pub(crate) use sql::PinRow;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use sql::{SCHEMA_VERSION, SqlPreferenceStore, SqlStore, SqlStoreOptions};
 

@@ -23,17 +23,18 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 /// The migrations, in order: version, description, statements. Each runs once, in the same
 /// transaction as the row that records it; the SQL is the common subset of SQLite and
 /// PostgreSQL.
-const MIGRATIONS: &[(i64, &str, &[&str])] = &[(
-    1,
-    "tool preferences and saved conversations",
-    &[
-        "CREATE TABLE tool_preferences (
+const MIGRATIONS: &[(i64, &str, &[&str])] = &[
+    (
+        1,
+        "tool preferences and saved conversations",
+        &[
+            "CREATE TABLE tool_preferences (
             scope TEXT NOT NULL,
             tool TEXT NOT NULL,
             enabled BOOLEAN NOT NULL,
             PRIMARY KEY (scope, tool)
         )",
-        "CREATE TABLE tool_conversations (
+            "CREATE TABLE tool_conversations (
             scope TEXT NOT NULL,
             id TEXT NOT NULL,
             saved_at TEXT NOT NULL,
@@ -42,9 +43,30 @@ const MIGRATIONS: &[(i64, &str, &[&str])] = &[(
             document TEXT NOT NULL,
             PRIMARY KEY (scope, id)
         )",
-        "CREATE INDEX tool_conversations_by_time ON tool_conversations (scope, saved_at)",
-    ],
-)];
+            "CREATE INDEX tool_conversations_by_time ON tool_conversations (scope, saved_at)",
+        ],
+    ),
+    (
+        2,
+        "the MCP gateway's sessions and pinned tool definitions",
+        &[
+            // A session's owner is set once, by the gateway, after its `initialize`; `state` is
+            // what restores the session in another process; `seen_at` (Unix milliseconds) is renewed
+            // while a process holds the session, and an old one ends it.
+            "CREATE TABLE tool_gateway_sessions (
+            id TEXT PRIMARY KEY,
+            owner TEXT,
+            state TEXT NOT NULL,
+            seen_at BIGINT NOT NULL
+        )",
+            "CREATE TABLE tool_gateway_pins (
+            tool TEXT PRIMARY KEY,
+            server TEXT NOT NULL,
+            sha256 TEXT NOT NULL
+        )",
+        ],
+    ),
+];
 
 /// The table that records which migrations ran.
 const CREATE_MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS tool_core_migrations (
@@ -125,6 +147,9 @@ impl SqlStoreOptions {
 ///   document (as `save_session_context` writes it), beside indexed scope, id, saved-at,
 ///   reason and message-count columns.
 ///
+/// * The MCP gateway (feature `gateway`) keeps its HTTP sessions and pinned tool definitions in
+///   two tables of its own (`tool_gateway_sessions`, `tool_gateway_pins`; schema version 2).
+///
 /// Failures are [`StoreError::Database`], naming the operation and the URL without its
 /// password (wrapped in [`PreferenceError::Backend`] or [`ConversationError::Store`]).
 #[derive(Clone, Debug)]
@@ -154,6 +179,11 @@ macro_rules! on_pool {
         }
     };
 }
+
+#[cfg(feature = "gateway")]
+mod gateway;
+#[cfg(feature = "gateway")]
+pub(crate) use gateway::PinRow;
 
 impl SqlStore {
     /// Opens the database at `url` with the default [`SqlStoreOptions`], creating an SQLite

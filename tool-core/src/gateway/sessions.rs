@@ -1,0 +1,106 @@
+//! The gateway's HTTP sessions in the preference store, so that every gateway process sharing
+//! it can serve any session.
+//!
+//! rmcp stores a session's `initialize` parameters after the handshake ([`StoredSessions`]);
+//! a process that gets a request for a session it does not hold restores the session from
+//! them. The gateway records the session's user beside them (a session belongs to the user who
+//! began it, in every process) and keeps the session's own switches under that user and the
+//! session's id. A session ends when its client sends HTTP `DELETE`, or when no process has held
+//! it for `session_idle_timeout_secs`: each process renews the sessions it holds, and ends the
+//! ones nobody renewed, with their switches ([`maintain`]). After a `DELETE` through one
+//! process, another that held the session keeps its copy in memory until it idles out there;
+//! the client, having ended the session, does not use it again.
+
+use std::{sync::Arc, time::Duration};
+
+use rmcp::transport::streamable_http_server::session::{
+    SessionState, SessionStore, SessionStoreError,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{Shared, switches::SESSION_SCOPE};
+use crate::store::SqlStore;
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+/// rmcp's session store over the gateway's SQL store.
+pub(crate) struct StoredSessions(pub(crate) SqlStore);
+
+#[async_trait::async_trait]
+impl SessionStore for StoredSessions {
+    async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        let Some(row) = self.0.gateway_session_load(session_id).await? else {
+            return Ok(None);
+        };
+        if row.state.is_empty() {
+            return Ok(None);
+        }
+        match serde_json::from_str(&row.state) {
+            Ok(state) => Ok(Some(state)),
+            Err(error) => {
+                // Kept as it is (it ends as an idle session): the client begins a new session.
+                tracing::warn!(%error, "a stored MCP session's state is not valid; it is not restored");
+                Ok(None)
+            }
+        }
+    }
+
+    async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
+        let state = serde_json::to_string(state)?;
+        Ok(self
+            .0
+            .gateway_session_store(session_id, &state, now_ms())
+            .await?)
+    }
+
+    async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
+        Ok(self
+            .0
+            .gateway_session_delete(session_id, SESSION_SCOPE)
+            .await?)
+    }
+}
+
+/// How often [`maintain`] runs for sessions that end after `idle`: a quarter of it, from
+/// 250 ms to a minute.
+fn period(idle: Duration) -> Duration {
+    (idle / 4).clamp(Duration::from_millis(250), Duration::from_mins(1))
+}
+
+/// With an SQL store, until `stop`: renews the sessions this process holds, ends the ones no
+/// process renewed for `idle` (with their switches), and reads the pins again (for processes
+/// sharing an SQLite file, which has no announcements).
+pub(crate) async fn maintain(shared: Arc<Shared>, idle: Duration, stop: CancellationToken) {
+    let Some(sql) = shared.switches.sql().cloned() else {
+        return;
+    };
+    let idle_ms = i64::try_from(idle.as_millis()).unwrap_or(i64::MAX);
+    let mut ticks = tokio::time::interval(period(idle));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        let live = shared.switches.live_sessions();
+        if let Err(error) = sql.gateway_sessions_touch(&live, now_ms()).await {
+            tracing::warn!(%error, "cannot renew this process's MCP sessions in the store");
+        }
+        match sql
+            .gateway_sessions_expire(now_ms().saturating_sub(idle_ms), SESSION_SCOPE)
+            .await
+        {
+            Ok(0) => {}
+            Ok(ended) => tracing::debug!(ended, "ended idle MCP sessions and their switches"),
+            Err(error) => tracing::warn!(%error, "cannot end idle MCP sessions in the store"),
+        }
+        shared.catalog.reload_pins().await;
+    }
+}
