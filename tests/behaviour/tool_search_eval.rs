@@ -70,8 +70,21 @@ pub(crate) struct Request {
     pub(crate) query: String,
 }
 
+/// The development set (`queries.txt`): the requests the ranking was tuned on.
 pub(crate) fn requests() -> Vec<Request> {
-    let text = std::fs::read_to_string(data_dir().join("queries.txt")).unwrap();
+    requests_in("queries.txt")
+}
+
+/// The held-out set (`queries_heldout.txt`): requests written before the ranking was tuned and
+/// never used to tune it, so that its figures say how the ranking does on requests it was not
+/// shaped on.
+pub(crate) fn heldout_requests() -> Vec<Request> {
+    requests_in("queries_heldout.txt")
+}
+
+/// The labeled requests of a file of the evaluation set.
+fn requests_in(file: &str) -> Vec<Request> {
+    let text = std::fs::read_to_string(data_dir().join(file)).unwrap();
     text.lines()
         .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
         .map(|line| {
@@ -180,23 +193,36 @@ fn lexical(tools: &[EvalTool]) -> impl Fn(&str) -> Vec<String> + '_ {
 
 #[test]
 fn the_evaluation_set_has_enough_labeled_requests_of_each_kind() {
-    let requests = requests();
-    assert!(requests.len() >= 200, "{}", requests.len());
     let names: Vec<String> = eval_tools(true)
         .iter()
         .map(|tool| tool.definition.function.name.to_string())
         .collect();
-    for request in &requests {
-        for tool in &request.tools {
-            assert!(names.contains(tool), "{}: no tool {tool}", request.query);
+    let development = requests();
+    let heldout = heldout_requests();
+    for (requests, least, least_per_kind) in [(&development, 200, 20), (&heldout, 60, 8)] {
+        assert!(requests.len() >= least, "{}", requests.len());
+        for request in requests {
+            for tool in &request.tools {
+                assert!(names.contains(tool), "{}: no tool {tool}", request.query);
+            }
+        }
+        for kind in KINDS {
+            let count = requests
+                .iter()
+                .filter(|request| request.kind == kind)
+                .count();
+            assert!(count >= least_per_kind, "{kind}: {count}");
         }
     }
-    for kind in KINDS {
-        let count = requests
-            .iter()
-            .filter(|request| request.kind == kind)
-            .count();
-        assert!(count >= 20, "{kind}: {count}");
+    // The held-out requests are requests of their own, not copies of the development ones.
+    for request in &heldout {
+        assert!(
+            !development
+                .iter()
+                .any(|known| known.query.eq_ignore_ascii_case(&request.query)),
+            "{}",
+            request.query
+        );
     }
 }
 
@@ -209,6 +235,7 @@ fn the_evaluation_set_has_enough_labeled_requests_of_each_kind() {
 #[test]
 fn lexical_search_finds_the_tools_real_requests_ask_for() {
     let requests = requests();
+    let heldout = heldout_requests();
     let with = eval_tools(true);
     let without = eval_tools(false);
     let figures = measure(&requests, lexical(&with));
@@ -216,6 +243,11 @@ fn lexical_search_finds_the_tools_real_requests_ask_for() {
     print(
         "lexical, no parameter text",
         &measure(&requests, lexical(&without)),
+    );
+    print("lexical, held out", &measure(&heldout, lexical(&with)));
+    print(
+        "lexical, held out, no params",
+        &measure(&heldout, lexical(&without)),
     );
     let [keyword, paraphrase, _] = figures;
     assert!(
