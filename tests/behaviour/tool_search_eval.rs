@@ -227,11 +227,16 @@ fn the_evaluation_set_has_enough_labeled_requests_of_each_kind() {
 }
 
 /// Lexical search finds the tool of a keyword query among its first five at least nine times
-/// in ten. Requests in the user's own words share few words with the tools they need ("make a
-/// new folder" for `create_directory`), so words alone find about half of them (the floor
-/// below keeps it from getting worse); the hybrid mode is what reaches three in four (see
-/// [`hybrid_search_with_a_real_embedding_model`]). The figures without parameter text are
-/// printed beside them.
+/// in ten, and that of a request in the user's own words three times in four: such requests
+/// share few words with the tools they need ("make a new folder" for `create_directory`), and
+/// are found through the words related to theirs (`make` → `create`, `folder` → `directory`).
+/// Requests no tool serves find nothing as often as before related words were looked for (15
+/// of the 25 of the development set, 16 without parameter text).
+///
+/// The held-out requests were written before the ranking was tuned on the development ones:
+/// there too, keyword queries reach nine in ten and requests in the user's own words three in
+/// four (0.79; 0.74 without parameter text, not asserted), but one more of their ten
+/// requests no tool serves finds a tool ("post this on twitter": `post` is related to `send`).
 #[test]
 fn lexical_search_finds_the_tools_real_requests_ask_for() {
     let requests = requests();
@@ -239,27 +244,37 @@ fn lexical_search_finds_the_tools_real_requests_ask_for() {
     let with = eval_tools(true);
     let without = eval_tools(false);
     let figures = measure(&requests, lexical(&with));
+    let no_parameters = measure(&requests, lexical(&without));
+    let heldout_figures = measure(&heldout, lexical(&with));
     print("lexical", &figures);
-    print(
-        "lexical, no parameter text",
-        &measure(&requests, lexical(&without)),
-    );
-    print("lexical, held out", &measure(&heldout, lexical(&with)));
+    print("lexical, no parameter text", &no_parameters);
+    print("lexical, held out", &heldout_figures);
     print(
         "lexical, held out, no params",
         &measure(&heldout, lexical(&without)),
     );
-    let [keyword, paraphrase, _] = figures;
+    let [keyword, paraphrase, _] = heldout_figures;
     assert!(
-        keyword.recall_5 >= 0.9,
-        "keyword recall@5 {}",
-        keyword.recall_5
-    );
-    assert!(
-        paraphrase.recall_5 >= 0.5,
-        "paraphrase recall@5 {}",
+        keyword.recall_5 >= 0.9 && paraphrase.recall_5 >= 0.75,
+        "held out: keyword recall@5 {}, paraphrase recall@5 {}",
+        keyword.recall_5,
         paraphrase.recall_5
     );
+    for ([keyword, paraphrase, none], nothing_found) in [(figures, 15), (no_parameters, 16)] {
+        assert!(
+            keyword.recall_5 >= 0.9,
+            "keyword recall@5 {}",
+            keyword.recall_5
+        );
+        assert!(
+            paraphrase.recall_5 >= 0.75,
+            "paraphrase recall@5 {}",
+            paraphrase.recall_5
+        );
+        #[allow(clippy::cast_precision_loss)]
+        let share = f64::from(nothing_found) / none.requests as f64;
+        assert!(none.empty >= share, "found nothing {}", none.empty);
+    }
 }
 
 /// A dumped tool as a registered one, answering its own name.
