@@ -408,7 +408,7 @@ impl ToolIndex {
         let query = self.query_terms(query)?;
         Ok(SearchMatches {
             hits: self.rank(self.score_postings(&query.words), limit, &|doc: &Doc| {
-                keep(&doc.name) && self.enough(doc, &query)
+                keep(&doc.name) && query.enough(doc)
             }),
             missing: Vec::new(),
         })
@@ -458,7 +458,7 @@ impl ToolIndex {
             .filter(|(_, score)| *score > 0.0)
             .collect();
         Ok(SearchMatches {
-            hits: self.rank(scores, limit, &|doc: &Doc| self.enough(doc, &query)),
+            hits: self.rank(scores, limit, &|doc: &Doc| query.enough(doc)),
             missing: Vec::new(),
         })
     }
@@ -607,30 +607,6 @@ impl ToolIndex {
             words: groups,
             len: descriptive,
         })
-    }
-
-    /// Whether `doc` matches enough of `query` to be found: any of its words itself, or words
-    /// related to at least half of the words that describe what it asks (values do not count,
-    /// see [`Query::len`]). A related word alone is weak evidence ("resize this photo to 800
-    /// pixels wide" is no request for a tool that reads image files), so a tool that has none
-    /// of the query's own words must relate to much of it.
-    fn enough(&self, doc: &Doc, query: &Query) -> bool {
-        let has = |term: u32| {
-            doc.words
-                .binary_search_by_key(&term, |word| word.term)
-                .is_ok()
-        };
-        let mut related = 0;
-        for word in &query.words {
-            let mut terms = word.terms.iter();
-            if word.exact && terms.next().is_some_and(|&(term, _)| has(term)) {
-                return true;
-            }
-            if terms.any(|&(term, _)| has(term)) {
-                related += 1;
-            }
-        }
-        related >= 1 && related * 2 >= query.len
     }
 
     fn score_postings(&self, words: &[QueryWord]) -> Vec<(u32, f32)> {
@@ -828,6 +804,32 @@ struct Query {
     /// How many of its distinct words describe what it asks, known to the index or not:
     /// values (numbers, names, file names, addresses) do not.
     len: usize,
+}
+
+impl Query {
+    /// Whether `doc` matches enough of this query to be found: any of its words itself, or
+    /// words related to at least half of the words that describe what it asks (values do not
+    /// count, see [`len`](Self::len)). A related word alone is weak evidence ("resize this
+    /// photo to 800 pixels wide" is no request for a tool that reads image files), so a tool
+    /// that has none of the query's own words must relate to much of it.
+    fn enough(&self, doc: &Doc) -> bool {
+        let has = |term: u32| {
+            doc.words
+                .binary_search_by_key(&term, |word| word.term)
+                .is_ok()
+        };
+        let mut related = 0;
+        for word in &self.words {
+            let mut terms = word.terms.iter();
+            if word.exact && terms.next().is_some_and(|&(term, _)| has(term)) {
+                return true;
+            }
+            if terms.any(|&(term, _)| has(term)) {
+                related += 1;
+            }
+        }
+        related >= 1 && related * 2 >= self.len
+    }
 }
 
 /// The buffers an index reads a tool with, kept from one tool to the next by a build.

@@ -205,7 +205,10 @@ const GROUPS: &[&[&str]] = &[
 ];
 
 /// Per stem, the stems related to it (never itself).
-static TABLE: LazyLock<HashMap<Box<str>, Box<[Box<str>]>>> = LazyLock::new(|| {
+type Table = HashMap<Box<str>, Box<[Box<str>]>>;
+
+/// The table, built from [`GROUPS`] when first read.
+static TABLE: LazyLock<Table> = LazyLock::new(|| {
     let mut table: HashMap<Box<str>, Vec<Box<str>>> = HashMap::new();
     for group in GROUPS {
         let stems: Vec<String> = group.iter().filter_map(|word| stem_of(word)).collect();
