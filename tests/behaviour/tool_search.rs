@@ -352,14 +352,14 @@ async fn an_unknown_tool_is_answered_with_the_tools_that_best_match_its_name() {
 #[tokio::test]
 async fn an_unknown_tool_is_answered_with_the_eager_tools_not_every_deferred_one() {
     let model = ScriptedModel::new([
-        ScriptedResponse::tool_call("c1", "make_folder", "{}"),
+        ScriptedResponse::tool_call("c1", "book_flight", "{}"),
         ScriptedResponse::text("Sorry."),
     ]);
     let agent = agent(&model, registry());
-    agent.chat("make a folder").await.unwrap();
+    agent.chat("book a flight").await.unwrap();
     assert_eq!(
         result_of(&agent, "c1"),
-        "Error: tool 'make_folder' not found. Available tools: get_time, search_tools."
+        "Error: tool 'book_flight' not found. Available tools: get_time, search_tools."
     );
 }
 

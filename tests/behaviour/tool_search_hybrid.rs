@@ -45,8 +45,8 @@ use crate::{
     tool_search_eval::{Dumped, Request, eval_tools, measure, print, requests},
 };
 
-/// Three deferred tools; none shares a word with the request "make a new folder", so the
-/// words alone find nothing.
+/// Three deferred tools; none shares a word, or a word related to one, with the request
+/// "somewhere to put my holiday pictures", so the words alone find nothing.
 fn registry() -> Arc<ToolRegistry> {
     let registry = ToolRegistry::with_options(RegistryOptions::new().defer_loading(true));
     for (name, description) in [
@@ -68,7 +68,7 @@ fn registry() -> Arc<ToolRegistry> {
 /// The tools' vectors, in registration order, and the query's: nearest `create_directory`.
 const TOOL_VECTORS: [[f32; 3]; 3] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
 const QUERY_VECTOR: [f32; 3] = [0.1, 0.9, 0.2];
-const QUERY: &str = "make a new folder";
+const QUERY: &str = "somewhere to put my holiday pictures";
 
 /// An OpenAI `/v1/embeddings` answer, as the API reference shows it.
 fn openai_answer(vectors: &[&[f32]]) -> Reply {

@@ -32,8 +32,9 @@ const LEXICAL_WEIGHT: f32 = 0.5;
 
 /// Tool search that finds tools by meaning as well as by words: BM25F over the tools' text
 /// (what [`RegistrySnapshot::search`] does) fused by reciprocal rank with a ranking by the
-/// cosine similarity of the tools' embeddings to the query's. Words a request shares with no
-/// tool ("make a new folder" for `create_directory`) still find it.
+/// cosine similarity of the tools' embeddings to the query's. A request in words that no
+/// tool shares and that the built-in table of related words does not know ("somewhere to put
+/// my holiday pictures" for `create_directory`) still finds it.
 ///
 /// Each tool's text (see [`embedding_text`]) is embedded once per definition: the vectors are
 /// cached by a hash of that text, so a changed definition is embedded again and an unchanged

@@ -6,6 +6,19 @@
 //! descriptions. Words are lowercased, stop words dropped and cut to a light stem, in the index
 //! and in the query alike. A query `select:name[,name…]` picks tools by exact name instead.
 //!
+//! A query is read as a request may be written, in the user's own words:
+//! - the filler of a spoken request ("can you show me…", "what's", "please") is dropped;
+//! - each word is also looked for as its *related words*, from a small built-in table of the
+//!   words tool catalogs use for the same actions and objects (`make` and `new` for `create`,
+//!   `folder` for `directory`, `erase` for `delete`, `web page` for `url`), at
+//!   a lower weight than the word itself; a tool scores the best of a word's matches, not
+//!   their sum;
+//! - two words in a row are also looked for as one (`time zone` finds `timezone`);
+//! - a tool that has none of the query's own words, only related ones, is found only when
+//!   they relate to at least half of the words that describe the request (numbers, names and
+//!   file names are not counted): "resize this photo to 800 pixels wide" finds no tool that
+//!   merely reads image files.
+//!
 //! ```
 //! use serde_json::json;
 //! use tool_core::{ChatTool, search::ToolIndex};
@@ -17,12 +30,15 @@
 //! let index = ToolIndex::new(tools.iter().map(|tool| (tool, None)));
 //! let found = index.search("make directories", 5).unwrap();
 //! assert_eq!(found.hits[0].name, "create_directory");
+//! let found = index.search("can you make me a new folder?", 5).unwrap();
+//! assert_eq!(found.hits[0].name, "create_directory");
 //! let picked = index.search("select:get_weather,nope", 5).unwrap();
 //! assert_eq!(picked.hits[0].name, "get_weather");
 //! assert_eq!(picked.missing, ["nope"]);
 //! ```
 
 pub mod hybrid;
+mod related;
 mod text;
 
 use std::{collections::HashMap, sync::Arc};
@@ -71,6 +87,10 @@ const B: [f32; FIELDS] = [0.3, 0.3, 0.75, 0.5, 0.75];
 
 /// BM25's saturation of repeated words.
 const K1: f32 = 1.2;
+
+/// How much a tool's word [related](related) to a query's word counts, against the query's
+/// word itself.
+const RELATED_WEIGHT: f32 = 0.6;
 
 /// Why a query was not run.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -385,9 +405,11 @@ impl ToolIndex {
         if let Some(pattern) = query.strip_prefix("regex:") {
             return self.search_pattern(pattern, limit, &keep);
         }
-        let terms = self.query_terms(query)?;
+        let query = self.query_terms(query)?;
         Ok(SearchMatches {
-            hits: self.rank(self.score_postings(&terms), limit, &keep),
+            hits: self.rank(self.score_postings(&query.words), limit, &|doc: &Doc| {
+                keep(&doc.name) && query.enough(doc)
+            }),
             missing: Vec::new(),
         })
     }
@@ -396,8 +418,17 @@ impl ToolIndex {
     /// formula instead of reading the postings: the baseline the benchmark compares with.
     #[doc(hidden)]
     pub fn search_by_scan(&self, query: &str, limit: usize) -> Result<SearchMatches, SearchError> {
-        let terms = self.query_terms(query.trim())?;
-        let idf: Vec<(u32, f32)> = terms.iter().map(|&term| (term, self.idf(term))).collect();
+        let query = self.query_terms(query.trim())?;
+        let idf: Vec<Vec<(u32, f32)>> = query
+            .words
+            .iter()
+            .map(|word| {
+                word.terms
+                    .iter()
+                    .map(|&(term, weight)| (term, weight * self.idf(term)))
+                    .collect()
+            })
+            .collect();
         let norms = self.norms();
         let scores = self
             .docs
@@ -407,13 +438,19 @@ impl ToolIndex {
             .map(|(doc, indexed)| {
                 let score = idf
                     .iter()
-                    .filter_map(|&(term, idf)| {
-                        let at = indexed
-                            .words
-                            .binary_search_by_key(&term, |word| word.term)
-                            .ok()?;
-                        let posting = self.postings[term as usize][indexed.words[at].at as usize];
-                        Some(idf * saturate(self.weighted(&norms, doc, &posting.counts)))
+                    .map(|terms| {
+                        terms
+                            .iter()
+                            .filter_map(|&(term, idf)| {
+                                let at = indexed
+                                    .words
+                                    .binary_search_by_key(&term, |word| word.term)
+                                    .ok()?;
+                                let posting =
+                                    self.postings[term as usize][indexed.words[at].at as usize];
+                                Some(idf * saturate(self.weighted(&norms, doc, &posting.counts)))
+                            })
+                            .fold(0.0_f32, f32::max)
                     })
                     .sum::<f32>();
                 (u32::try_from(doc).unwrap_or(u32::MAX), score)
@@ -421,7 +458,7 @@ impl ToolIndex {
             .filter(|(_, score)| *score > 0.0)
             .collect();
         Ok(SearchMatches {
-            hits: self.rank(scores, limit, &|_| true),
+            hits: self.rank(scores, limit, &|doc: &Doc| query.enough(doc)),
             missing: Vec::new(),
         })
     }
@@ -496,50 +533,120 @@ impl ToolIndex {
             })
             .collect();
         Ok(SearchMatches {
-            hits: self.rank(scores, limit, &|_| true),
+            hits: self.rank(scores, limit, &|_: &Doc| true),
             missing: Vec::new(),
         })
     }
 
-    /// The query's distinct known words (unknown words match nothing and are skipped), or an
-    /// error when it has no word at all.
-    fn query_terms(&self, query: &str) -> Result<Vec<u32>, SearchError> {
+    /// The query's words, each as the group of indexed words it is looked for as (see
+    /// [`QueryWord`]); words no tool has, and that relate to none a tool has, are skipped.
+    /// An error when the query has no word at all.
+    fn query_terms(&self, query: &str) -> Result<Query, SearchError> {
         if query.len() > MAX_QUERY_BYTES {
             return Err(SearchError::TooLong {
                 len: query.len(),
                 max: MAX_QUERY_BYTES,
             });
         }
-        let mut words: Vec<String> = Vec::new();
-        text::words(query, |word| {
-            if words.len() < MAX_QUERY_WORDS && !words.iter().any(|known| known == word) {
-                words.push(word.to_owned());
+        // The distinct stems, and beside them the compounds of two words in a row
+        // ("time zone" → `timezone`, "look up" → `lookup`).
+        let mut stems: Vec<String> = Vec::new();
+        let mut compounds: Vec<String> = Vec::new();
+        let mut previous = String::new();
+        let mut descriptive = 0;
+        text::query_words(query, |word, stem, value| {
+            if stems.len() < MAX_QUERY_WORDS && !stems.iter().any(|known| known == stem) {
+                stems.push(stem.to_owned());
+                if !value {
+                    descriptive += 1;
+                }
             }
+            if !previous.is_empty() && compounds.len() < MAX_QUERY_WORDS {
+                previous.push_str(word);
+                compounds.push(text::stem(&previous));
+            }
+            previous.clear();
+            previous.push_str(word);
         });
-        if words.is_empty() {
+        if stems.is_empty() {
             return Err(SearchError::NoWords);
         }
-        Ok(words
-            .iter()
-            .filter_map(|word| self.vocabulary.get(word.as_str()).copied())
-            .collect())
+        let known = |word: &str| self.vocabulary.get(word).copied();
+        let mut groups: Vec<QueryWord> = Vec::with_capacity(stems.len() + compounds.len());
+        for stem in &stems {
+            let mut group = QueryWord::default();
+            if let Some(term) = known(stem) {
+                group.terms.push((term, 1.0));
+                group.exact = true;
+            }
+            for other in related::related(stem) {
+                // A word the query has itself counts as that word, not as a related one.
+                if stems.iter().any(|known| **known == **other) {
+                    continue;
+                }
+                if let Some(term) = known(other) {
+                    group.terms.push((term, RELATED_WEIGHT));
+                }
+            }
+            if !group.terms.is_empty() {
+                groups.push(group);
+            }
+        }
+        for compound in compounds {
+            if stems.contains(&compound) {
+                continue;
+            }
+            if let Some(term) = known(&compound) {
+                groups.push(QueryWord {
+                    terms: vec![(term, 1.0)],
+                    exact: true,
+                });
+            }
+        }
+        Ok(Query {
+            words: groups,
+            len: descriptive,
+        })
     }
 
-    fn score_postings(&self, terms: &[u32]) -> Vec<(u32, f32)> {
+    fn score_postings(&self, words: &[QueryWord]) -> Vec<(u32, f32)> {
         // One slot per tool: adding to it costs less than hashing the tool's number, and
         // zeroing 10,000 slots takes a few microseconds.
         let mut scores = vec![0.0_f32; self.docs.len()];
         let mut touched: Vec<u32> = Vec::new();
+        // A query word's best score in each tool, for a word looked for as several.
+        let mut best: Vec<f32> = Vec::new();
+        let mut best_touched: Vec<u32> = Vec::new();
         let norms = self.norms();
-        for &term in terms {
-            let idf = self.idf(term);
-            for posting in &self.postings[term as usize] {
-                let slot = &mut scores[posting.doc as usize];
-                if *slot == 0.0 {
-                    touched.push(posting.doc);
+        for word in words {
+            let single = word.terms.len() == 1;
+            if !single && best.is_empty() {
+                best = vec![0.0_f32; self.docs.len()];
+            }
+            for &(term, weight) in &word.terms {
+                let idf = weight * self.idf(term);
+                for posting in &self.postings[term as usize] {
+                    let doc = posting.doc as usize;
+                    let score = idf * saturate(self.weighted(&norms, doc, &posting.counts));
+                    if single {
+                        if scores[doc] == 0.0 {
+                            touched.push(posting.doc);
+                        }
+                        scores[doc] += score;
+                    } else {
+                        if best[doc] == 0.0 {
+                            best_touched.push(posting.doc);
+                        }
+                        best[doc] = best[doc].max(score);
+                    }
                 }
-                *slot +=
-                    idf * saturate(self.weighted(&norms, posting.doc as usize, &posting.counts));
+            }
+            for doc in best_touched.drain(..) {
+                let slot = &mut scores[doc as usize];
+                if *slot == 0.0 {
+                    touched.push(doc);
+                }
+                *slot += std::mem::take(&mut best[doc as usize]);
             }
         }
         touched
@@ -554,7 +661,7 @@ impl ToolIndex {
         &self,
         mut scores: Vec<(u32, f32)>,
         limit: usize,
-        keep: &impl Fn(&str) -> bool,
+        keep: &impl Fn(&Doc) -> bool,
     ) -> Vec<SearchHit> {
         let order = |a: &(u32, f32), b: &(u32, f32)| {
             b.1.total_cmp(&a.1)
@@ -579,9 +686,7 @@ impl ToolIndex {
                 if hits.len() == limit {
                     break;
                 }
-                let kept = self.docs[doc as usize]
-                    .as_ref()
-                    .is_some_and(|indexed| keep(&indexed.name));
+                let kept = self.docs[doc as usize].as_ref().is_some_and(keep);
                 if kept {
                     hits.extend(self.hit(doc, score));
                 }
@@ -678,6 +783,52 @@ impl ToolIndex {
         for (total, length) in self.totals.iter_mut().zip(lengths) {
             *total -= u64::from(length);
         }
+    }
+}
+
+/// One word of a query, as the indexed words it is looked for as, each with its weight: the
+/// word itself (1) and its [related words](related) ([`RELATED_WEIGHT`]). A tool scores the
+/// best of them, so a tool that has the word and two related ones counts the word once.
+#[derive(Default)]
+struct QueryWord {
+    terms: Vec<(u32, f32)>,
+    /// Whether the first of `terms` is the word itself (a word no tool has is looked for as
+    /// its related words only).
+    exact: bool,
+}
+
+/// A ranked query, read.
+struct Query {
+    /// Its distinct words, then the compounds of two words in a row that a tool has.
+    words: Vec<QueryWord>,
+    /// How many of its distinct words describe what it asks, known to the index or not:
+    /// values (numbers, names, file names, addresses) do not.
+    len: usize,
+}
+
+impl Query {
+    /// Whether `doc` matches enough of this query to be found: any of its words itself, or
+    /// words related to at least half of the words that describe what it asks (values do not
+    /// count, see [`len`](Self::len)). A related word alone is weak evidence ("resize this
+    /// photo to 800 pixels wide" is no request for a tool that reads image files), so a tool
+    /// that has none of the query's own words must relate to much of it.
+    fn enough(&self, doc: &Doc) -> bool {
+        let has = |term: u32| {
+            doc.words
+                .binary_search_by_key(&term, |word| word.term)
+                .is_ok()
+        };
+        let mut related = 0;
+        for word in &self.words {
+            let mut terms = word.terms.iter();
+            if word.exact && terms.next().is_some_and(|&(term, _)| has(term)) {
+                return true;
+            }
+            if terms.any(|&(term, _)| has(term)) {
+                related += 1;
+            }
+        }
+        related >= 1 && related * 2 >= self.len
     }
 }
 
@@ -822,7 +973,15 @@ mod tests {
     fn postings_and_scan_rank_alike() {
         let tools = tools();
         let index = ToolIndex::new(tools.iter().map(|tool| (tool, None)));
-        for query in ["read file", "directory path", "email address", "path"] {
+        for query in [
+            "read file",
+            "directory path",
+            "email address",
+            "path",
+            "make a folder",
+            "show me the document",
+            "erase mail",
+        ] {
             let fast = index.search(query, 3).unwrap();
             let scan = index.search_by_scan(query, 3).unwrap();
             let names = |matches: &SearchMatches| {
@@ -842,6 +1001,67 @@ mod tests {
             index.search("email address", 1).unwrap().hits[0].name,
             "send_email"
         );
+    }
+
+    fn top(index: &ToolIndex, query: &str) -> Vec<String> {
+        index
+            .search(query, 5)
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|hit| hit.name)
+            .collect()
+    }
+
+    #[test]
+    fn a_request_in_other_words_finds_the_tool_below_one_in_its_own() {
+        let mut tools = tools();
+        tools.push(ChatTool::new(
+            "make_coffee",
+            "Make a cup of coffee.",
+            json!({"type": "object"}),
+        ));
+        let index = ToolIndex::new(tools.iter().map(|tool| (tool, None)));
+        // `make` and `folder` are related to `create` and `directory`: found.
+        assert_eq!(
+            top(&index, "could you make me a folder?"),
+            ["create_directory", "make_coffee"]
+        );
+        // A tool with the word itself comes first.
+        assert_eq!(
+            top(&index, "make a new coffee"),
+            ["make_coffee", "create_directory"]
+        );
+        assert_eq!(top(&index, "erase a message"), ["send_email"]);
+        // Filler alone is no request.
+        assert_eq!(index.search("can you please", 5), Err(SearchError::NoWords));
+    }
+
+    #[test]
+    fn related_words_alone_must_cover_half_of_what_a_request_describes() {
+        let tools = [
+            ChatTool::new("read_image", "Read an image.", json!({"type": "object"})),
+            ChatTool::new("rename", "Set a new filename.", json!({"type": "object"})),
+        ];
+        let index = ToolIndex::new(tools.iter().map(|tool| (tool, None)));
+        // `photo` is related to `image`, but `resize`, `pixels` and `wide` are not.
+        assert!(top(&index, "resize this photo to 800 pixels wide").is_empty());
+        assert!(
+            index
+                .search_by_scan("resize this photo to 800 pixels", 5)
+                .unwrap()
+                .hits
+                .is_empty()
+        );
+        // `show` and `picture` are both related: the whole request.
+        assert_eq!(top(&index, "show the picture"), ["read_image"]);
+        // Names and file names are values, not descriptions: they do not count.
+        assert_eq!(
+            top(&index, "show Alice the picture holiday.png"),
+            ["read_image"]
+        );
+        // Two words in a row are looked for as one: no tool has `file` or `name`.
+        assert_eq!(top(&index, "change the file name"), ["rename"]);
     }
 
     /// Tool `n` of a generated set: a verb on a noun of a domain, described.
@@ -1113,7 +1333,7 @@ mod tests {
             Err(other) => panic!("{other:?}"),
         }
         assert!(index.search("select:,,, ", 5).is_err());
-        assert!(index.search("anything", 0).unwrap().hits.is_empty());
+        assert!(index.search("widget", 0).unwrap().hits.is_empty());
     }
 
     #[test]

@@ -11,6 +11,91 @@ const STOP_WORDS: &[&str] = &[
     "its", "of", "on", "or", "the", "that", "this", "to", "with",
 ];
 
+/// Words a request in a user's own words is full of that say nothing about the tool it needs
+/// (pronouns, auxiliaries, politeness, the bits of contractions): dropped from queries only,
+/// so that "can you show me what's in my notes" looks for `show` and `notes`, and not for a
+/// tool whose description happens to say "you".
+const FILLER_WORDS: &[&str] = &[
+    "am",
+    "about",
+    "any",
+    "anything",
+    "been",
+    "being",
+    "but",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doesn",
+    "don",
+    "everything",
+    "had",
+    "has",
+    "have",
+    "he",
+    "her",
+    "here",
+    "hey",
+    "hi",
+    "him",
+    "his",
+    "how",
+    "isn",
+    "just",
+    "let",
+    "lets",
+    "ll",
+    "may",
+    "me",
+    "might",
+    "mine",
+    "must",
+    "my",
+    "myself",
+    "need",
+    "ok",
+    "okay",
+    "our",
+    "please",
+    "re",
+    "she",
+    "should",
+    "so",
+    "some",
+    "something",
+    "stuff",
+    "tell",
+    "thank",
+    "thanks",
+    "their",
+    "them",
+    "then",
+    "there",
+    "they",
+    "thing",
+    "things",
+    "us",
+    "ve",
+    "want",
+    "was",
+    "we",
+    "were",
+    "what",
+    "whats",
+    "which",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "won",
+    "would",
+    "you",
+    "your",
+    "yours",
+];
+
 /// Calls `word` with each stemmed word of `text`, in order.
 pub(crate) fn words(text: &str, word: impl FnMut(&str)) {
     words_in(text, &mut String::new(), word);
@@ -28,6 +113,41 @@ pub(crate) fn words_in(text: &str, buffer: &mut String, mut word: impl FnMut(&st
             word(piece);
         }
     });
+}
+
+/// Calls `word` with each word of a query, as written (lowercased) and stemmed, and whether
+/// it is a *value* rather than a description of a tool, in order: the words [`words`] reads,
+/// less the [filler words](FILLER_WORDS) of a request in a user's own words.
+///
+/// A value is what a request acts on, not what it asks to do: a number (`17`), a name
+/// (a capitalized word other than the first: `Alice`, `Tokyo`), or a part of a file name, path,
+/// address or version (`notes.txt`, `src/main.rs`, `https://example.com`).
+pub(crate) fn query_words(text: &str, mut word: impl FnMut(&str, &str, bool)) {
+    let mut stemmed = String::new();
+    let mut buffer = String::new();
+    for (at, token) in text.split_whitespace().enumerate() {
+        let token = token.trim_matches(|c: char| !c.is_alphanumeric());
+        let mut chars = token.chars();
+        let name = at > 0
+            && chars.next().is_some_and(char::is_uppercase)
+            && chars.next().is_some_and(char::is_lowercase);
+        let joined = token
+            .char_indices()
+            .any(|(at, c)| matches!(c, '.' | '/' | ':' | '@' | '\\') && at > 0);
+        pieces(token, &mut buffer, |piece| {
+            if piece.chars().nth(1).is_some()
+                && piece.len() <= MAX_WORD
+                && !STOP_WORDS.contains(&piece.as_str())
+                && !FILLER_WORDS.contains(&piece.as_str())
+            {
+                let value = name || joined || piece.bytes().all(|byte| byte.is_ascii_digit());
+                stemmed.clear();
+                stemmed.push_str(piece);
+                stem_in_place(&mut stemmed);
+                word(piece, &stemmed, value);
+            }
+        });
+    }
 }
 
 /// Calls `word` with each lowercased word of a name, as written (no stemming, nothing
@@ -78,7 +198,6 @@ fn pieces(text: &str, buffer: &mut String, mut piece: impl FnMut(&mut String)) {
 
 /// A light suffix stripper (in the spirit of Harman's S-stemmer, with `-ing` and `-ed`): it
 /// only has to map a word and its common inflections to one key, not to a real root.
-#[cfg(test)]
 pub(crate) fn stem(word: &str) -> String {
     let mut stem = word.to_owned();
     stem_in_place(&mut stem);
@@ -86,7 +205,7 @@ pub(crate) fn stem(word: &str) -> String {
 }
 
 /// [`stem`], in place.
-fn stem_in_place(stem: &mut String) {
+pub(crate) fn stem_in_place(stem: &mut String) {
     let len = stem.chars().count();
     if len <= 3 || !stem.is_ascii() {
         return;
@@ -157,6 +276,33 @@ mod tests {
         ] {
             assert_eq!(stem(a), stem(b), "{a} vs {b}");
         }
+    }
+
+    #[test]
+    fn a_query_drops_filler_and_tells_values_from_descriptions() {
+        let mut read = Vec::new();
+        query_words(
+            "Can you show me notes.txt of Alice and 17 more at https://example.com?",
+            |word, stem, value| read.push((word.to_owned(), stem.to_owned(), value)),
+        );
+        let read: Vec<(&str, &str, bool)> = read
+            .iter()
+            .map(|(word, stem, value)| (word.as_str(), stem.as_str(), *value))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                ("show", "show", false),
+                ("notes", "not", true),
+                ("txt", "txt", true),
+                ("alice", "alic", true),
+                ("17", "17", true),
+                ("more", "mor", false),
+                ("https", "http", true),
+                ("example", "exampl", true),
+                ("com", "com", true),
+            ]
+        );
     }
 
     #[test]
