@@ -15,8 +15,9 @@ use rmcp::{
         CustomRequest, CustomResult, ElicitRequest, ElicitRequestParams, ElicitResult,
         ElicitationAction, ElicitationSchema, Icon, Implementation, InitializeRequestParams,
         InitializeResult, InputRequest, InputRequiredResult, ListToolsResult, MetaObject,
-        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, RequestParamsMeta,
-        ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
+        PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+        RequestParamsMeta, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+        ToolAnnotations,
     },
     service::{NotificationContext, Peer, RequestContext, SubscriptionContext},
 };
@@ -182,17 +183,11 @@ impl McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // The call stops when the client cancels it or leaves.
+        // The call stops when the client cancels it or leaves: `stopped` ends then, with the
+        // call's own token cancelled (the tool sees it), awaited beside the call rather than
+        // watched by a task of its own.
         let cancelled = self.closed.child_token();
-        let _cancel_with_request = {
-            let request_ct = context.ct.clone();
-            let cancelled = cancelled.clone();
-            let watch = tokio::spawn(async move {
-                request_ct.cancelled().await;
-                cancelled.cancel();
-            });
-            AbortOnDrop(watch)
-        };
+        let stopped = || until_stopped(&cancelled, &context.ct);
         let version = self.version_of(&context);
         let snapshot = self.snapshot_for(&context);
         let needs_approval = snapshot.is_enabled(&request.name)
@@ -202,7 +197,7 @@ impl McpHandler {
         if needs_approval {
             let verdict = tokio::select! {
                 verdict = self.approval(&request, &context, &version) => verdict,
-                () = cancelled.cancelled() => {
+                () = stopped() => {
                     return Err(ErrorData::internal_error("the request was cancelled", None));
                 }
             };
@@ -224,7 +219,7 @@ impl McpHandler {
             snapshot.try_execute_call(&request.name, args, call, self.options.tool_timeout);
         let outcome = tokio::select! {
             outcome = execution => outcome,
-            () = cancelled.cancelled() => {
+            () = stopped() => {
                 return Err(ErrorData::internal_error("the request was cancelled", None));
             }
         };
@@ -559,12 +554,12 @@ impl ServerHandler for McpHandler {
     }
 }
 
-/// Aborts a helper task when the call it serves ends.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
+/// Ends when `call` is cancelled (the connection closed) or `request` is (the client cancelled
+/// the request), cancelling `call` in the second case so the tool sees it.
+async fn until_stopped(call: &CancellationToken, request: &CancellationToken) {
+    tokio::select! {
+        () = call.cancelled() => {}
+        () = request.cancelled() => call.cancel(),
     }
 }
 
@@ -597,26 +592,40 @@ fn call_context(
         .progress_token()
         .or_else(|| context.meta.get_progress_token());
     if let Some(token) = token {
-        let (reports, mut pending) = tokio::sync::mpsc::unbounded_channel::<Progress>();
         let peer = context.peer.clone();
-        // Ends when the call's context (and so the sender) is dropped.
-        tokio::spawn(async move {
-            while let Some(report) = pending.recv().await {
-                let mut notification =
-                    ProgressNotificationParam::new(token.clone(), report.fraction).with_total(1.0);
-                if let Some(message) = report.message {
-                    notification = notification.with_message(message);
-                }
-                if peer.notify_progress(notification).await.is_err() {
-                    return;
-                }
-            }
-        });
+        let runtime = tokio::runtime::Handle::current();
+        // Most calls report no progress: the task sending the notifications, in order, starts
+        // with the first report. It ends when the call's context (and so the sender) is
+        // dropped.
+        let reports = std::sync::OnceLock::<tokio::sync::mpsc::UnboundedSender<Progress>>::new();
         call = call.with_progress(move |report| {
-            let _ = reports.send(report);
+            let sender = reports.get_or_init(|| {
+                let (sender, pending) = tokio::sync::mpsc::unbounded_channel();
+                runtime.spawn(send_progress(peer.clone(), token.clone(), pending));
+                sender
+            });
+            let _ = sender.send(report);
         });
     }
     call
+}
+
+/// Sends the progress reports of a call as `notifications/progress` with `token`.
+async fn send_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    mut pending: tokio::sync::mpsc::UnboundedReceiver<Progress>,
+) {
+    while let Some(report) = pending.recv().await {
+        let mut notification =
+            ProgressNotificationParam::new(token.clone(), report.fraction).with_total(1.0);
+        if let Some(message) = report.message {
+            notification = notification.with_message(message);
+        }
+        if peer.notify_progress(notification).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Maps a registry outcome to MCP: unknown and disabled tools are protocol errors (the MCP spec
