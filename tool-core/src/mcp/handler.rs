@@ -196,7 +196,8 @@ impl McpHandler {
                 .is_some_and(|metadata| metadata.needs_approval);
         if needs_approval {
             let verdict = tokio::select! {
-                verdict = self.approval(&request, &context, &version) => verdict,
+                // Boxed: asking is rare, and the call's future stays small to move.
+                verdict = Box::pin(self.approval(&request, &context, &version)) => verdict,
                 () = stopped() => {
                     return Err(ErrorData::internal_error("the request was cancelled", None));
                 }
