@@ -183,11 +183,17 @@ impl McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // The call stops when the client cancels it or leaves: `stopped` ends then, with the
-        // call's own token cancelled (the tool sees it), awaited beside the call rather than
-        // watched by a task of its own.
+        // The call stops when the client cancels it or leaves.
         let cancelled = self.closed.child_token();
-        let stopped = || until_stopped(&cancelled, &context.ct);
+        let _cancel_with_request = {
+            let request_ct = context.ct.clone();
+            let cancelled = cancelled.clone();
+            let watch = tokio::spawn(async move {
+                request_ct.cancelled().await;
+                cancelled.cancel();
+            });
+            AbortOnDrop(watch)
+        };
         let version = self.version_of(&context);
         let snapshot = self.snapshot_for(&context);
         let needs_approval = snapshot.is_enabled(&request.name)
@@ -198,7 +204,7 @@ impl McpHandler {
             let verdict = tokio::select! {
                 // Boxed: asking is rare, and the call's future stays small to move.
                 verdict = Box::pin(self.approval(&request, &context, &version)) => verdict,
-                () = stopped() => {
+                () = cancelled.cancelled() => {
                     return Err(ErrorData::internal_error("the request was cancelled", None));
                 }
             };
@@ -220,7 +226,7 @@ impl McpHandler {
             snapshot.try_execute_call(&request.name, args, call, self.options.tool_timeout);
         let outcome = tokio::select! {
             outcome = execution => outcome,
-            () = stopped() => {
+            () = cancelled.cancelled() => {
                 return Err(ErrorData::internal_error("the request was cancelled", None));
             }
         };
@@ -555,12 +561,12 @@ impl ServerHandler for McpHandler {
     }
 }
 
-/// Ends when `call` is cancelled (the connection closed) or `request` is (the client cancelled
-/// the request), cancelling `call` in the second case so the tool sees it.
-async fn until_stopped(call: &CancellationToken, request: &CancellationToken) {
-    tokio::select! {
-        () = call.cancelled() => {}
-        () = request.cancelled() => call.cancel(),
+/// Aborts a helper task when the call it serves ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
