@@ -20,6 +20,10 @@
 //! `target/mcp-proxy-venv/bin/mcp-proxy` exists). `mcp-proxy` serves HTTP in front of a stdio
 //! server only, so it and a second gateway (`gateway_stdio`) both front the upstream started
 //! over stdio: the ratio compares like with like.
+//!
+//! With `TOOL_CORE_GATEWAY_BEFORE` naming another build of the `mcp_gateway` program (say, of
+//! the commit before a change), it runs beside this one as `gateway_before`, in front of the
+//! same upstream with its own store: a change's effect measured in one run.
 
 #[path = "../behaviour/store_support.rs"]
 #[allow(dead_code)]
@@ -96,6 +100,11 @@ fn upstream_http() -> Served {
 
 /// The gateway program with `servers` (TOML) and the store `store`, for user alice.
 fn gateway(dir: &Path, store: &str, servers: &str) -> Served {
+    gateway_program(Path::new(GATEWAY), dir, store, servers)
+}
+
+/// As [`gateway`], with the gateway program at `program`.
+fn gateway_program(program: &Path, dir: &Path, store: &str, servers: &str) -> Served {
     let text = format!(
         "[gateway]\nstore = {store:?}\nadmin_token_sha256 = \"{admin}\"\nstateless = true\n\
          calls_per_minute = 100000000\nmax_concurrent_calls = 1024\n\n\
@@ -105,7 +114,7 @@ fn gateway(dir: &Path, store: &str, servers: &str) -> Served {
     );
     let path = dir.join("gateway.toml");
     std::fs::write(&path, text).unwrap();
-    let mut command = Command::new(GATEWAY);
+    let mut command = Command::new(program);
     command
         .arg("--config")
         .arg(&path)
@@ -368,6 +377,21 @@ async fn propagation(
     times
 }
 
+/// Switches `up_divide_integers` off for alice on `gateway`, through the admin API.
+async fn switch_one_off(gateway: &Served) {
+    let answer = reqwest::Client::new()
+        .put(format!(
+            "{}/admin/users/alice/tools/up_divide_integers",
+            gateway.url.trim_end_matches("/mcp")
+        ))
+        .bearer_auth(ADMIN)
+        .json(&json!({"enabled": false}))
+        .send()
+        .await
+        .unwrap();
+    assert!(answer.status().is_success(), "{}", answer.status());
+}
+
 fn micros(duration: Duration) -> String {
     format!("{:.0} µs", duration.as_secs_f64() * 1e6)
 }
@@ -392,18 +416,16 @@ fn main() {
     let store = format!("sqlite://{}", dir.path().join("switches.db").display());
     let through = gateway(dir.path(), &store, &servers);
     // Alice has switches of her own, so every call checks a stored set.
-    runtime.block_on(async {
-        let answer = reqwest::Client::new()
-            .put(format!(
-                "{}/admin/users/alice/tools/up_divide_integers",
-                through.url.trim_end_matches("/mcp")
-            ))
-            .bearer_auth(ADMIN)
-            .json(&json!({"enabled": false}))
-            .send()
-            .await
-            .unwrap();
-        assert!(answer.status().is_success(), "{}", answer.status());
+    runtime.block_on(switch_one_off(&through));
+    let before_dir = tempfile::tempdir().unwrap();
+    let before = std::env::var_os("TOOL_CORE_GATEWAY_BEFORE").map(|program| {
+        let store = format!(
+            "sqlite://{}",
+            before_dir.path().join("switches.db").display()
+        );
+        let served = gateway_program(Path::new(&program), before_dir.path(), &store, &servers);
+        runtime.block_on(switch_one_off(&served));
+        served
     });
 
     let stdio_dir = tempfile::tempdir().unwrap();
@@ -421,14 +443,19 @@ fn main() {
 
     let direct = Target::new("direct", &upstream.url, "add");
     let gateway_http = Target::new("gateway", &through.url, "up_add");
+    let gateway_before = before
+        .as_ref()
+        .map(|served| Target::new("gateway_before", &served.url, "up_add"));
     let gateway_stdio = Target::new("gateway_stdio", &through_stdio.url, "up_add");
     let peer_target = peer
         .as_ref()
         .map(|served| Target::new("mcp_proxy", &served.url, "add"));
 
     let mut group = criterion.benchmark_group("tools_call_one_client");
-    for target in [&direct, &gateway_http, &gateway_stdio]
+    for target in [&direct, &gateway_http]
         .into_iter()
+        .chain(gateway_before.as_ref())
+        .chain([&gateway_stdio])
         .chain(peer_target.as_ref())
     {
         group.bench_function(target.label, |b| b.iter(|| runtime.block_on(target.call())));
@@ -440,9 +467,15 @@ fn main() {
     let rows: Vec<(&Target, Vec<&Served>)> = [
         (&direct, vec![&upstream]),
         (&gateway_http, vec![&through, &upstream]),
-        (&gateway_stdio, vec![&through_stdio]),
     ]
     .into_iter()
+    .chain(
+        gateway_before
+            .iter()
+            .zip(before.iter())
+            .map(|(t, s)| (t, vec![s, &upstream])),
+    )
+    .chain([(&gateway_stdio, vec![&through_stdio])])
     .chain(
         peer_target
             .iter()

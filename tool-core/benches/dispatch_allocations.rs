@@ -14,7 +14,7 @@ mod rmcp_router;
 mod support;
 
 use counting::allocations;
-use dispatch_cases::{PATHS, Registries, cases, typed};
+use dispatch_cases::{PATHS, Registries, cases, typed, value_dispatch};
 use rmcp_router::RmcpRouter;
 
 fn main() {
@@ -27,6 +27,8 @@ fn main() {
         row.push(format!("typed {count} ({bytes} B)"));
         let (count, bytes) = allocations(|| (case.baseline_value)(&case.text));
         row.push(format!("value {count} ({bytes} B)"));
+        let (count, bytes) = allocations(|| value_dispatch(&case));
+        row.push(format!("value_dispatch {count} ({bytes} B)"));
         rmcp.dispatch(case.name, &case.text);
         let (count, bytes) = allocations(|| rmcp.dispatch(case.name, &case.text));
         row.push(format!("rmcp_router {count} ({bytes} B)"));

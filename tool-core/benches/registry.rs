@@ -7,9 +7,10 @@
 //!   registry is timed on the text path (`execute_text`) and on the object path (`execute` on a
 //!   parsed `JsonObject`), each with and without validation, and a snapshot of it on the text
 //!   path (`RegistrySnapshot::execute_text`: what an agent's turn does, with no lock). The
-//!   object path's own baselines: a hand-written dispatcher that parses the text into a
-//!   `serde_json::Value` and calls `from_value` ("value"), and a peer's, rmcp's `ToolRouter`
-//!   (what an rmcp server runs for a `tools/call`; see `support/rmcp_router.rs`);
+//!   object path's own baselines: the text parsed into a `serde_json::Value` and `from_value`
+//!   called ("value"), the same behind a map of boxed closures by tool name, as a hand-written
+//!   dispatcher has it ("value_dispatch"), and a peer's, rmcp's `ToolRouter` (what an rmcp
+//!   server runs for a `tools/call`; see `support/rmcp_router.rs`);
 //! - parts: the 2-integer call's share spent in the tool itself and in the registry's lookup;
 //! - first call: a tool's first call in a fresh registry (its argument checks are worked out
 //!   then) against its later calls;
@@ -23,6 +24,12 @@
 //! steady on a machine whose speed drifts between criterion's separate runs. The allocations
 //! of each path are counted by the `dispatch_allocations` bench, apart from these timings
 //! (counting makes every allocation dearer).
+//!
+//! With `REGISTRY_BENCH_REPEAT=<case>/<path>:<calls>` (a case of `CASES`; a path of `PATHS`,
+//! or `typed`, `value`, `value_dispatch` or `rmcp` for the baselines) the bench makes only that call, that many
+//! times, and exits: run it under `valgrind --tool=callgrind` with two call counts, and the
+//! difference of the instruction counts over the difference of the calls is one call's
+//! instructions, which a loaded machine does not blur.
 
 use std::{collections::HashMap, hint::black_box, sync::Arc};
 
@@ -36,7 +43,7 @@ mod rmcp_router;
 mod support;
 use dispatch_cases::{
     CASES, PATHS, Path, Registries, TypedTool, cases, dispatch_object, dispatch_text,
-    nested_result, registry, typed,
+    nested_result, registry, typed, value_dispatch,
 };
 use rmcp_router::RmcpRouter;
 
@@ -49,6 +56,7 @@ fn dispatch(c: &mut Criterion) {
         // Every path must agree before it is timed.
         let expected = (case.baseline_value)(&case.text);
         assert_eq!(typed(&case), expected);
+        assert_eq!(value_dispatch(&case), expected);
         assert_eq!(rmcp.dispatch(case.name, &case.text), expected, "rmcp");
         for (label, path, validate) in PATHS {
             assert_eq!(
@@ -62,6 +70,9 @@ fn dispatch(c: &mut Criterion) {
         group.bench_function("baseline_fn_map", |b| b.iter(|| typed(&case)));
         group.bench_function("baseline_value_deserialize", |b| {
             b.iter(|| (case.baseline_value)(black_box(&case.text)));
+        });
+        group.bench_function("baseline_value_dispatch", |b| {
+            b.iter(|| value_dispatch(&case));
         });
         group.bench_function("peer_rmcp_router", |b| {
             b.iter(|| rmcp.dispatch(black_box(case.name), black_box(&case.text)));
@@ -251,7 +262,45 @@ fn register_all(tools: Vec<Arc<dyn ExecutableTool>>) -> ToolRegistry {
 
 criterion_group!(benches, dispatch, parts, first_call, definitions, scale);
 
+/// `REGISTRY_BENCH_REPEAT`'s calls (see the module docs); `false` when it is not set.
+fn repeat_only() -> bool {
+    let Ok(spec) = std::env::var("REGISTRY_BENCH_REPEAT") else {
+        return false;
+    };
+    let (which, calls) = spec.split_once(':').unwrap_or((spec.as_str(), "1"));
+    let calls: usize = calls.parse().unwrap_or(1);
+    let (name, path) = which
+        .split_once('/')
+        .unwrap_or((which, "registry_validated"));
+    let case = cases()
+        .into_iter()
+        .find(|case| case.name == name)
+        .unwrap_or_else(|| panic!("no case {name}; cases: {CASES:?}"));
+    let registries = Registries::new();
+    let rmcp = RmcpRouter::for_cases();
+    let call: Box<dyn Fn() -> String> = match path {
+        "typed" => Box::new(|| typed(&case)),
+        "value" => Box::new(|| (case.baseline_value)(black_box(&case.text))),
+        "value_dispatch" => Box::new(|| value_dispatch(&case)),
+        "rmcp" => Box::new(|| rmcp.dispatch(black_box(case.name), black_box(&case.text))),
+        label => {
+            let (_, path, validate) = PATHS
+                .into_iter()
+                .find(|(known, _, _)| *known == label)
+                .unwrap_or_else(|| panic!("no path {label}"));
+            Box::new(move || registries.dispatch((path, validate), &case))
+        }
+    };
+    for _ in 0..calls {
+        black_box(call());
+    }
+    true
+}
+
 fn main() {
+    if repeat_only() {
+        return;
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
 
@@ -278,6 +327,16 @@ fn main() {
             group.as_str(),
             "peer_rmcp_router",
             "baseline_value_deserialize",
+        ));
+        pairs.push((
+            group.as_str(),
+            "registry_validated",
+            "baseline_value_dispatch",
+        ));
+        pairs.push((
+            group.as_str(),
+            "peer_rmcp_router",
+            "baseline_value_dispatch",
         ));
         pairs.push((group.as_str(), "registry_validated", "peer_rmcp_router"));
     }
@@ -370,6 +429,28 @@ fn paired_ratios() {
         support::print_paired(
             &format!(
                 "dispatch/{}: peer_rmcp_router / baseline_value_deserialize",
+                case.name
+            ),
+            &paired,
+        );
+        let paired = support::Paired::measure(
+            || registries.dispatch((Path::Object, true), &case),
+            || value_dispatch(&case),
+        );
+        support::print_paired(
+            &format!(
+                "dispatch/{}: registry_validated / baseline_value_dispatch",
+                case.name
+            ),
+            &paired,
+        );
+        let paired = support::Paired::measure(
+            || rmcp.dispatch(black_box(case.name), black_box(&case.text)),
+            || value_dispatch(&case),
+        );
+        support::print_paired(
+            &format!(
+                "dispatch/{}: peer_rmcp_router / baseline_value_dispatch",
                 case.name
             ),
             &paired,

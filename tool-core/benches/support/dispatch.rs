@@ -167,11 +167,16 @@ impl<A: DeserializeOwned + Send + 'static> ExecutableTool for TypedTool<A> {
 /// The limit ("typed"): a map of boxed closures that parse straight into the typed arguments.
 pub(crate) type FnMap = HashMap<String, Box<dyn Fn(&str) -> String>>;
 
+/// The object path's hand-written dispatcher: boxed closures by tool name, each calling
+/// `from_value` on the parsed arguments.
+pub(crate) type ValueMap = HashMap<String, Box<dyn Fn(Value) -> String>>;
+
 pub(crate) struct Case {
     pub(crate) name: &'static str,
     pub(crate) text: String,
     pub(crate) baseline_map: FnMap,
     pub(crate) baseline_value: fn(&str) -> String,
+    pub(crate) value_map: ValueMap,
 }
 
 pub(crate) fn through_value<A: DeserializeOwned>(text: &str, function: fn(A) -> String) -> String {
@@ -186,6 +191,44 @@ pub(crate) fn direct<A: DeserializeOwned>(text: &str, function: fn(A) -> String)
     match serde_json::from_str::<A>(text) {
         Ok(args) => function(args),
         Err(error) => error.to_string(),
+    }
+}
+
+pub(crate) fn from_value<A: DeserializeOwned>(value: Value, function: fn(A) -> String) -> String {
+    match A::deserialize(value) {
+        Ok(args) => function(args),
+        Err(error) => error.to_string(),
+    }
+}
+
+pub(crate) fn value_map() -> ValueMap {
+    let mut map: ValueMap = HashMap::new();
+    map.insert(
+        "add".into(),
+        Box::new(|value| from_value(value, add_result)),
+    );
+    map.insert(
+        "nested".into(),
+        Box::new(|value| from_value(value, nested_result)),
+    );
+    map.insert(
+        "wide".into(),
+        Box::new(|value| from_value(value, wide_result)),
+    );
+    map.insert(
+        "bounded".into(),
+        Box::new(|value| from_value(value, bounded_result)),
+    );
+    map
+}
+
+/// The object path's dispatcher baseline: the text parsed into a `serde_json::Value` (as the
+/// registry's object path parses it into a `JsonObject`), the tool found by name, `from_value`.
+pub(crate) fn value_dispatch(case: &Case) -> String {
+    let value: Value = serde_json::from_str(black_box(&case.text)).unwrap_or_default();
+    match case.value_map.get(black_box(case.name)) {
+        Some(function) => function(value),
+        None => String::new(),
     }
 }
 
@@ -215,24 +258,28 @@ pub(crate) fn cases() -> Vec<Case> {
             text: r#"{"a": 2, "b": 3}"#.to_owned(),
             baseline_map: baseline_map(),
             baseline_value: |text| through_value(text, add_result),
+            value_map: value_map(),
         },
         Case {
             name: "nested",
             text: nested_text.to_owned(),
             baseline_map: baseline_map(),
             baseline_value: |text| through_value(text, nested_result),
+            value_map: value_map(),
         },
         Case {
             name: "wide",
             text: wide_text(),
             baseline_map: baseline_map(),
             baseline_value: |text| through_value(text, wide_result),
+            value_map: value_map(),
         },
         Case {
             name: "bounded",
             text: r#"{"city": "Oslo", "days": 3, "units": "metric"}"#.to_owned(),
             baseline_map: baseline_map(),
             baseline_value: |text| through_value(text, bounded_result),
+            value_map: value_map(),
         },
     ]
 }

@@ -396,11 +396,13 @@ impl ServerHandler for GatewayHandler {
                     None,
                 ));
             }
-            return Ok(self
-                .set_tool_enabled(&user, &request)
-                .instrument(span)
-                .await
-                .into());
+            // Boxed: it holds the store's futures, and every call's future is moved into a
+            // task of its own by rmcp, so it is kept small.
+            return Ok(
+                Box::pin(self.set_tool_enabled(&user, &request).instrument(span))
+                    .await
+                    .into(),
+            );
         }
         let outcome = self
             .inner

@@ -37,11 +37,21 @@ impl Limits {
         let mut users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         let capacity = f64::from(self.per_minute);
-        let limits = users.entry(user.to_owned()).or_insert_with(|| UserLimits {
-            tokens: capacity,
-            refilled: now,
-            running: Arc::new(Semaphore::new(self.concurrent as usize)),
-        });
+        // A user's entry is made on their first call; later calls find it without making a
+        // key.
+        if !users.contains_key(user) {
+            users.insert(
+                user.to_owned(),
+                UserLimits {
+                    tokens: capacity,
+                    refilled: now,
+                    running: Arc::new(Semaphore::new(self.concurrent as usize)),
+                },
+            );
+        }
+        let Some(limits) = users.get_mut(user) else {
+            return Err("the call limits are unavailable".to_owned());
+        };
         let elapsed = now.duration_since(limits.refilled);
         limits.tokens = (limits.tokens + elapsed.as_secs_f64() * capacity / 60.0).min(capacity);
         limits.refilled = now;

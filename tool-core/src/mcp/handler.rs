@@ -15,8 +15,9 @@ use rmcp::{
         CustomRequest, CustomResult, ElicitRequest, ElicitRequestParams, ElicitResult,
         ElicitationAction, ElicitationSchema, Icon, Implementation, InitializeRequestParams,
         InitializeResult, InputRequest, InputRequiredResult, ListToolsResult, MetaObject,
-        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, RequestParamsMeta,
-        ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
+        PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+        RequestParamsMeta, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+        ToolAnnotations,
     },
     service::{NotificationContext, Peer, RequestContext, SubscriptionContext},
 };
@@ -201,7 +202,8 @@ impl McpHandler {
                 .is_some_and(|metadata| metadata.needs_approval);
         if needs_approval {
             let verdict = tokio::select! {
-                verdict = self.approval(&request, &context, &version) => verdict,
+                // Boxed: asking is rare, and the call's future stays small to move.
+                verdict = Box::pin(self.approval(&request, &context, &version)) => verdict,
                 () = cancelled.cancelled() => {
                     return Err(ErrorData::internal_error("the request was cancelled", None));
                 }
@@ -597,26 +599,40 @@ fn call_context(
         .progress_token()
         .or_else(|| context.meta.get_progress_token());
     if let Some(token) = token {
-        let (reports, mut pending) = tokio::sync::mpsc::unbounded_channel::<Progress>();
         let peer = context.peer.clone();
-        // Ends when the call's context (and so the sender) is dropped.
-        tokio::spawn(async move {
-            while let Some(report) = pending.recv().await {
-                let mut notification =
-                    ProgressNotificationParam::new(token.clone(), report.fraction).with_total(1.0);
-                if let Some(message) = report.message {
-                    notification = notification.with_message(message);
-                }
-                if peer.notify_progress(notification).await.is_err() {
-                    return;
-                }
-            }
-        });
+        let runtime = tokio::runtime::Handle::current();
+        // Most calls report no progress: the task sending the notifications, in order, starts
+        // with the first report. It ends when the call's context (and so the sender) is
+        // dropped.
+        let reports = std::sync::OnceLock::<tokio::sync::mpsc::UnboundedSender<Progress>>::new();
         call = call.with_progress(move |report| {
-            let _ = reports.send(report);
+            let sender = reports.get_or_init(|| {
+                let (sender, pending) = tokio::sync::mpsc::unbounded_channel();
+                runtime.spawn(send_progress(peer.clone(), token.clone(), pending));
+                sender
+            });
+            let _ = sender.send(report);
         });
     }
     call
+}
+
+/// Sends the progress reports of a call as `notifications/progress` with `token`.
+async fn send_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    mut pending: tokio::sync::mpsc::UnboundedReceiver<Progress>,
+) {
+    while let Some(report) = pending.recv().await {
+        let mut notification =
+            ProgressNotificationParam::new(token.clone(), report.fraction).with_total(1.0);
+        if let Some(message) = report.message {
+            notification = notification.with_message(message);
+        }
+        if peer.notify_progress(notification).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Maps a registry outcome to MCP: unknown and disabled tools are protocol errors (the MCP spec
