@@ -37,7 +37,7 @@ macro_rules! transcript {
     };
 }
 
-fn anthropic(server: &Server) -> Arc<dyn ChatModel> {
+pub(crate) fn anthropic(server: &Server) -> Arc<dyn ChatModel> {
     let config = AnthropicConfig::default()
         .base_url(server.url())
         .model("claude-sonnet-4-5")
@@ -46,7 +46,7 @@ fn anthropic(server: &Server) -> Arc<dyn ChatModel> {
     Arc::new(AnthropicClient::new(config).unwrap())
 }
 
-fn responses(server: &Server) -> Arc<dyn ChatModel> {
+pub(crate) fn responses(server: &Server) -> Arc<dyn ChatModel> {
     let config = ResponsesConfig::default()
         .base_url(format!("{}/v1", server.url()))
         .model("gpt-5.4")
@@ -57,7 +57,7 @@ fn responses(server: &Server) -> Arc<dyn ChatModel> {
 
 /// Runs a turn, streamed or not, bounded in time, and returns its events (none when not
 /// streamed).
-async fn run(agent: &Agent, text: &str, streamed: bool) -> Vec<AgentEvent> {
+pub(crate) async fn run(agent: &Agent, text: &str, streamed: bool) -> Vec<AgentEvent> {
     tokio::time::timeout(Duration::from_secs(20), async {
         if streamed {
             agent
@@ -77,7 +77,7 @@ async fn run(agent: &Agent, text: &str, streamed: bool) -> Vec<AgentEvent> {
 }
 
 /// The definitions of `tools` in `provider`'s format, as the registry gives them.
-fn formatted(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
+pub(crate) fn formatted(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
     tools
         .iter()
         .map(|name| registry.tools_for_provider(provider, Some(&[name]))[0].clone())
@@ -85,7 +85,7 @@ fn formatted(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec
 }
 
 /// `tools` in `provider`'s format, each marked `"defer_loading": true`.
-fn deferred(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
+pub(crate) fn deferred(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
     formatted(registry, provider, tools)
         .into_iter()
         .map(|mut tool| {
@@ -96,7 +96,7 @@ fn deferred(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<
 }
 
 /// A Responses function tool as the client sends it: flat, `strict` set.
-fn flat(tool: &Value) -> Value {
+pub(crate) fn flat(tool: &Value) -> Value {
     let function = &tool["function"];
     json!({
         "type": "function",
@@ -107,7 +107,7 @@ fn flat(tool: &Value) -> Value {
     })
 }
 
-const DEFERRED: [&str; 4] = [
+pub(crate) const DEFERRED: [&str; 4] = [
     "create_directory",
     "send_email",
     "weather_forecast",
@@ -517,4 +517,100 @@ async fn without_the_native_search_a_hosted_search_s_items_are_not_sent_back() {
         .map(|tool| tool["name"].as_str().unwrap())
         .collect();
     assert_eq!(tools, ["get_time", "search_tools", "weather_forecast"]);
+}
+
+/// A native search the model followed with text alone (no call to keep its blocks with) is
+/// still part of the conversation: the next request sends it back in its place, on both wires,
+/// streamed or not.
+#[tokio::test]
+async fn a_native_search_followed_by_text_alone_is_sent_back_in_the_next_request() {
+    for (streamed, reply, server_id) in [
+        (
+            false,
+            Reply::json(transcript!("anthropic/message_tool_search_then_text.json")),
+            "srvtoolu_01T",
+        ),
+        (
+            true,
+            Reply::sse(transcript!("anthropic/tool_search_then_text.sse")),
+            "srvtoolu_01V",
+        ),
+    ] {
+        let final_answer = if streamed {
+            Reply::sse(transcript!("anthropic/final_answer.sse"))
+        } else {
+            Reply::json(transcript!("anthropic/message_cache_write.json"))
+        };
+        let server = Server::start(vec![reply, final_answer]).await;
+        let agent = Agent::with_model(
+            anthropic(&server),
+            AgentOptions::new().registry(registry()),
+        );
+        let events = run(&agent, "Stock prices?", streamed).await;
+        if streamed {
+            assert!(
+                events.contains(&AgentEvent::ToolSearch {
+                    query: "stock prices".to_owned(),
+                    matches: Vec::new(),
+                    loaded: Vec::new(),
+                }),
+                "{events:?}"
+            );
+        }
+        run(&agent, "Thanks.", streamed).await;
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "streamed={streamed}");
+        let second = requests[1].json();
+        assert_eq!(
+            second["messages"][1],
+            json!({
+                "role": "assistant",
+                "content": [
+                    { "type": "text", "text": "Let me look for a tool." },
+                    {
+                        "type": "server_tool_use",
+                        "id": server_id,
+                        "name": "tool_search_tool_bm25",
+                        "input": { "query": "stock prices" },
+                    },
+                    {
+                        "type": "tool_search_tool_result",
+                        "tool_use_id": server_id,
+                        "content": {
+                            "type": "tool_search_tool_search_result",
+                            "tool_references": [],
+                        },
+                    },
+                    { "type": "text", "text": " No tool gives stock prices." },
+                ],
+            }),
+            "streamed={streamed}"
+        );
+        assert_eq!(
+            second["messages"][2],
+            json!({ "role": "user", "content": [{ "type": "text", "text": "Thanks." }] })
+        );
+    }
+
+    // OpenAI Responses: the hosted search's items and the message after them go back as they
+    // came.
+    let server = Server::start(vec![
+        Reply::json(transcript!("responses/response_tool_search_then_text.json")),
+        Reply::json(transcript!("responses/response_text.json")),
+    ])
+    .await;
+    let agent = Agent::with_model(
+        responses(&server),
+        AgentOptions::new().registry(registry()),
+    );
+    run(&agent, "Stock prices?", false).await;
+    run(&agent, "Thanks.", false).await;
+    let requests = server.requests();
+    let recorded: Value =
+        serde_json::from_slice(transcript!("responses/response_tool_search_then_text.json"))
+            .unwrap();
+    let input = requests[1].json()["input"].as_array().unwrap().clone();
+    assert_eq!(input.len(), 5, "{input:?}");
+    assert_eq!(input[1..4], recorded["output"].as_array().unwrap()[..]);
+    assert_eq!(input[4]["content"], "Thanks.");
 }
