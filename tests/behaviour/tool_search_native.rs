@@ -542,10 +542,7 @@ async fn a_native_search_followed_by_text_alone_is_sent_back_in_the_next_request
             Reply::json(transcript!("anthropic/message_cache_write.json"))
         };
         let server = Server::start(vec![reply, final_answer]).await;
-        let agent = Agent::with_model(
-            anthropic(&server),
-            AgentOptions::new().registry(registry()),
-        );
+        let agent = Agent::with_model(anthropic(&server), AgentOptions::new().registry(registry()));
         let events = run(&agent, "Stock prices?", streamed).await;
         if streamed {
             assert!(
@@ -599,10 +596,7 @@ async fn a_native_search_followed_by_text_alone_is_sent_back_in_the_next_request
         Reply::json(transcript!("responses/response_text.json")),
     ])
     .await;
-    let agent = Agent::with_model(
-        responses(&server),
-        AgentOptions::new().registry(registry()),
-    );
+    let agent = Agent::with_model(responses(&server), AgentOptions::new().registry(registry()));
     run(&agent, "Stock prices?", false).await;
     run(&agent, "Thanks.", false).await;
     let requests = server.requests();

@@ -24,7 +24,14 @@
 //! reported as a [`ModelEvent::ToolSearch`] (and in [`ChatResponse::tool_searches`]), and the
 //! two blocks are kept, verbatim, in the [`provider_metadata`](ToolCall::provider_metadata)
 //! (under `"anthropic"`) of the call that follows them, to be sent back before that call on
-//! the next request that asks for a native search.
+//! the next request that offers Anthropic's search tool; when text alone follows them, they
+//! are kept in the answer's [`Message::Assistant`] `provider_metadata`, with where in the text
+//! they came, and sent back in that place. With [`NativeSearch::Client`] (the agent's own
+//! ranking, Anthropic's "custom tool search implementation") the local search tool stays, the
+//! deferred tools still go marked `defer_loading` under the beta header, and a tool result
+//! with [`tool_references`](Message::Tool) is sent as `tool_reference` blocks
+//! (`{"type": "tool_reference", "tool_name": …}`) naming the tools the request defines, which
+//! Anthropic expands into their definitions.
 //!
 //! [`RequestTools::with_native_search`]: super::RequestTools::with_native_search
 //!
@@ -37,7 +44,7 @@
 //! description notes), and the answer is a text block holding the JSON. Off (the default), the
 //! form is not sent, and typed output's native mode runs in the tool mode.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -198,7 +205,20 @@ impl Wire for Messages {
     ) -> Result<Bytes, ProviderError> {
         request.tool_choice.check(&request.tools)?;
         request.tool_choice.reject_allowed("anthropic")?;
-        let native = request.tools.native_search().is_some();
+        let native = request.tools.native_search();
+        // Anthropic's own search tool is offered, so the blocks of its searches can go back.
+        let hosted = native.is_some_and(|(search, ..)| search != NativeSearch::Client);
+        // The tools a `tool_reference` may name: those the request defines.
+        let defined: HashSet<&str> = native
+            .map(|(_, deferred, _)| {
+                request
+                    .tools
+                    .names()
+                    .into_iter()
+                    .chain(deferred.names())
+                    .collect()
+            })
+            .unwrap_or_default();
         let mut system: Vec<&str> = Vec::new();
         let mut messages: Vec<WireMessage> = Vec::new();
         for message in &request.messages {
@@ -213,16 +233,25 @@ impl Wire for Messages {
                 Message::Assistant {
                     content,
                     tool_calls,
+                    provider_metadata,
                 } => {
+                    // The searches Anthropic ran after the last call (an answer of text alone),
+                    // in their place in the text.
+                    let (trailing, at) = if hosted {
+                        trailing_blocks(provider_metadata.as_ref(), content)
+                    } else {
+                        (&[][..], content.len())
+                    };
+                    let (before, after) = content.split_at(at);
                     let mut blocks = Vec::new();
                     // Anthropic rejects empty text blocks.
-                    if !content.is_empty() {
-                        blocks.push(json!({ "type": "text", "text": content }));
+                    if !before.is_empty() {
+                        blocks.push(json!({ "type": "text", "text": before }));
                     }
                     for call in tool_calls {
                         // The searches Anthropic ran before the call, sent back only when the
                         // request offers its search tool (the blocks name it).
-                        if native {
+                        if hosted {
                             blocks.extend(kept_blocks(call).iter().cloned());
                         }
                         blocks.push(json!({
@@ -232,14 +261,31 @@ impl Wire for Messages {
                             "input": arguments_object(&call.arguments),
                         }));
                     }
+                    blocks.extend(trailing.iter().cloned());
+                    if !after.is_empty() {
+                        blocks.push(json!({ "type": "text", "text": after }));
+                    }
                     ("assistant", blocks)
                 }
                 Message::Tool {
                     tool_call_id,
                     content,
                     is_error,
+                    tool_references,
                     ..
                 } => {
+                    // The tools a search loaded, as references Anthropic expands into their
+                    // definitions itself; the text listing them otherwise.
+                    let references: Vec<Value> = tool_references
+                        .iter()
+                        .filter(|name| defined.contains(name.as_str()))
+                        .map(|name| json!({ "type": "tool_reference", "tool_name": name }))
+                        .collect();
+                    let content = if references.is_empty() {
+                        Value::from(content.as_str())
+                    } else {
+                        Value::Array(references)
+                    };
                     let mut block = json!({
                         "type": "tool_result",
                         "tool_use_id": tool_call_id,
@@ -308,7 +354,7 @@ impl Wire for Messages {
                     }
                 }
                 ReplyBlock::ServerToolUse { id, name, input } => {
-                    searches.server_tool_use(&id, &name, input);
+                    searches.server_tool_use(&id, &name, input, &answer);
                 }
                 ReplyBlock::ToolSearchToolResult {
                     tool_use_id,
@@ -317,6 +363,7 @@ impl Wire for Messages {
                 ReplyBlock::Other => {}
             }
         }
+        searches.finish(&mut answer);
         if let Some(usage) = reply.usage {
             answer.usage(usage.normalised());
         }
@@ -343,29 +390,28 @@ fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, Provide
         ProviderError::Config(format!("cannot encode the tools: {error}"))
     };
     let search_tool = match search {
-        NativeSearch::Regex => json!({
+        // The local search tool stays, its results naming the tools it found.
+        NativeSearch::Client => None,
+        NativeSearch::Regex => Some(json!({
             "type": "tool_search_tool_regex_20251119",
             "name": "tool_search_tool_regex",
-        }),
-        _ => json!({
+        })),
+        _ => Some(json!({
             "type": "tool_search_tool_bm25_20251119",
             "name": "tool_search_tool_bm25",
-        }),
+        })),
     };
     let offered: Vec<Value> = serde_json::from_str(offered.get()).map_err(unreadable)?;
     let mut tools = Vec::with_capacity(offered.len() + 1);
-    let mut replaced = false;
+    let mut search_tool = search_tool;
     for tool in offered {
-        if !replaced && tool.get("name").and_then(Value::as_str) == Some(local) {
-            tools.push(search_tool.clone());
-            replaced = true;
+        if search_tool.is_some() && tool.get("name").and_then(Value::as_str) == Some(local) {
+            tools.extend(search_tool.take());
         } else {
             tools.push(tool);
         }
     }
-    if !replaced {
-        tools.push(search_tool);
-    }
+    tools.extend(search_tool);
     let deferred: Vec<Value> =
         serde_json::from_str(deferred.provider_json(PROVIDER).get()).map_err(unreadable)?;
     for mut tool in deferred {
@@ -377,6 +423,23 @@ fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, Provide
     serde_json::value::to_raw_value(&tools)
         .map(std::sync::Arc::from)
         .map_err(unreadable)
+}
+
+/// The blocks of Anthropic's searches kept with an answer as a whole (those no call followed),
+/// and where in `content` they came (its end when that place is not in it).
+fn trailing_blocks<'a>(metadata: Option<&'a Value>, content: &str) -> (&'a [Value], usize) {
+    let kept = metadata.and_then(|metadata| metadata.get(METADATA));
+    let blocks = kept
+        .and_then(|kept| kept.get("blocks"))
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let at = kept
+        .and_then(|kept| kept.get("at"))
+        .and_then(Value::as_u64)
+        .and_then(|at| usize::try_from(at).ok())
+        .filter(|&at| content.is_char_boundary(at))
+        .unwrap_or(content.len());
+    (blocks, at)
 }
 
 /// The blocks of Anthropic's searches kept with `call`, to send back before it.
@@ -394,15 +457,20 @@ fn kept_blocks(call: &ToolCall) -> &[Value] {
 #[derive(Default)]
 struct Searches {
     pending: Vec<Value>,
+    /// Where in the answer's text the pending blocks came (its length then, in bytes).
+    pending_at: usize,
     queries: HashMap<String, String>,
 }
 
 impl Searches {
-    /// A `server_tool_use` block; kept when it is a tool search (other server tools are read
-    /// past).
-    fn server_tool_use(&mut self, id: &str, name: &str, input: Value) {
+    /// A `server_tool_use` block, after the text of `answer`; kept when it is a tool search
+    /// (other server tools are read past).
+    fn server_tool_use(&mut self, id: &str, name: &str, input: Value, answer: &Answer) {
         if !name.starts_with("tool_search_tool") {
             return;
+        }
+        if self.pending.is_empty() {
+            self.pending_at = answer.text_len();
         }
         // The BM25 tool takes a `query`; the regex tool's input has been seen as `query` and
         // as `pattern`.
@@ -447,6 +515,15 @@ impl Searches {
             answer
                 .calls
                 .set_metadata(slot, json!({ METADATA: { "blocks": blocks } }));
+        }
+    }
+
+    /// Ends the answer: the blocks no call followed (a search, then text alone) are kept with
+    /// the answer as a whole, with where in its text they came.
+    fn finish(&mut self, answer: &mut Answer) {
+        if !self.pending.is_empty() {
+            let blocks = Value::Array(std::mem::take(&mut self.pending));
+            answer.set_metadata(json!({ METADATA: { "blocks": blocks, "at": self.pending_at } }));
         }
     }
 }
@@ -716,7 +793,8 @@ impl AnthropicDecoder {
                     self.answer.calls.end(slot, out);
                 } else if let Some((id, name, input)) = self.server_blocks.remove(&event.index) {
                     let input = serde_json::from_str(&input).unwrap_or_else(|_| json!({}));
-                    self.searches.server_tool_use(&id, &name, input);
+                    self.searches
+                        .server_tool_use(&id, &name, input, &self.answer);
                 }
             }
             "message_delta" => {
@@ -730,6 +808,7 @@ impl AnthropicDecoder {
             }
             "message_stop" => {
                 let finish = self.finish.take().unwrap_or(FinishReason::Stop);
+                self.searches.finish(&mut self.answer);
                 if finish != FinishReason::Length {
                     let slots: Vec<usize> = self.tool_blocks.values().copied().collect();
                     for slot in slots {
