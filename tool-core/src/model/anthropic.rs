@@ -234,39 +234,10 @@ impl Wire for Messages {
                     content,
                     tool_calls,
                     provider_metadata,
-                } => {
-                    // The searches Anthropic ran after the last call (an answer of text alone),
-                    // in their place in the text.
-                    let (trailing, at) = if hosted {
-                        trailing_blocks(provider_metadata.as_ref(), content)
-                    } else {
-                        (&[][..], content.len())
-                    };
-                    let (before, after) = content.split_at(at);
-                    let mut blocks = Vec::new();
-                    // Anthropic rejects empty text blocks.
-                    if !before.is_empty() {
-                        blocks.push(json!({ "type": "text", "text": before }));
-                    }
-                    for call in tool_calls {
-                        // The searches Anthropic ran before the call, sent back only when the
-                        // request offers its search tool (the blocks name it).
-                        if hosted {
-                            blocks.extend(kept_blocks(call).iter().cloned());
-                        }
-                        blocks.push(json!({
-                            "type": "tool_use",
-                            "id": call.id,
-                            "name": call.name,
-                            "input": arguments_object(&call.arguments),
-                        }));
-                    }
-                    blocks.extend(trailing.iter().cloned());
-                    if !after.is_empty() {
-                        blocks.push(json!({ "type": "text", "text": after }));
-                    }
-                    ("assistant", blocks)
-                }
+                } => (
+                    "assistant",
+                    assistant_blocks(content, tool_calls, provider_metadata.as_ref(), hosted),
+                ),
                 Message::Tool {
                     tool_call_id,
                     content,
@@ -423,6 +394,45 @@ fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, Provide
     serde_json::value::to_raw_value(&tools)
         .map(std::sync::Arc::from)
         .map_err(unreadable)
+}
+
+/// The content blocks of an assistant message: its text, its calls, and, when the request
+/// offers Anthropic's search tool (`hosted`; the blocks name it), the blocks of the searches
+/// Anthropic ran, before the call that followed each, or in their place in the text when no
+/// call followed them.
+fn assistant_blocks(
+    content: &str,
+    tool_calls: &[ToolCall],
+    metadata: Option<&Value>,
+    hosted: bool,
+) -> Vec<Value> {
+    let (trailing, at) = if hosted {
+        trailing_blocks(metadata, content)
+    } else {
+        (&[][..], content.len())
+    };
+    let (before, after) = content.split_at(at);
+    let mut blocks = Vec::new();
+    // Anthropic rejects empty text blocks.
+    if !before.is_empty() {
+        blocks.push(json!({ "type": "text", "text": before }));
+    }
+    for call in tool_calls {
+        if hosted {
+            blocks.extend(kept_blocks(call).iter().cloned());
+        }
+        blocks.push(json!({
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": arguments_object(&call.arguments),
+        }));
+    }
+    blocks.extend(trailing.iter().cloned());
+    if !after.is_empty() {
+        blocks.push(json!({ "type": "text", "text": after }));
+    }
+    blocks
 }
 
 /// The blocks of Anthropic's searches kept with an answer as a whole (those no call followed),

@@ -292,7 +292,12 @@ fn payload(events: &[ModelEvent]) -> usize {
             ModelEvent::ToolCallDelta { arguments, .. } => arguments.len(),
             ModelEvent::ToolCallFinished { call, .. } => call.arguments.len(),
             ModelEvent::Done {
-                message: Message::assistant_with_calls(content, tool_calls),
+                message:
+                    Message::Assistant {
+                        content,
+                        tool_calls,
+                        ..
+                    },
                 ..
             } => content.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>(),
             _ => 0,

@@ -508,7 +508,7 @@ fn assistant_items<'a>(
 ) {
     // The calls with their kept items, then the items no call followed (kept only for a
     // hosted search, so sent only beside it).
-    let groups: Vec<(Option<&ToolCall>, Option<&Map<String, Value>>)> = calls
+    let groups: Vec<KeptGroup<'a>> = calls
         .iter()
         .map(|call| (Some(call), call_metadata(call)))
         .chain(
@@ -577,6 +577,9 @@ fn assistant_items<'a>(
         input.push(message_item("assistant", after));
     }
 }
+
+/// A call (none for the items no call followed) and the output items kept with it.
+type KeptGroup<'a> = (Option<&'a ToolCall>, Option<&'a Map<String, Value>>);
 
 /// Whether an output item is a `tool_search_call` the client is to run.
 fn is_client_search_call(item: &Value) -> bool {
