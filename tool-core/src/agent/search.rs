@@ -249,13 +249,11 @@ impl ToolSearch {
         let offered = snapshot.offer(names);
         let mut tools = RequestTools::from_snapshot(Arc::new(offered));
         if self.settings.native != NativeSearch::Off {
-            // For a client with a search of its provider's own: the deferred tools not loaded
-            // yet, in registration order, sent marked `defer_loading`.
-            let waiting = base
-                .deferred_names()
-                .into_iter()
-                .filter(|name| !loaded.iter().any(|loaded| loaded == name));
-            let deferred = snapshot.offer(waiting);
+            // For a client with a search of its provider's own: every deferred tool, loaded or
+            // not, in registration order, sent marked `defer_loading` for the whole
+            // conversation; the provider loads a found tool from the history's references, so
+            // the tools stay byte-identical from step to step and the prompt cache holds.
+            let deferred = snapshot.offer(base.deferred_names());
             tools = tools.with_native_search(Arc::new(deferred), self.settings.native, SEARCH_TOOL);
         }
         (snapshot, tools)

@@ -350,8 +350,10 @@ impl Wire for Messages {
 
 /// The request's tools in Anthropic's format: the offered ones, and, when the request asks
 /// for a native search, Anthropic's search tool in the place of the local one and the
-/// deferred tools after them, each with `"defer_loading": true`
-/// (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>).
+/// deferred tools after them, each with `"defer_loading": true`, those a search loaded too
+/// (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>; the
+/// history's `tool_reference` blocks load them, and the tools stay the same from step to
+/// step, so the prompt cache holds).
 fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, ProviderError> {
     let offered = request.tools.provider_json(PROVIDER);
     let Some((search, deferred, local)) = request.tools.native_search() else {
@@ -373,12 +375,15 @@ fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, Provide
         })),
     };
     let offered: Vec<Value> = serde_json::from_str(offered.get()).map_err(unreadable)?;
+    let deferred_names: HashSet<&str> = deferred.names().into_iter().collect();
     let mut tools = Vec::with_capacity(offered.len() + 1);
     let mut search_tool = search_tool;
     for tool in offered {
-        if search_tool.is_some() && tool.get("name").and_then(Value::as_str) == Some(local) {
+        let name = tool.get("name").and_then(Value::as_str);
+        if search_tool.is_some() && name == Some(local) {
             tools.extend(search_tool.take());
-        } else {
+        } else if !name.is_some_and(|name| deferred_names.contains(name)) {
+            // A loaded tool stays deferred below: Anthropic expands it from the history.
             tools.push(tool);
         }
     }

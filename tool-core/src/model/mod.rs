@@ -330,7 +330,10 @@ impl RequestTools {
 
     /// These tools, where the client has a search of its provider's own, with `deferred` sent
     /// marked `defer_loading` and the provider's search tool (`search`) in place of the tool
-    /// named `local_tool`. `NativeSearch::Off`, or an empty `deferred`, changes nothing.
+    /// named `local_tool`. A tool both among these tools and in `deferred` (one a search
+    /// loaded) is sent only deferred there: the provider loads it from the conversation's
+    /// references, and the tools stay the same from request to request. `NativeSearch::Off`,
+    /// or an empty `deferred`, changes nothing.
     #[must_use]
     pub fn with_native_search(
         mut self,

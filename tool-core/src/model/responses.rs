@@ -268,7 +268,17 @@ impl Wire for Responses {
             let local = native.map(|(_, _, local)| local);
             let mut tools: Vec<WireTool<'_>> = Vec::new();
             let mut replaced = false;
+            // A loaded tool stays deferred below: OpenAI loads it from the history's
+            // `tool_search_output` items, and the tools stay the same from step to step.
+            let deferred_names: HashSet<&str> = deferred
+                .iter()
+                .flatten()
+                .map(|tool| &*tool.function.name)
+                .collect();
             for tool in nested {
+                if deferred_names.contains(&*tool.function.name) {
+                    continue;
+                }
                 if native.is_some() && !replaced && Some(&*tool.function.name) == local {
                     tools.push(WireTool::search(client.then_some(tool)));
                     replaced = true;
