@@ -22,7 +22,7 @@ use tool_core::{
     Agent, AgentEvent, AgentOptions, Provider, ToolContext, ToolRegistry,
     model::{
         AnthropicClient, AnthropicConfig, ChatModel, NativeSearch, ResponsesClient,
-        ResponsesConfig, ScriptedModel, ScriptedResponse,
+        ResponsesConfig, ScriptedModel, ScriptedResponse, ToolChoice,
     },
 };
 
@@ -599,4 +599,156 @@ async fn a_native_search_followed_by_text_alone_is_sent_back_in_the_next_request
     assert_eq!(input.len(), 5, "{input:?}");
     assert_eq!(input[1..4], recorded["output"].as_array().unwrap()[..]);
     assert_eq!(input[4]["content"], "Thanks.");
+}
+
+/// A wire with a native search, the tools a request offers in full in its format, and the
+/// replies to a deferred tool's call without a search and to its result.
+struct NativeWire {
+    name: &'static str,
+    model: fn(&Server) -> Arc<dyn ChatModel>,
+    provider: Provider,
+    call: &'static [u8],
+    answer: &'static [u8],
+}
+
+const NATIVE_WIRES: [NativeWire; 2] = [
+    NativeWire {
+        name: "anthropic",
+        model: anthropic,
+        provider: Provider::Anthropic,
+        call: transcript!("anthropic/message_weather_call.json"),
+        answer: transcript!("anthropic/message_cache_write.json"),
+    },
+    NativeWire {
+        name: "responses",
+        model: responses,
+        provider: Provider::OpenAi,
+        call: transcript!("responses/response_weather_call.json"),
+        answer: transcript!("responses/response_text.json"),
+    },
+];
+
+impl NativeWire {
+    /// `names` as this wire sends them: in full, or marked `defer_loading`.
+    fn tools(&self, registry: &ToolRegistry, names: &[&str], defer: bool) -> Vec<Value> {
+        formatted(registry, self.provider, names)
+            .iter()
+            .map(|tool| {
+                let mut tool = if self.provider == Provider::OpenAi {
+                    flat(tool)
+                } else {
+                    tool.clone()
+                };
+                if defer {
+                    tool["defer_loading"] = json!(true);
+                }
+                tool
+            })
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn a_deferred_tool_called_without_a_search_is_sent_in_full_after_the_offered_tools() {
+    // Nothing in the history references the tool: kept deferred, the provider could not load
+    // it, and would refuse the call in the history.
+    for wire in &NATIVE_WIRES {
+        for search in [NativeSearch::Bm25, NativeSearch::Client] {
+            let server =
+                Server::start(vec![Reply::json(wire.call), Reply::json(wire.answer)]).await;
+            let registry = registry();
+            let agent = Agent::with_model(
+                (wire.model)(&server),
+                AgentOptions::new()
+                    .registry(registry.clone())
+                    .native_search(search),
+            );
+            run(&agent, "Weather in Paris?", false).await;
+            let label = format!("{} {search:?}", wire.name);
+
+            assert_eq!(agent.loaded_tools(), ["weather_forecast"], "{label}");
+            let requests = server.requests();
+            assert_eq!(requests.len(), 2, "{label}");
+            let (first, second) = (requests[0].json(), requests[1].json());
+            let first_tools = first["tools"].as_array().unwrap();
+            // The first request: the eager tool, the search tool, every deferred tool deferred.
+            assert_eq!(
+                first_tools[2..],
+                wire.tools(&registry, &DEFERRED, true)[..],
+                "{label}"
+            );
+            // The next: the same eager and search tools, then the called tool in full, then
+            // the other deferred tools, still deferred.
+            let mut expected = first_tools[..2].to_vec();
+            expected.extend(wire.tools(&registry, &["weather_forecast"], false));
+            expected.extend(wire.tools(
+                &registry,
+                &["create_directory", "send_email", "translate_text"],
+                true,
+            ));
+            assert_eq!(second["tools"], Value::Array(expected), "{label}");
+            // The conversation sent before is sent again as it was, the call and its result
+            // after it.
+            let history = if wire.provider == Provider::OpenAi {
+                "input"
+            } else {
+                "messages"
+            };
+            let before = first[history].as_array().unwrap();
+            let after = second[history].as_array().unwrap();
+            assert_eq!(after[..before.len()], before[..], "{label}");
+            assert_eq!(after.len(), before.len() + 2, "{label}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_deferred_tool_a_tool_choice_forces_is_sent_in_full_on_a_native_wire() {
+    for wire in &NATIVE_WIRES {
+        for search in [NativeSearch::Bm25, NativeSearch::Client] {
+            let server =
+                Server::start(vec![Reply::json(wire.call), Reply::json(wire.answer)]).await;
+            let registry = registry();
+            let agent = Agent::with_model(
+                (wire.model)(&server),
+                AgentOptions::new()
+                    .registry(registry.clone())
+                    .native_search(search)
+                    .tool_choice(ToolChoice::Tool("weather_forecast".to_owned())),
+            );
+            run(&agent, "Weather in Paris?", false).await;
+            let label = format!("{} {search:?}", wire.name);
+
+            let requests = server.requests();
+            assert_eq!(requests.len(), 2, "{label}");
+            let first = requests[0].json();
+            assert_eq!(first["tool_choice"]["name"], "weather_forecast", "{label}");
+            let tools = first["tools"].as_array().unwrap();
+            assert_eq!(
+                tools[1..],
+                {
+                    let mut expected = vec![tools[1].clone()];
+                    expected.extend(wire.tools(&registry, &["weather_forecast"], false));
+                    expected.extend(wire.tools(
+                        &registry,
+                        &["create_directory", "send_email", "translate_text"],
+                        true,
+                    ));
+                    expected
+                }[..],
+                "{label}"
+            );
+            assert_eq!(
+                tools[0],
+                wire.tools(&registry, &["get_time"], false)[0],
+                "{label}"
+            );
+            // Still unreferenced on the next step: the same tools, byte for byte.
+            assert_eq!(
+                tools_text(&requests[1]),
+                tools_text(&requests[0]),
+                "{label}"
+            );
+        }
+    }
 }
