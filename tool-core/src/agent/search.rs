@@ -252,7 +252,8 @@ impl ToolSearch {
             // For a client with a search of its provider's own: every deferred tool, loaded or
             // not, in registration order, sent marked `defer_loading` for the whole
             // conversation; the provider loads a found tool from the history's references, so
-            // the tools stay byte-identical from step to step and the prompt cache holds.
+            // the tools stay byte-identical from step to step and the prompt cache holds. The
+            // wire sends a loaded tool the history does not reference in full, from `names`.
             let deferred = snapshot.offer(base.deferred_names());
             tools = tools.with_native_search(Arc::new(deferred), self.settings.native, SEARCH_TOOL);
         }

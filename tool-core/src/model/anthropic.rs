@@ -31,7 +31,9 @@
 //! deferred tools still go marked `defer_loading` under the beta header, and a tool result
 //! with [`tool_references`](Message::Tool) is sent as `tool_reference` blocks
 //! (`{"type": "tool_reference", "tool_name": …}`) naming the tools the request defines, which
-//! Anthropic expands into their definitions.
+//! Anthropic expands into their definitions. A loaded tool stays deferred only while the
+//! `tool_reference` blocks the request sends name it; one loaded without a search is sent in
+//! full, so that Anthropic accepts its call or a `tool_choice` naming it.
 //!
 //! [`RequestTools::with_native_search`]: super::RequestTools::with_native_search
 //!
@@ -285,7 +287,7 @@ impl Wire for Messages {
         }
         let system = system.join("\n\n");
         let tools = (!request.tools.is_empty())
-            .then(|| wire_tools(request))
+            .then(|| wire_tools(request, &referenced(&messages)))
             .transpose()?;
         ChatBody {
             model: &config.endpoint.model,
@@ -351,10 +353,15 @@ impl Wire for Messages {
 /// The request's tools in Anthropic's format: the offered ones, and, when the request asks
 /// for a native search, Anthropic's search tool in the place of the local one and the
 /// deferred tools after them, each with `"defer_loading": true`, those a search loaded too
+/// when the conversation sent references them (`referenced`)
 /// (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>; the
 /// history's `tool_reference` blocks load them, and the tools stay the same from step to
-/// step, so the prompt cache holds).
-fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, ProviderError> {
+/// step, so the prompt cache holds). A loaded tool nothing references (called or chosen
+/// without a search) is sent in full among the offered tools: Anthropic could not load it.
+fn wire_tools(
+    request: &ChatRequest,
+    referenced: &HashSet<&str>,
+) -> Result<std::sync::Arc<RawValue>, ProviderError> {
     let offered = request.tools.provider_json(PROVIDER);
     let Some((search, deferred, local)) = request.tools.native_search() else {
         return Ok(offered);
@@ -376,14 +383,22 @@ fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, Provide
     };
     let offered: Vec<Value> = serde_json::from_str(offered.get()).map_err(unreadable)?;
     let deferred_names: HashSet<&str> = deferred.names().into_iter().collect();
+    // The loaded tools sent in full, not deferred.
+    let mut full: HashSet<String> = HashSet::new();
     let mut tools = Vec::with_capacity(offered.len() + 1);
     let mut search_tool = search_tool;
     for tool in offered {
         let name = tool.get("name").and_then(Value::as_str);
         if search_tool.is_some() && name == Some(local) {
             tools.extend(search_tool.take());
-        } else if !name.is_some_and(|name| deferred_names.contains(name)) {
-            // A loaded tool stays deferred below: Anthropic expands it from the history.
+        } else if let Some(name) = name.filter(|name| deferred_names.contains(name)) {
+            // A loaded tool the history references stays deferred below: Anthropic expands
+            // it from the history.
+            if !referenced.contains(name) {
+                full.insert(name.to_owned());
+                tools.push(tool);
+            }
+        } else {
             tools.push(tool);
         }
     }
@@ -391,6 +406,13 @@ fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, Provide
     let deferred: Vec<Value> =
         serde_json::from_str(deferred.provider_json(PROVIDER).get()).map_err(unreadable)?;
     for mut tool in deferred {
+        if tool
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|name| full.contains(name))
+        {
+            continue;
+        }
         if let Some(fields) = tool.as_object_mut() {
             fields.insert("defer_loading".into(), Value::Bool(true));
         }
@@ -399,6 +421,34 @@ fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, Provide
     serde_json::value::to_raw_value(&tools)
         .map(std::sync::Arc::from)
         .map_err(unreadable)
+}
+
+/// The tools the `tool_reference` blocks of `messages` name: those of the tool results (a
+/// client-side search's), and those of the `tool_search_tool_result` blocks sent back (a
+/// search Anthropic ran).
+fn referenced(messages: &[WireMessage]) -> HashSet<&str> {
+    fn references(list: Option<&Value>) -> impl Iterator<Item = &str> {
+        list.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|reference| {
+                reference.get("type").and_then(Value::as_str) == Some("tool_reference")
+            })
+            .filter_map(|reference| reference.get("tool_name").and_then(Value::as_str))
+    }
+    let mut names = HashSet::new();
+    for block in messages.iter().flat_map(|message| &message.content) {
+        match block.get("type").and_then(Value::as_str) {
+            Some("tool_result") => names.extend(references(block.get("content"))),
+            Some("tool_search_tool_result") => names.extend(references(
+                block
+                    .get("content")
+                    .and_then(|content| content.get("tool_references")),
+            )),
+            _ => {}
+        }
+    }
+    names
 }
 
 /// The content blocks of an assistant message: its text, its calls, and, when the request

@@ -331,9 +331,11 @@ impl RequestTools {
     /// These tools, where the client has a search of its provider's own, with `deferred` sent
     /// marked `defer_loading` and the provider's search tool (`search`) in place of the tool
     /// named `local_tool`. A tool both among these tools and in `deferred` (one a search
-    /// loaded) is sent only deferred there: the provider loads it from the conversation's
-    /// references, and the tools stay the same from request to request. `NativeSearch::Off`,
-    /// or an empty `deferred`, changes nothing.
+    /// loaded) is sent only deferred there when the request's messages reference it (a search's
+    /// `tool_reference` blocks or `tool_search_output` items): the provider loads it from them,
+    /// and the tools stay the same from request to request. Else (a tool called or chosen
+    /// without a search) it is sent in full, in its place among these tools, which the provider
+    /// needs to accept its call. `NativeSearch::Off`, or an empty `deferred`, changes nothing.
     #[must_use]
     pub fn with_native_search(
         mut self,

@@ -57,6 +57,9 @@
 //! (`"execution": "client"`, the same `call_id`, `"status": "completed"`) holding the
 //! definitions of the result's [`tool_references`](Message::Tool), marked `defer_loading`. In a
 //! request without that search, the call and its result go as a function call and its output.
+//! A loaded tool stays deferred only while a `tool_search_output` item of the conversation
+//! lists it; one loaded without a search is sent in full, so that OpenAI accepts its call or a
+//! `tool_choice` naming it.
 //!
 //! **Stored responses.** With [`ResponsesConfig::store`], responses are kept by OpenAI, and a
 //! request that continues from an answer with tool calls sends `previous_response_id` and only
@@ -236,9 +239,13 @@ impl Wire for Responses {
             .store
             .then(|| previous_response(&messages[leading..]))
             .flatten();
-        let (previous_response_id, rest) = match previous {
-            Some((id, after)) => (Some(id), &messages[leading + after..]),
-            None => (None, &messages[leading..]),
+        let (previous_response_id, stored, rest) = match previous {
+            Some((id, after)) => (
+                Some(id),
+                &messages[leading..leading + after],
+                &messages[leading + after..],
+            ),
+            None => (None, &[][..], &messages[leading..]),
         };
         let tools_json = (!request.tools.is_empty())
             .then(|| tools_text(config, &request.tools))
@@ -260,24 +267,40 @@ impl Wire for Responses {
                 .collect(),
             client_calls: HashSet::new(),
         };
+        // The items of a stored response's conversation are not sent, but their searches
+        // reference tools all the same.
         let mut input = Vec::new();
+        for message in stored {
+            input_items(message, &mut replay, &mut input);
+        }
+        let mut referenced = HashSet::new();
+        add_references(&input, &mut referenced);
+        input.clear();
         for message in rest {
             input_items(message, &mut replay, &mut input);
         }
+        add_references(&input, &mut referenced);
         let tools = nested.as_ref().map(|nested| {
             let local = native.map(|(_, _, local)| local);
             let mut tools: Vec<WireTool<'_>> = Vec::new();
             let mut replaced = false;
-            // A loaded tool stays deferred below: OpenAI loads it from the history's
-            // `tool_search_output` items, and the tools stay the same from step to step.
+            // A loaded tool the history's `tool_search_output` items reference stays deferred
+            // below: OpenAI loads it from them, and the tools stay the same from step to
+            // step. One nothing references (called or chosen without a search) is sent in
+            // full here: OpenAI could not load it.
             let deferred_names: HashSet<&str> = deferred
                 .iter()
                 .flatten()
                 .map(|tool| &*tool.function.name)
                 .collect();
+            let mut full: HashSet<&str> = HashSet::new();
             for tool in nested {
-                if deferred_names.contains(&*tool.function.name) {
-                    continue;
+                let name = &*tool.function.name;
+                if deferred_names.contains(name) {
+                    if referenced.contains(name) {
+                        continue;
+                    }
+                    full.insert(name);
                 }
                 if native.is_some() && !replaced && Some(&*tool.function.name) == local {
                     tools.push(WireTool::search(client.then_some(tool)));
@@ -293,6 +316,7 @@ impl Wire for Responses {
                 tools.extend(
                     deferred
                         .iter()
+                        .filter(|tool| !full.contains(&*tool.function.name))
                         .map(|tool| WireTool::Function(deferred_tool(tool))),
                 );
             }
@@ -349,6 +373,27 @@ fn whole_answer(decoder: ResponsesDecoder, body: &[u8]) -> Result<ChatResponse, 
         unterminated: false,
     };
     decode_whole(decoder, frame, PROVIDER)
+}
+
+/// Adds the tools the `tool_search_output` items of `input` load to `names`.
+fn add_references<'a>(input: &[Input<'a>], names: &mut HashSet<&'a str>) {
+    for item in input {
+        match item {
+            Input::SearchOutput { tools, .. } => names.extend(tools.iter().map(|tool| tool.name)),
+            Input::Verbatim(item)
+                if item.get("type").and_then(Value::as_str) == Some("tool_search_output") =>
+            {
+                names.extend(
+                    item.get("tools")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|tool| tool.get("name").and_then(Value::as_str)),
+                );
+            }
+            _ => {}
+        }
+    }
 }
 
 /// A deferred function as a request sends it: flat, marked `"defer_loading": true`.
