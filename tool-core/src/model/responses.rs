@@ -282,45 +282,7 @@ impl Wire for Responses {
         add_references(&input, &mut referenced);
         let tools = nested.as_ref().map(|nested| {
             let local = native.map(|(_, _, local)| local);
-            let mut tools: Vec<WireTool<'_>> = Vec::new();
-            let mut replaced = false;
-            // A loaded tool the history's `tool_search_output` items reference stays deferred
-            // below: OpenAI loads it from them, and the tools stay the same from step to
-            // step. One nothing references (called or chosen without a search) is sent in
-            // full here: OpenAI could not load it.
-            let deferred_names: HashSet<&str> = deferred
-                .iter()
-                .flatten()
-                .map(|tool| &*tool.function.name)
-                .collect();
-            let mut full: HashSet<&str> = HashSet::new();
-            for tool in nested {
-                let name = &*tool.function.name;
-                if deferred_names.contains(name) {
-                    if referenced.contains(name) {
-                        continue;
-                    }
-                    full.insert(name);
-                }
-                if native.is_some() && !replaced && Some(&*tool.function.name) == local {
-                    tools.push(WireTool::search(client.then_some(tool)));
-                    replaced = true;
-                } else {
-                    tools.push(WireTool::Function(FlatTool::from(tool)));
-                }
-            }
-            if let Some(deferred) = &deferred {
-                if !replaced {
-                    tools.push(WireTool::search(None));
-                }
-                tools.extend(
-                    deferred
-                        .iter()
-                        .filter(|tool| !full.contains(&*tool.function.name))
-                        .map(|tool| WireTool::Function(deferred_tool(tool))),
-                );
-            }
-            tools
+            wire_tools(nested, deferred.as_deref(), local, client, &referenced)
         });
         let body = ResponsesBody {
             model: &config.endpoint.model,
@@ -373,6 +335,58 @@ fn whole_answer(decoder: ResponsesDecoder, body: &[u8]) -> Result<ChatResponse, 
         unterminated: false,
     };
     decode_whole(decoder, frame, PROVIDER)
+}
+
+/// The request's tools: the offered ones, flat, and, with a native search (`local` the local
+/// search tool's name), OpenAI's `tool_search` in the place of that tool (client-executed when
+/// `client`) and the `deferred` functions after them, marked `defer_loading`.
+///
+/// A loaded tool the history's `tool_search_output` items reference (`referenced`) stays
+/// deferred: OpenAI loads it from them, and the tools stay the same from step to step. One
+/// nothing references (called or chosen without a search) is sent in full in its place among
+/// the offered tools: OpenAI could not load it.
+fn wire_tools<'a>(
+    nested: &'a [NestedTool<'a>],
+    deferred: Option<&'a [NestedTool<'a>]>,
+    local: Option<&str>,
+    client: bool,
+    referenced: &HashSet<&str>,
+) -> Vec<WireTool<'a>> {
+    let mut tools: Vec<WireTool<'_>> = Vec::new();
+    let mut replaced = false;
+    let deferred_names: HashSet<&str> = deferred
+        .into_iter()
+        .flatten()
+        .map(|tool| &*tool.function.name)
+        .collect();
+    let mut full: HashSet<&str> = HashSet::new();
+    for tool in nested {
+        let name = &*tool.function.name;
+        if deferred_names.contains(name) {
+            if referenced.contains(name) {
+                continue;
+            }
+            full.insert(name);
+        }
+        if local.is_some() && !replaced && Some(name) == local {
+            tools.push(WireTool::search(client.then_some(tool)));
+            replaced = true;
+        } else {
+            tools.push(WireTool::Function(FlatTool::from(tool)));
+        }
+    }
+    if let Some(deferred) = deferred {
+        if !replaced {
+            tools.push(WireTool::search(None));
+        }
+        tools.extend(
+            deferred
+                .iter()
+                .filter(|tool| !full.contains(&*tool.function.name))
+                .map(|tool| WireTool::Function(deferred_tool(tool))),
+        );
+    }
+    tools
 }
 
 /// Adds the tools the `tool_search_output` items of `input` load to `names`.
