@@ -277,7 +277,7 @@ async fn tool_result_carries_the_provider_call_id() {
     let sent = &model.requests()[1].messages;
     assert!(matches!(
         &sent[2],
-        Message::Tool { tool_call_id, name, content, is_error: false }
+        Message::Tool { tool_call_id, name, content, is_error: false, .. }
             if tool_call_id == "toolu_01A09q90qw90lq917835lq9" && name == "echo" && content == "x"
     ));
 }

@@ -81,10 +81,7 @@ async fn load_context_round_trips_without_loss() {
     call.provider_metadata = Some(json!({"thoughtSignature": "abc"}));
     agent.context().extend_messages([
         Message::user("earlier"),
-        Message::Assistant {
-            content: "thinking".to_owned(),
-            tool_calls: vec![call],
-        },
+        Message::assistant_with_calls("thinking", vec![call]),
         Message::tool_result("c1", "echo", "é\n\"quoted\""),
     ]);
     agent.chat("remember this").await.unwrap();

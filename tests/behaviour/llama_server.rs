@@ -207,6 +207,7 @@ async fn round_trip(server: &LlamaServer, wire: LlamaWire, streamed: bool) {
         Some(Message::Assistant {
             content,
             tool_calls,
+            ..
         }) => {
             assert!(tool_calls.is_empty(), "{what}");
             assert_eq!(content, &reply.text, "{what}");

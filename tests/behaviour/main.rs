@@ -70,6 +70,7 @@ mod tool_choice;
 mod tool_choice_allowed;
 mod tool_search;
 mod tool_search_budget;
+mod tool_search_client;
 mod tool_search_eval;
 mod tool_search_hybrid;
 mod tool_search_mcp;

@@ -525,6 +525,7 @@ async fn whole_answers_keep_reasoning_with_the_call() {
     let Message::Assistant {
         content,
         tool_calls,
+        ..
     } = &response.message
     else {
         panic!("not an assistant message");

@@ -490,6 +490,7 @@ async fn chat_reads_whole_answers(wire: Wire) {
         let Message::Assistant {
             content,
             tool_calls,
+            ..
         } = &response.message
         else {
             panic!("{}: not an assistant message", wire.provider);
@@ -662,13 +663,13 @@ async fn token_counts_have_one_meaning(wire: Wire) {
 /// A conversation whose last step made two calls: the first succeeded, the second failed.
 pub(crate) fn one_ok_one_failed() -> ChatRequest {
     let mut messages = question();
-    messages.push(Message::Assistant {
-        content: String::new(),
-        tool_calls: vec![
+    messages.push(Message::assistant_with_calls(
+        "",
+        vec![
             ToolCall::new("call_1", "get_weather", r#"{"city":"Paris"}"#),
             ToolCall::new("call_2", "read_file", r#"{"path":"missing.txt"}"#),
         ],
-    });
+    ));
     messages.push(Message::tool_result("call_1", "get_weather", "18°C"));
     messages.push(Message::tool_error("call_2", "read_file", FAILURE));
     ChatRequest::new(messages)

@@ -465,10 +465,10 @@ async fn test_model_calls_only_the_named_tool() {
 
     // Once the forced call is answered, the model answers with text instead of calling again.
     let mut messages = question_about("Paris");
-    messages.push(Message::Assistant {
-        content: String::new(),
-        tool_calls: calls_of(&response.message),
-    });
+    messages.push(Message::assistant_with_calls(
+        "",
+        calls_of(&response.message),
+    ));
     messages.push(Message::tool_result("test_call_0", "read_file", "empty"));
     let answer = model
         .chat(

@@ -22,12 +22,12 @@ use tool_core::{
     Agent, AgentEvent, AgentOptions, Provider, ToolContext, ToolRegistry,
     model::{
         AnthropicClient, AnthropicConfig, ChatModel, NativeSearch, ResponsesClient,
-        ResponsesConfig, ScriptedModel, ScriptedResponse,
+        ResponsesConfig, ScriptedModel, ScriptedResponse, ToolChoice,
     },
 };
 
 use crate::{
-    loopback::{Reply, Server, fast_retries},
+    loopback::{Recorded, Reply, Server, fast_retries},
     tool_search::{names, registry, result_of},
 };
 
@@ -37,7 +37,7 @@ macro_rules! transcript {
     };
 }
 
-fn anthropic(server: &Server) -> Arc<dyn ChatModel> {
+pub(crate) fn anthropic(server: &Server) -> Arc<dyn ChatModel> {
     let config = AnthropicConfig::default()
         .base_url(server.url())
         .model("claude-sonnet-4-5")
@@ -46,7 +46,7 @@ fn anthropic(server: &Server) -> Arc<dyn ChatModel> {
     Arc::new(AnthropicClient::new(config).unwrap())
 }
 
-fn responses(server: &Server) -> Arc<dyn ChatModel> {
+pub(crate) fn responses(server: &Server) -> Arc<dyn ChatModel> {
     let config = ResponsesConfig::default()
         .base_url(format!("{}/v1", server.url()))
         .model("gpt-5.4")
@@ -57,7 +57,7 @@ fn responses(server: &Server) -> Arc<dyn ChatModel> {
 
 /// Runs a turn, streamed or not, bounded in time, and returns its events (none when not
 /// streamed).
-async fn run(agent: &Agent, text: &str, streamed: bool) -> Vec<AgentEvent> {
+pub(crate) async fn run(agent: &Agent, text: &str, streamed: bool) -> Vec<AgentEvent> {
     tokio::time::timeout(Duration::from_secs(20), async {
         if streamed {
             agent
@@ -77,7 +77,7 @@ async fn run(agent: &Agent, text: &str, streamed: bool) -> Vec<AgentEvent> {
 }
 
 /// The definitions of `tools` in `provider`'s format, as the registry gives them.
-fn formatted(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
+pub(crate) fn formatted(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
     tools
         .iter()
         .map(|name| registry.tools_for_provider(provider, Some(&[name]))[0].clone())
@@ -85,7 +85,7 @@ fn formatted(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec
 }
 
 /// `tools` in `provider`'s format, each marked `"defer_loading": true`.
-fn deferred(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
+pub(crate) fn deferred(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
     formatted(registry, provider, tools)
         .into_iter()
         .map(|mut tool| {
@@ -96,7 +96,7 @@ fn deferred(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<
 }
 
 /// A Responses function tool as the client sends it: flat, `strict` set.
-fn flat(tool: &Value) -> Value {
+pub(crate) fn flat(tool: &Value) -> Value {
     let function = &tool["function"];
     json!({
         "type": "function",
@@ -107,7 +107,17 @@ fn flat(tool: &Value) -> Value {
     })
 }
 
-const DEFERRED: [&str; 4] = [
+/// The `tools` of a request's body as sent, byte for byte.
+pub(crate) fn tools_text(request: &Recorded) -> String {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        tools: Box<serde_json::value::RawValue>,
+    }
+    let body: Body = serde_json::from_slice(&request.body).expect("the request has tools");
+    body.tools.get().to_owned()
+}
+
+pub(crate) const DEFERRED: [&str; 4] = [
     "create_directory",
     "send_email",
     "weather_forecast",
@@ -186,23 +196,11 @@ async fn anthropic_native_search_sends_deferred_tools_and_replays_the_search_blo
             );
         }
 
-        // The follow-up: the loaded tool appended after the search tool in full, the others
-        // still deferred, so the two lists share their prefix; and the assistant message sends
-        // the search's blocks back before the call.
+        // The follow-up: the same tools, byte for byte, the loaded tool still deferred (the
+        // search's reference in the history loads it); and the assistant message sends the
+        // search's blocks back before the call.
         let second = requests[1].json();
-        let mut expected = formatted(&registry, Provider::Anthropic, &["get_time"]);
-        expected.push(search_tool.clone());
-        expected.extend(formatted(
-            &registry,
-            Provider::Anthropic,
-            &["weather_forecast"],
-        ));
-        expected.extend(deferred(
-            &registry,
-            Provider::Anthropic,
-            &["create_directory", "send_email", "translate_text"],
-        ));
-        assert_eq!(second["tools"], Value::Array(expected));
+        assert_eq!(tools_text(&requests[1]), tools_text(&requests[0]));
         let server_id = if streamed {
             "srvtoolu_01S"
         } else {
@@ -310,15 +308,9 @@ async fn responses_hosted_tool_search_sends_deferred_functions_and_replays_the_i
             );
         }
 
+        // The same tools, byte for byte: the search's output in the history loads the tool.
         let second = requests[1].json();
-        let mut expected = flat_all(&["get_time"], false);
-        expected.push(json!({ "type": "tool_search" }));
-        expected.extend(flat_all(&["weather_forecast"], false));
-        expected.extend(flat_all(
-            &["create_directory", "send_email", "translate_text"],
-            true,
-        ));
-        assert_eq!(second["tools"], Value::Array(expected));
+        assert_eq!(tools_text(&requests[1]), tools_text(&requests[0]));
         // The search's items go back verbatim before the call, then the call's output.
         let recorded: Value = if streamed {
             let body = std::str::from_utf8(transcript!("responses/tool_search.sse")).unwrap();
@@ -517,4 +509,246 @@ async fn without_the_native_search_a_hosted_search_s_items_are_not_sent_back() {
         .map(|tool| tool["name"].as_str().unwrap())
         .collect();
     assert_eq!(tools, ["get_time", "search_tools", "weather_forecast"]);
+}
+
+/// A native search the model followed with text alone (no call to keep its blocks with) is
+/// still part of the conversation: the next request sends it back in its place, on both wires,
+/// streamed or not.
+#[tokio::test]
+async fn a_native_search_followed_by_text_alone_is_sent_back_in_the_next_request() {
+    for (streamed, reply, server_id) in [
+        (
+            false,
+            Reply::json(transcript!("anthropic/message_tool_search_then_text.json")),
+            "srvtoolu_01T",
+        ),
+        (
+            true,
+            Reply::sse(transcript!("anthropic/tool_search_then_text.sse")),
+            "srvtoolu_01V",
+        ),
+    ] {
+        let final_answer = if streamed {
+            Reply::sse(transcript!("anthropic/final_answer.sse"))
+        } else {
+            Reply::json(transcript!("anthropic/message_cache_write.json"))
+        };
+        let server = Server::start(vec![reply, final_answer]).await;
+        let agent = Agent::with_model(anthropic(&server), AgentOptions::new().registry(registry()));
+        let events = run(&agent, "Stock prices?", streamed).await;
+        if streamed {
+            assert!(
+                events.contains(&AgentEvent::ToolSearch {
+                    query: "stock prices".to_owned(),
+                    matches: Vec::new(),
+                    loaded: Vec::new(),
+                }),
+                "{events:?}"
+            );
+        }
+        run(&agent, "Thanks.", streamed).await;
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "streamed={streamed}");
+        let second = requests[1].json();
+        assert_eq!(
+            second["messages"][1],
+            json!({
+                "role": "assistant",
+                "content": [
+                    { "type": "text", "text": "Let me look for a tool." },
+                    {
+                        "type": "server_tool_use",
+                        "id": server_id,
+                        "name": "tool_search_tool_bm25",
+                        "input": { "query": "stock prices" },
+                    },
+                    {
+                        "type": "tool_search_tool_result",
+                        "tool_use_id": server_id,
+                        "content": {
+                            "type": "tool_search_tool_search_result",
+                            "tool_references": [],
+                        },
+                    },
+                    { "type": "text", "text": " No tool gives stock prices." },
+                ],
+            }),
+            "streamed={streamed}"
+        );
+        assert_eq!(
+            second["messages"][2],
+            json!({ "role": "user", "content": [{ "type": "text", "text": "Thanks." }] })
+        );
+    }
+
+    // OpenAI Responses: the hosted search's items and the message after them go back as they
+    // came.
+    let server = Server::start(vec![
+        Reply::json(transcript!("responses/response_tool_search_then_text.json")),
+        Reply::json(transcript!("responses/response_text.json")),
+    ])
+    .await;
+    let agent = Agent::with_model(responses(&server), AgentOptions::new().registry(registry()));
+    run(&agent, "Stock prices?", false).await;
+    run(&agent, "Thanks.", false).await;
+    let requests = server.requests();
+    let recorded: Value =
+        serde_json::from_slice(transcript!("responses/response_tool_search_then_text.json"))
+            .unwrap();
+    let input = requests[1].json()["input"].as_array().unwrap().clone();
+    assert_eq!(input.len(), 5, "{input:?}");
+    assert_eq!(input[1..4], recorded["output"].as_array().unwrap()[..]);
+    assert_eq!(input[4]["content"], "Thanks.");
+}
+
+/// A wire with a native search, the tools a request offers in full in its format, and the
+/// replies to a deferred tool's call without a search and to its result.
+struct NativeWire {
+    name: &'static str,
+    model: fn(&Server) -> Arc<dyn ChatModel>,
+    provider: Provider,
+    call: &'static [u8],
+    answer: &'static [u8],
+}
+
+const NATIVE_WIRES: [NativeWire; 2] = [
+    NativeWire {
+        name: "anthropic",
+        model: anthropic,
+        provider: Provider::Anthropic,
+        call: transcript!("anthropic/message_weather_call.json"),
+        answer: transcript!("anthropic/message_cache_write.json"),
+    },
+    NativeWire {
+        name: "responses",
+        model: responses,
+        provider: Provider::OpenAi,
+        call: transcript!("responses/response_weather_call.json"),
+        answer: transcript!("responses/response_text.json"),
+    },
+];
+
+impl NativeWire {
+    /// `names` as this wire sends them: in full, or marked `defer_loading`.
+    fn tools(&self, registry: &ToolRegistry, names: &[&str], defer: bool) -> Vec<Value> {
+        formatted(registry, self.provider, names)
+            .iter()
+            .map(|tool| {
+                let mut tool = if self.provider == Provider::OpenAi {
+                    flat(tool)
+                } else {
+                    tool.clone()
+                };
+                if defer {
+                    tool["defer_loading"] = json!(true);
+                }
+                tool
+            })
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn a_deferred_tool_called_without_a_search_is_sent_in_full_after_the_offered_tools() {
+    // Nothing in the history references the tool: kept deferred, the provider could not load
+    // it, and would refuse the call in the history.
+    for wire in &NATIVE_WIRES {
+        for search in [NativeSearch::Bm25, NativeSearch::Client] {
+            let server =
+                Server::start(vec![Reply::json(wire.call), Reply::json(wire.answer)]).await;
+            let registry = registry();
+            let agent = Agent::with_model(
+                (wire.model)(&server),
+                AgentOptions::new()
+                    .registry(registry.clone())
+                    .native_search(search),
+            );
+            run(&agent, "Weather in Paris?", false).await;
+            let label = format!("{} {search:?}", wire.name);
+
+            assert_eq!(agent.loaded_tools(), ["weather_forecast"], "{label}");
+            let requests = server.requests();
+            assert_eq!(requests.len(), 2, "{label}");
+            let (first, second) = (requests[0].json(), requests[1].json());
+            let first_tools = first["tools"].as_array().unwrap();
+            // The first request: the eager tool, the search tool, every deferred tool deferred.
+            assert_eq!(
+                first_tools[2..],
+                wire.tools(&registry, &DEFERRED, true)[..],
+                "{label}"
+            );
+            // The next: the same eager and search tools, then the called tool in full, then
+            // the other deferred tools, still deferred.
+            let mut expected = first_tools[..2].to_vec();
+            expected.extend(wire.tools(&registry, &["weather_forecast"], false));
+            expected.extend(wire.tools(
+                &registry,
+                &["create_directory", "send_email", "translate_text"],
+                true,
+            ));
+            assert_eq!(second["tools"], Value::Array(expected), "{label}");
+            // The conversation sent before is sent again as it was, the call and its result
+            // after it.
+            let history = if wire.provider == Provider::OpenAi {
+                "input"
+            } else {
+                "messages"
+            };
+            let before = first[history].as_array().unwrap();
+            let after = second[history].as_array().unwrap();
+            assert_eq!(after[..before.len()], before[..], "{label}");
+            assert_eq!(after.len(), before.len() + 2, "{label}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_deferred_tool_a_tool_choice_forces_is_sent_in_full_on_a_native_wire() {
+    for wire in &NATIVE_WIRES {
+        for search in [NativeSearch::Bm25, NativeSearch::Client] {
+            let server =
+                Server::start(vec![Reply::json(wire.call), Reply::json(wire.answer)]).await;
+            let registry = registry();
+            let agent = Agent::with_model(
+                (wire.model)(&server),
+                AgentOptions::new()
+                    .registry(registry.clone())
+                    .native_search(search)
+                    .tool_choice(ToolChoice::Tool("weather_forecast".to_owned())),
+            );
+            run(&agent, "Weather in Paris?", false).await;
+            let label = format!("{} {search:?}", wire.name);
+
+            let requests = server.requests();
+            assert_eq!(requests.len(), 2, "{label}");
+            let first = requests[0].json();
+            assert_eq!(first["tool_choice"]["name"], "weather_forecast", "{label}");
+            let tools = first["tools"].as_array().unwrap();
+            assert_eq!(
+                tools[1..],
+                {
+                    let mut expected = vec![tools[1].clone()];
+                    expected.extend(wire.tools(&registry, &["weather_forecast"], false));
+                    expected.extend(wire.tools(
+                        &registry,
+                        &["create_directory", "send_email", "translate_text"],
+                        true,
+                    ));
+                    expected
+                }[..],
+                "{label}"
+            );
+            assert_eq!(
+                tools[0],
+                wire.tools(&registry, &["get_time"], false)[0],
+                "{label}"
+            );
+            // Still unreferenced on the next step: the same tools, byte for byte.
+            assert_eq!(
+                tools_text(&requests[1]),
+                tools_text(&requests[0]),
+                "{label}"
+            );
+        }
+    }
 }

@@ -155,12 +155,16 @@ pub struct AgentOptions {
     /// one of them but the pinned ones is deferred, and found with `search_tools`. See
     /// [`DeferBudget`].
     pub defer_budget: Option<DeferBudget>,
-    /// Which search of the provider's own replaces `search_tools` on the clients that have one
-    /// (Anthropic Messages, OpenAI Responses); default [`NativeSearch::Bm25`].
-    /// [`NativeSearch::Off`] keeps the agent's own `search_tools` on every wire. See the
-    /// README's tool search section.
+    /// Which form of the provider's own tool search is used on the clients that have one
+    /// (Anthropic Messages, OpenAI Responses): the provider searches
+    /// ([`NativeSearch::Bm25`], the default, or [`NativeSearch::Regex`]); the agent searches
+    /// with its own ranking and the provider loads what it found ([`NativeSearch::Client`]);
+    /// or [`NativeSearch::Off`], the agent's own `search_tools` on every wire with the
+    /// deferred tools left out. See the README's tool search section.
     ///
     /// [`NativeSearch::Bm25`]: crate::model::NativeSearch::Bm25
+    /// [`NativeSearch::Regex`]: crate::model::NativeSearch::Regex
+    /// [`NativeSearch::Client`]: crate::model::NativeSearch::Client
     /// [`NativeSearch::Off`]: crate::model::NativeSearch::Off
     pub native_search: crate::model::NativeSearch,
     /// What a call to a deferred tool that no search loaded does (default
@@ -369,8 +373,10 @@ impl AgentOptions {
         self
     }
 
-    /// Sets which search of the provider's own is used where a client has one
-    /// ([`NativeSearch::Off`](crate::model::NativeSearch::Off): the local search everywhere).
+    /// Sets which form of the provider's own search is used where a client has one
+    /// ([`NativeSearch::Client`](crate::model::NativeSearch::Client): the agent's ranking, the
+    /// provider's loading; [`NativeSearch::Off`](crate::model::NativeSearch::Off): the local
+    /// search everywhere).
     #[must_use]
     pub fn native_search(mut self, search: crate::model::NativeSearch) -> Self {
         self.native_search = search;

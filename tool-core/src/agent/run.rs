@@ -302,6 +302,7 @@ async fn run_turn(
         context.push_message(Message::Assistant {
             content: answer.content.clone(),
             tool_calls: calls.clone(),
+            provider_metadata: answer.provider_metadata.clone(),
         });
         let (calls, outputs) = output::split(options.output.as_deref(), calls);
         for event in shared.search.load_found(&snapshot, &answer.tool_searches) {
@@ -686,7 +687,9 @@ impl Turn<'_> {
                 }
                 emit_result(self.events, call, &content, kind);
                 let message = if kind == ToolResultKind::Success {
-                    Message::tool_result(&call.id, &call.name, content)
+                    shared
+                        .search
+                        .with_references(Message::tool_result(&call.id, &call.name, content))
                 } else {
                     Message::tool_error(&call.id, &call.name, content)
                 };
@@ -786,6 +789,8 @@ struct Answer {
     finish_reason: FinishReason,
     /// The searches the provider ran on its side.
     tool_searches: Vec<ProviderToolSearch>,
+    /// Provider data of the answer that belongs to none of its calls.
+    provider_metadata: Option<serde_json::Value>,
 }
 
 #[cfg(not(feature = "otel"))]
@@ -854,7 +859,7 @@ async fn ask(
 ) -> Result<Answer, ProviderError> {
     let Some(sender) = events else {
         let response = shared.model.chat(request).await?;
-        let (content, mut tool_calls) = split(response.message);
+        let (content, mut tool_calls, provider_metadata) = split(response.message);
         UniqueIds::default().assign(&mut tool_calls);
         return Ok(Answer {
             content,
@@ -862,6 +867,7 @@ async fn ask(
             usage: response.usage,
             finish_reason: response.finish_reason,
             tool_searches: response.tool_searches,
+            provider_metadata,
         });
     };
     let events = Some(sender);
@@ -907,7 +913,7 @@ async fn ask(
                 message,
                 finish_reason,
             } => {
-                let (content, mut tool_calls) = split(message);
+                let (content, mut tool_calls, provider_metadata) = split(message);
                 ids.assign(&mut tool_calls);
                 for call in &tool_calls {
                     if !finished.contains(&call.id) {
@@ -920,6 +926,7 @@ async fn ask(
                     usage,
                     finish_reason,
                     tool_searches,
+                    provider_metadata,
                 });
             }
             #[allow(unreachable_patterns)]
@@ -940,13 +947,14 @@ fn finished_event(call: ToolCall) -> AgentEvent {
     AgentEvent::ToolCallFinished { call, arguments }
 }
 
-fn split(message: Message) -> (String, Vec<ToolCall>) {
+fn split(message: Message) -> (String, Vec<ToolCall>, Option<serde_json::Value>) {
     match message {
         Message::Assistant {
             content,
             tool_calls,
-        } => (content, tool_calls),
-        other => (other.content().to_owned(), Vec::new()),
+            provider_metadata,
+        } => (content, tool_calls, provider_metadata),
+        other => (other.content().to_owned(), Vec::new(), None),
     }
 }
 
@@ -1173,10 +1181,10 @@ mod tests {
         let context = ToolContext::default();
         context.extend_messages([
             Message::user("go"),
-            Message::Assistant {
-                content: String::new(),
-                tool_calls: vec![ToolCall::new("a", "x", "{}"), ToolCall::new("b", "y", "{}")],
-            },
+            Message::assistant_with_calls(
+                "",
+                vec![ToolCall::new("a", "x", "{}"), ToolCall::new("b", "y", "{}")],
+            ),
             Message::tool_result("a", "x", "done"),
         ]);
         close_dangling_calls(&context);

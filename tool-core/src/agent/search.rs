@@ -132,6 +132,8 @@ pub(super) struct SearchSettings {
 pub(super) struct ToolSearch {
     context: ToolContext,
     searches: Arc<Mutex<Vec<AgentEvent>>>,
+    /// The tools each `search_tools` call found, by call id, until its result is made.
+    found: Arc<Mutex<HashMap<String, Vec<String>>>>,
     prepared: Mutex<Option<Prepared>>,
     settings: SearchSettings,
     /// The last snapshot the budget was checked on, with the most used tools then, and the
@@ -164,6 +166,7 @@ impl ToolSearch {
         Self {
             context,
             searches: Arc::default(),
+            found: Arc::default(),
             prepared: Mutex::default(),
             settings,
             budgeted: Mutex::default(),
@@ -246,13 +249,12 @@ impl ToolSearch {
         let offered = snapshot.offer(names);
         let mut tools = RequestTools::from_snapshot(Arc::new(offered));
         if self.settings.native != NativeSearch::Off {
-            // For a client with a search of its provider's own: the deferred tools not loaded
-            // yet, in registration order, sent marked `defer_loading`.
-            let waiting = base
-                .deferred_names()
-                .into_iter()
-                .filter(|name| !loaded.iter().any(|loaded| loaded == name));
-            let deferred = snapshot.offer(waiting);
+            // For a client with a search of its provider's own: every deferred tool, loaded or
+            // not, in registration order, sent marked `defer_loading` for the whole
+            // conversation; the provider loads a found tool from the history's references, so
+            // the tools stay byte-identical from step to step and the prompt cache holds. The
+            // wire sends a loaded tool the history does not reference in full, from `names`.
+            let deferred = snapshot.offer(base.deferred_names());
             tools = tools.with_native_search(Arc::new(deferred), self.settings.native, SEARCH_TOOL);
         }
         (snapshot, tools)
@@ -352,6 +354,27 @@ impl ToolSearch {
         }
     }
 
+    /// The result of the call `message` answers, naming the tools it found when it is a call
+    /// of `search_tools` (for the providers that load them from a search's result).
+    pub(super) fn with_references(
+        &self,
+        message: crate::message::Message,
+    ) -> crate::message::Message {
+        let crate::message::Message::Tool {
+            tool_call_id, name, ..
+        } = &message
+        else {
+            return message;
+        };
+        if name != SEARCH_TOOL {
+            return message;
+        }
+        match lock(&self.found).remove(tool_call_id) {
+            Some(found) => message.with_tool_references(found),
+            None => message,
+        }
+    }
+
     /// The searches made since the last call, as events.
     pub(super) fn take_events(&self) -> Vec<AgentEvent> {
         std::mem::take(&mut lock(&self.searches))
@@ -400,6 +423,7 @@ impl ToolSearch {
         let tool = SearchTool {
             context: self.context.clone(),
             searches: self.searches.clone(),
+            found: self.found.clone(),
             base: base.clone(),
             hybrid: self.hybrid.clone(),
             limit: self.settings.limit,
@@ -472,6 +496,7 @@ fn closest(snapshot: &RegistrySnapshot, name: &str) -> Vec<String> {
 struct SearchTool {
     context: ToolContext,
     searches: Arc<Mutex<Vec<AgentEvent>>>,
+    found: Arc<Mutex<HashMap<String, Vec<String>>>>,
     /// The snapshot whose deferred tools it searches.
     base: Arc<RegistrySnapshot>,
     hybrid: Option<Arc<HybridSearch>>,
@@ -504,6 +529,15 @@ impl ExecutableTool for SearchTool {
     }
 
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
+        self.execute_with(args, crate::CallContext::new("", SEARCH_TOOL))
+            .await
+    }
+
+    async fn execute_with(
+        &self,
+        args: JsonObject,
+        call: crate::CallContext,
+    ) -> Result<String, ToolError> {
         let query = args
             .get("query")
             .and_then(Value::as_str)
@@ -524,9 +558,13 @@ impl ExecutableTool for SearchTool {
                 loaded.push(hit.name.clone());
             }
         }
+        let found: Vec<String> = matches.hits.iter().map(|hit| hit.name.clone()).collect();
+        if !call.call_id().is_empty() && !found.is_empty() {
+            lock(&self.found).insert(call.call_id().to_owned(), found.clone());
+        }
         lock(&self.searches).push(AgentEvent::ToolSearch {
             query: shortened(query),
-            matches: matches.hits.iter().map(|hit| hit.name.clone()).collect(),
+            matches: found,
             loaded,
         });
         let matches = outcome.map_err(|error| ToolError::new(error.to_string()))?;

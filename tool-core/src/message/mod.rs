@@ -38,6 +38,13 @@ pub enum Message {
         /// The tool calls, in the order the model made them.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// Provider data of the answer that belongs to none of its calls, to be sent back on the
+        /// next request to the same provider: a search the provider ran on its side that no
+        /// call followed (an answer of text alone). Keyed by the client that wrote it; the
+        /// other clients ignore it. Left out of JSON when `None`, so conversations saved before
+        /// it existed load unchanged.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_metadata: Option<Value>,
     },
     /// The result of one tool call.
     Tool {
@@ -53,6 +60,15 @@ pub enum Message {
         /// conversations saved before it existed load unchanged.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+        /// The tools this result loads, by name: the matches of the agent's tool search. Where
+        /// the request uses the provider's own client-side search form
+        /// ([`NativeSearch::Client`](crate::model::NativeSearch::Client)), Anthropic gets them as
+        /// `tool_reference` blocks and OpenAI Responses as a `tool_search_output` item holding
+        /// their definitions; everywhere else `content`, which lists them as text, is sent
+        /// alone. Left out of JSON when empty, so conversations saved before it existed load
+        /// unchanged.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_references: Vec<String>,
     },
 }
 
@@ -73,9 +89,15 @@ impl Message {
 
     /// An assistant message with text only.
     pub fn assistant(content: impl Into<String>) -> Self {
+        Self::assistant_with_calls(content, Vec::new())
+    }
+
+    /// An assistant message with text (possibly empty) and tool calls.
+    pub fn assistant_with_calls(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
         Self::Assistant {
             content: content.into(),
-            tool_calls: Vec::new(),
+            tool_calls,
+            provider_metadata: None,
         }
     }
 
@@ -103,6 +125,31 @@ impl Message {
             name,
             content,
             is_error,
+            tool_references: Vec::new(),
+        }
+    }
+
+    /// This tool result, loading the tools named (see
+    /// [`Message::Tool::tool_references`](Message::Tool)); other messages are returned as they
+    /// are.
+    #[must_use]
+    pub fn with_tool_references(mut self, names: Vec<String>) -> Self {
+        if let Self::Tool {
+            tool_references, ..
+        } = &mut self
+        {
+            *tool_references = names;
+        }
+        self
+    }
+
+    /// The tools a tool result loads (see [`Message::Tool`]); empty for other messages.
+    pub fn tool_references(&self) -> &[String] {
+        match self {
+            Self::Tool {
+                tool_references, ..
+            } => tool_references,
+            _ => &[],
         }
     }
 

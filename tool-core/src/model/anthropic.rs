@@ -24,7 +24,16 @@
 //! reported as a [`ModelEvent::ToolSearch`] (and in [`ChatResponse::tool_searches`]), and the
 //! two blocks are kept, verbatim, in the [`provider_metadata`](ToolCall::provider_metadata)
 //! (under `"anthropic"`) of the call that follows them, to be sent back before that call on
-//! the next request that asks for a native search.
+//! the next request that offers Anthropic's search tool; when text alone follows them, they
+//! are kept in the answer's [`Message::Assistant`] `provider_metadata`, with where in the text
+//! they came, and sent back in that place. With [`NativeSearch::Client`] (the agent's own
+//! ranking, Anthropic's "custom tool search implementation") the local search tool stays, the
+//! deferred tools still go marked `defer_loading` under the beta header, and a tool result
+//! with [`tool_references`](Message::Tool) is sent as `tool_reference` blocks
+//! (`{"type": "tool_reference", "tool_name": …}`) naming the tools the request defines, which
+//! Anthropic expands into their definitions. A loaded tool stays deferred only while the
+//! `tool_reference` blocks the request sends name it; one loaded without a search is sent in
+//! full, so that Anthropic accepts its call or a `tool_choice` naming it.
 //!
 //! [`RequestTools::with_native_search`]: super::RequestTools::with_native_search
 //!
@@ -37,7 +46,7 @@
 //! description notes), and the answer is a text block holding the JSON. Off (the default), the
 //! form is not sent, and typed output's native mode runs in the tool mode.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -198,7 +207,20 @@ impl Wire for Messages {
     ) -> Result<Bytes, ProviderError> {
         request.tool_choice.check(&request.tools)?;
         request.tool_choice.reject_allowed("anthropic")?;
-        let native = request.tools.native_search().is_some();
+        let native = request.tools.native_search();
+        // Anthropic's own search tool is offered, so the blocks of its searches can go back.
+        let hosted = native.is_some_and(|(search, ..)| search != NativeSearch::Client);
+        // The tools a `tool_reference` may name: those the request defines.
+        let defined: HashSet<&str> = native
+            .map(|(_, deferred, _)| {
+                request
+                    .tools
+                    .names()
+                    .into_iter()
+                    .chain(deferred.names())
+                    .collect()
+            })
+            .unwrap_or_default();
         let mut system: Vec<&str> = Vec::new();
         let mut messages: Vec<WireMessage> = Vec::new();
         for message in &request.messages {
@@ -213,33 +235,30 @@ impl Wire for Messages {
                 Message::Assistant {
                     content,
                     tool_calls,
-                } => {
-                    let mut blocks = Vec::new();
-                    // Anthropic rejects empty text blocks.
-                    if !content.is_empty() {
-                        blocks.push(json!({ "type": "text", "text": content }));
-                    }
-                    for call in tool_calls {
-                        // The searches Anthropic ran before the call, sent back only when the
-                        // request offers its search tool (the blocks name it).
-                        if native {
-                            blocks.extend(kept_blocks(call).iter().cloned());
-                        }
-                        blocks.push(json!({
-                            "type": "tool_use",
-                            "id": call.id,
-                            "name": call.name,
-                            "input": arguments_object(&call.arguments),
-                        }));
-                    }
-                    ("assistant", blocks)
-                }
+                    provider_metadata,
+                } => (
+                    "assistant",
+                    assistant_blocks(content, tool_calls, provider_metadata.as_ref(), hosted),
+                ),
                 Message::Tool {
                     tool_call_id,
                     content,
                     is_error,
+                    tool_references,
                     ..
                 } => {
+                    // The tools a search loaded, as references Anthropic expands into their
+                    // definitions itself; the text listing them otherwise.
+                    let references: Vec<Value> = tool_references
+                        .iter()
+                        .filter(|name| defined.contains(name.as_str()))
+                        .map(|name| json!({ "type": "tool_reference", "tool_name": name }))
+                        .collect();
+                    let content = if references.is_empty() {
+                        Value::from(content.as_str())
+                    } else {
+                        Value::Array(references)
+                    };
                     let mut block = json!({
                         "type": "tool_result",
                         "tool_use_id": tool_call_id,
@@ -268,7 +287,7 @@ impl Wire for Messages {
         }
         let system = system.join("\n\n");
         let tools = (!request.tools.is_empty())
-            .then(|| wire_tools(request))
+            .then(|| wire_tools(request, &referenced(&messages)))
             .transpose()?;
         ChatBody {
             model: &config.endpoint.model,
@@ -308,7 +327,7 @@ impl Wire for Messages {
                     }
                 }
                 ReplyBlock::ServerToolUse { id, name, input } => {
-                    searches.server_tool_use(&id, &name, input);
+                    searches.server_tool_use(&id, &name, input, &answer);
                 }
                 ReplyBlock::ToolSearchToolResult {
                     tool_use_id,
@@ -317,6 +336,7 @@ impl Wire for Messages {
                 ReplyBlock::Other => {}
             }
         }
+        searches.finish(&mut answer);
         if let Some(usage) = reply.usage {
             answer.usage(usage.normalised());
         }
@@ -332,9 +352,16 @@ impl Wire for Messages {
 
 /// The request's tools in Anthropic's format: the offered ones, and, when the request asks
 /// for a native search, Anthropic's search tool in the place of the local one and the
-/// deferred tools after them, each with `"defer_loading": true`
-/// (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>).
-fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, ProviderError> {
+/// deferred tools after them, each with `"defer_loading": true`, those a search loaded too
+/// when the conversation sent references them (`referenced`)
+/// (<https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>; the
+/// history's `tool_reference` blocks load them, and the tools stay the same from step to
+/// step, so the prompt cache holds). A loaded tool nothing references (called or chosen
+/// without a search) is sent in full among the offered tools: Anthropic could not load it.
+fn wire_tools(
+    request: &ChatRequest,
+    referenced: &HashSet<&str>,
+) -> Result<std::sync::Arc<RawValue>, ProviderError> {
     let offered = request.tools.provider_json(PROVIDER);
     let Some((search, deferred, local)) = request.tools.native_search() else {
         return Ok(offered);
@@ -343,32 +370,49 @@ fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, Provide
         ProviderError::Config(format!("cannot encode the tools: {error}"))
     };
     let search_tool = match search {
-        NativeSearch::Regex => json!({
+        // The local search tool stays, its results naming the tools it found.
+        NativeSearch::Client => None,
+        NativeSearch::Regex => Some(json!({
             "type": "tool_search_tool_regex_20251119",
             "name": "tool_search_tool_regex",
-        }),
-        _ => json!({
+        })),
+        _ => Some(json!({
             "type": "tool_search_tool_bm25_20251119",
             "name": "tool_search_tool_bm25",
-        }),
+        })),
     };
     let offered: Vec<Value> = serde_json::from_str(offered.get()).map_err(unreadable)?;
+    let deferred_names: HashSet<&str> = deferred.names().into_iter().collect();
+    // The loaded tools sent in full, not deferred.
+    let mut full: HashSet<String> = HashSet::new();
     let mut tools = Vec::with_capacity(offered.len() + 1);
-    let mut replaced = false;
+    let mut search_tool = search_tool;
     for tool in offered {
-        if !replaced && tool.get("name").and_then(Value::as_str) == Some(local) {
-            tools.push(search_tool.clone());
-            replaced = true;
+        let name = tool.get("name").and_then(Value::as_str);
+        if search_tool.is_some() && name == Some(local) {
+            tools.extend(search_tool.take());
+        } else if let Some(name) = name.filter(|name| deferred_names.contains(name)) {
+            // A loaded tool the history references stays deferred below: Anthropic expands
+            // it from the history.
+            if !referenced.contains(name) {
+                full.insert(name.to_owned());
+                tools.push(tool);
+            }
         } else {
             tools.push(tool);
         }
     }
-    if !replaced {
-        tools.push(search_tool);
-    }
+    tools.extend(search_tool);
     let deferred: Vec<Value> =
         serde_json::from_str(deferred.provider_json(PROVIDER).get()).map_err(unreadable)?;
     for mut tool in deferred {
+        if tool
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|name| full.contains(name))
+        {
+            continue;
+        }
         if let Some(fields) = tool.as_object_mut() {
             fields.insert("defer_loading".into(), Value::Bool(true));
         }
@@ -377,6 +421,90 @@ fn wire_tools(request: &ChatRequest) -> Result<std::sync::Arc<RawValue>, Provide
     serde_json::value::to_raw_value(&tools)
         .map(std::sync::Arc::from)
         .map_err(unreadable)
+}
+
+/// The tools the `tool_reference` blocks of `messages` name: those of the tool results (a
+/// client-side search's), and those of the `tool_search_tool_result` blocks sent back (a
+/// search Anthropic ran).
+fn referenced(messages: &[WireMessage]) -> HashSet<&str> {
+    fn references(list: Option<&Value>) -> impl Iterator<Item = &str> {
+        list.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|reference| {
+                reference.get("type").and_then(Value::as_str) == Some("tool_reference")
+            })
+            .filter_map(|reference| reference.get("tool_name").and_then(Value::as_str))
+    }
+    let mut names = HashSet::new();
+    for block in messages.iter().flat_map(|message| &message.content) {
+        match block.get("type").and_then(Value::as_str) {
+            Some("tool_result") => names.extend(references(block.get("content"))),
+            Some("tool_search_tool_result") => names.extend(references(
+                block
+                    .get("content")
+                    .and_then(|content| content.get("tool_references")),
+            )),
+            _ => {}
+        }
+    }
+    names
+}
+
+/// The content blocks of an assistant message: its text, its calls, and, when the request
+/// offers Anthropic's search tool (`hosted`; the blocks name it), the blocks of the searches
+/// Anthropic ran, before the call that followed each, or in their place in the text when no
+/// call followed them.
+fn assistant_blocks(
+    content: &str,
+    tool_calls: &[ToolCall],
+    metadata: Option<&Value>,
+    hosted: bool,
+) -> Vec<Value> {
+    let (trailing, at) = if hosted {
+        trailing_blocks(metadata, content)
+    } else {
+        (&[][..], content.len())
+    };
+    let (before, after) = content.split_at(at);
+    let mut blocks = Vec::new();
+    // Anthropic rejects empty text blocks.
+    if !before.is_empty() {
+        blocks.push(json!({ "type": "text", "text": before }));
+    }
+    for call in tool_calls {
+        if hosted {
+            blocks.extend(kept_blocks(call).iter().cloned());
+        }
+        blocks.push(json!({
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": arguments_object(&call.arguments),
+        }));
+    }
+    blocks.extend(trailing.iter().cloned());
+    if !after.is_empty() {
+        blocks.push(json!({ "type": "text", "text": after }));
+    }
+    blocks
+}
+
+/// The blocks of Anthropic's searches kept with an answer as a whole (those no call followed),
+/// and where in `content` they came (its end when that place is not in it).
+fn trailing_blocks<'a>(metadata: Option<&'a Value>, content: &str) -> (&'a [Value], usize) {
+    let kept = metadata.and_then(|metadata| metadata.get(METADATA));
+    let blocks = kept
+        .and_then(|kept| kept.get("blocks"))
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let at = kept
+        .and_then(|kept| kept.get("at"))
+        .and_then(Value::as_u64)
+        .and_then(|at| usize::try_from(at).ok())
+        .filter(|&at| content.is_char_boundary(at))
+        .unwrap_or(content.len());
+    (blocks, at)
 }
 
 /// The blocks of Anthropic's searches kept with `call`, to send back before it.
@@ -394,15 +522,20 @@ fn kept_blocks(call: &ToolCall) -> &[Value] {
 #[derive(Default)]
 struct Searches {
     pending: Vec<Value>,
+    /// Where in the answer's text the pending blocks came (its length then, in bytes).
+    pending_at: usize,
     queries: HashMap<String, String>,
 }
 
 impl Searches {
-    /// A `server_tool_use` block; kept when it is a tool search (other server tools are read
-    /// past).
-    fn server_tool_use(&mut self, id: &str, name: &str, input: Value) {
+    /// A `server_tool_use` block, after the text of `answer`; kept when it is a tool search
+    /// (other server tools are read past).
+    fn server_tool_use(&mut self, id: &str, name: &str, input: Value, answer: &Answer) {
         if !name.starts_with("tool_search_tool") {
             return;
+        }
+        if self.pending.is_empty() {
+            self.pending_at = answer.text_len();
         }
         // The BM25 tool takes a `query`; the regex tool's input has been seen as `query` and
         // as `pattern`.
@@ -447,6 +580,15 @@ impl Searches {
             answer
                 .calls
                 .set_metadata(slot, json!({ METADATA: { "blocks": blocks } }));
+        }
+    }
+
+    /// Ends the answer: the blocks no call followed (a search, then text alone) are kept with
+    /// the answer as a whole, with where in its text they came.
+    fn finish(&mut self, answer: &mut Answer) {
+        if !self.pending.is_empty() {
+            let blocks = Value::Array(std::mem::take(&mut self.pending));
+            answer.set_metadata(json!({ METADATA: { "blocks": blocks, "at": self.pending_at } }));
         }
     }
 }
@@ -716,7 +858,8 @@ impl AnthropicDecoder {
                     self.answer.calls.end(slot, out);
                 } else if let Some((id, name, input)) = self.server_blocks.remove(&event.index) {
                     let input = serde_json::from_str(&input).unwrap_or_else(|_| json!({}));
-                    self.searches.server_tool_use(&id, &name, input);
+                    self.searches
+                        .server_tool_use(&id, &name, input, &self.answer);
                 }
             }
             "message_delta" => {
@@ -730,6 +873,7 @@ impl AnthropicDecoder {
             }
             "message_stop" => {
                 let finish = self.finish.take().unwrap_or(FinishReason::Stop);
+                self.searches.finish(&mut self.answer);
                 if finish != FinishReason::Length {
                     let slots: Vec<usize> = self.tool_blocks.values().copied().collect();
                     for slot in slots {

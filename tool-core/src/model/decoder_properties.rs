@@ -296,6 +296,7 @@ fn payload(events: &[ModelEvent]) -> usize {
                     Message::Assistant {
                         content,
                         tool_calls,
+                        ..
                     },
                 ..
             } => content.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>(),

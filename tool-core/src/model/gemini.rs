@@ -123,6 +123,7 @@ impl Wire for GenerateContent {
                 Message::Assistant {
                     content,
                     tool_calls,
+                    ..
                 } => {
                     let mut parts = Vec::new();
                     if !content.is_empty() {
@@ -139,6 +140,7 @@ impl Wire for GenerateContent {
                     name,
                     content,
                     is_error,
+                    ..
                 } => {
                     let mut response = Map::new();
                     response.insert("name".into(), json!(name));

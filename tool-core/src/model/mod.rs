@@ -256,21 +256,34 @@ struct DeferredTools {
     local_tool: Arc<str>,
 }
 
-/// Which search of the provider's own a request asks for, on the clients that have one
-/// (Anthropic Messages and OpenAI Responses): the deferred tools are then sent marked
-/// `defer_loading` and the provider's search tool takes the place of the local one. Every
-/// other client sends the local search tool and leaves the deferred tools out.
+/// Which form of the provider's own tool search a request asks for, on the clients that have
+/// one (Anthropic Messages and OpenAI Responses): the deferred tools are then sent marked
+/// `defer_loading`, so the provider loads their definitions itself once a search names them.
+/// Every other client sends the local search tool and leaves the deferred tools out.
+///
+/// | | Anthropic Messages | OpenAI Responses |
+/// |---|---|---|
+/// | [`Bm25`](Self::Bm25) (default), [`Regex`](Self::Regex): the provider searches | `tool_search_tool_bm25_20251119` / `_regex_` | `{"type": "tool_search"}` (hosted) |
+/// | [`Client`](Self::Client): the agent's own ranking | `search_tools`, whose results carry `tool_reference` blocks | `{"type": "tool_search", "execution": "client"}`, answered with a `tool_search_output` item |
+/// | [`Off`](Self::Off) | `search_tools`, no `defer_loading` | `search_tools`, no `defer_loading` |
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum NativeSearch {
-    /// Anthropic's BM25 search tool (`tool_search_tool_bm25_20251119`); OpenAI Responses'
-    /// hosted `tool_search`. The default.
+    /// The provider searches, with its own ranking: Anthropic's BM25 search tool
+    /// (`tool_search_tool_bm25_20251119`); OpenAI Responses' hosted `tool_search`. The default.
     #[default]
     Bm25,
-    /// Anthropic's regex search tool (`tool_search_tool_regex_20251119`); OpenAI Responses'
-    /// hosted `tool_search`, which has one form.
+    /// The provider searches: Anthropic's regex search tool (`tool_search_tool_regex_20251119`);
+    /// OpenAI Responses' hosted `tool_search`, which has one form.
     Regex,
-    /// No search of the provider's: the local search tool on every wire.
+    /// The agent searches, with its own ranking (BM25, or hybrid when set), in the provider's
+    /// client-side form, so the provider still loads the definitions itself: on Anthropic the
+    /// local search tool is offered and its results carry `tool_reference` blocks; on OpenAI
+    /// Responses the search is `tool_search` with `execution: "client"`, and its results go
+    /// back as `tool_search_output` items with the found tools' definitions.
+    Client,
+    /// No search of the provider's: the local search tool on every wire, the deferred tools
+    /// left out of the requests.
     Off,
 }
 
@@ -317,7 +330,12 @@ impl RequestTools {
 
     /// These tools, where the client has a search of its provider's own, with `deferred` sent
     /// marked `defer_loading` and the provider's search tool (`search`) in place of the tool
-    /// named `local_tool`. `NativeSearch::Off`, or an empty `deferred`, changes nothing.
+    /// named `local_tool`. A tool both among these tools and in `deferred` (one a search
+    /// loaded) is sent only deferred there when the request's messages reference it (a search's
+    /// `tool_reference` blocks or `tool_search_output` items): the provider loads it from them,
+    /// and the tools stay the same from request to request. Else (a tool called or chosen
+    /// without a search) it is sent in full, in its place among these tools, which the provider
+    /// needs to accept its call. `NativeSearch::Off`, or an empty `deferred`, changes nothing.
     #[must_use]
     pub fn with_native_search(
         mut self,

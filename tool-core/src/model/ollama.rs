@@ -259,6 +259,7 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => WireMessage {
                 tool_calls: tool_calls
                     .iter()

@@ -231,6 +231,7 @@ impl<'a> From<&'a Message> for WireMessage<'a> {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => WireMessage::Assistant {
                 // OpenAI wants `null`, not `""`, beside tool calls.
                 content: (!content.is_empty() || tool_calls.is_empty()).then_some(content),

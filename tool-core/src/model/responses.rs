@@ -48,13 +48,24 @@
 //! back as `tool_search_call` and `tool_search_output` items (the latter listing the loaded
 //! tools' definitions); each search is reported as a [`ModelEvent::ToolSearch`], and the items
 //! are kept with the next call, like reasoning, and sent back before it in the requests that
-//! offer the `tool_search` tool.
+//! offer the hosted `tool_search` tool (with the answer as a whole when text alone follows
+//! them). With [`NativeSearch::Client`] the search is client-executed: `{"type":
+//! "tool_search", "execution": "client"}` with the local search tool's description and
+//! parameters takes that tool's place, the model's `tool_search_call` item is reported as a
+//! call of the local tool (its `call_id` the call's id, its `arguments` the call's, the item
+//! kept to go back as it came), and the call's result goes back as a `tool_search_output` item
+//! (`"execution": "client"`, the same `call_id`, `"status": "completed"`) holding the
+//! definitions of the result's [`tool_references`](Message::Tool), marked `defer_loading`. In a
+//! request without that search, the call and its result go as a function call and its output.
+//! A loaded tool stays deferred only while a `tool_search_output` item of the conversation
+//! lists it; one loaded without a search is sent in full, so that OpenAI accepts its call or a
+//! `tool_choice` naming it.
 //!
 //! **Stored responses.** With [`ResponsesConfig::store`], responses are kept by OpenAI, and a
 //! request that continues from an answer with tool calls sends `previous_response_id` and only
 //! the messages after that answer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -228,16 +239,14 @@ impl Wire for Responses {
             .store
             .then(|| previous_response(&messages[leading..]))
             .flatten();
-        let (previous_response_id, rest) = match previous {
-            Some((id, after)) => (Some(id), &messages[leading + after..]),
-            None => (None, &messages[leading..]),
+        let (previous_response_id, stored, rest) = match previous {
+            Some((id, after)) => (
+                Some(id),
+                &messages[leading..leading + after],
+                &messages[leading + after..],
+            ),
+            None => (None, &[][..], &messages[leading..]),
         };
-        let mut input = Vec::new();
-        // A hosted search's items go back only beside the `tool_search` tool they name.
-        let searching = request.tools.native_search().is_some();
-        for message in rest {
-            input_items(message, searching, &mut input);
-        }
         let tools_json = (!request.tools.is_empty())
             .then(|| tools_text(config, &request.tools))
             .transpose()?;
@@ -245,33 +254,35 @@ impl Wire for Responses {
         let native = request.tools.native_search();
         let deferred_json = native.map(|(_, deferred, _)| deferred.provider_json(PROVIDER));
         let deferred = deferred_json.as_deref().map(nested_tools).transpose()?;
+        let client = native.is_some_and(|(search, ..)| search == NativeSearch::Client);
+        let mut replay = Replay {
+            // A hosted search's items go back only beside the hosted `tool_search` they name.
+            hosted: native.is_some() && !client,
+            client,
+            definitions: nested
+                .iter()
+                .chain(&deferred)
+                .flatten()
+                .map(|tool| (&*tool.function.name, tool))
+                .collect(),
+            client_calls: HashSet::new(),
+        };
+        // The items of a stored response's conversation are not sent, but their searches
+        // reference tools all the same.
+        let mut input = Vec::new();
+        for message in stored {
+            input_items(message, &mut replay, &mut input);
+        }
+        let mut referenced = HashSet::new();
+        add_references(&input, &mut referenced);
+        input.clear();
+        for message in rest {
+            input_items(message, &mut replay, &mut input);
+        }
+        add_references(&input, &mut referenced);
         let tools = nested.as_ref().map(|nested| {
             let local = native.map(|(_, _, local)| local);
-            let mut tools: Vec<WireTool<'_>> = Vec::new();
-            let mut replaced = false;
-            for tool in nested {
-                if native.is_some() && !replaced && Some(&*tool.function.name) == local {
-                    tools.push(WireTool::Search {
-                        r#type: "tool_search",
-                    });
-                    replaced = true;
-                } else {
-                    tools.push(WireTool::Function(FlatTool::from(tool)));
-                }
-            }
-            if let Some(deferred) = &deferred {
-                if !replaced {
-                    tools.push(WireTool::Search {
-                        r#type: "tool_search",
-                    });
-                }
-                tools.extend(deferred.iter().map(|tool| {
-                    let mut flat = FlatTool::from(tool);
-                    flat.defer_loading = Some(true);
-                    WireTool::Function(flat)
-                }));
-            }
-            tools
+            wire_tools(nested, deferred.as_deref(), local, client, &referenced)
         });
         let body = ResponsesBody {
             model: &config.endpoint.model,
@@ -296,15 +307,128 @@ impl Wire for Responses {
     }
 
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError> {
-        let body = String::from_utf8_lossy(body);
-        // The whole response, read as the stream's last event, which carries it too.
-        let frame = Frame::Event {
-            name: String::from("message"),
-            data: format!(r#"{{"type":"response.completed","response":{body}}}"#),
-            unterminated: false,
-        };
-        decode_whole(ResponsesDecoder::default(), frame, PROVIDER)
+        whole_answer(ResponsesDecoder::default(), body)
     }
+
+    fn answer_to(request: &ChatRequest, body: &[u8]) -> Result<ChatResponse, ProviderError> {
+        whole_answer(Self::decoder(request), body)
+    }
+
+    fn decoder(request: &ChatRequest) -> ResponsesDecoder {
+        let client_search = match request.tools.native_search() {
+            Some((NativeSearch::Client, _, local)) => Some(local.to_owned()),
+            _ => None,
+        };
+        ResponsesDecoder {
+            client_search,
+            ..ResponsesDecoder::default()
+        }
+    }
+}
+
+/// A whole response read by `decoder`, as the stream's last event, which carries it too.
+fn whole_answer(decoder: ResponsesDecoder, body: &[u8]) -> Result<ChatResponse, ProviderError> {
+    let body = String::from_utf8_lossy(body);
+    let frame = Frame::Event {
+        name: String::from("message"),
+        data: format!(r#"{{"type":"response.completed","response":{body}}}"#),
+        unterminated: false,
+    };
+    decode_whole(decoder, frame, PROVIDER)
+}
+
+/// The request's tools: the offered ones, flat, and, with a native search (`local` the local
+/// search tool's name), OpenAI's `tool_search` in the place of that tool (client-executed when
+/// `client`) and the `deferred` functions after them, marked `defer_loading`.
+///
+/// A loaded tool the history's `tool_search_output` items reference (`referenced`) stays
+/// deferred: OpenAI loads it from them, and the tools stay the same from step to step. One
+/// nothing references (called or chosen without a search) is sent in full in its place among
+/// the offered tools: OpenAI could not load it.
+fn wire_tools<'a>(
+    nested: &'a [NestedTool<'a>],
+    deferred: Option<&'a [NestedTool<'a>]>,
+    local: Option<&str>,
+    client: bool,
+    referenced: &HashSet<&str>,
+) -> Vec<WireTool<'a>> {
+    let mut tools: Vec<WireTool<'_>> = Vec::new();
+    let mut replaced = false;
+    let deferred_names: HashSet<&str> = deferred
+        .into_iter()
+        .flatten()
+        .map(|tool| &*tool.function.name)
+        .collect();
+    let mut full: HashSet<&str> = HashSet::new();
+    for tool in nested {
+        let name = &*tool.function.name;
+        if deferred_names.contains(name) {
+            if referenced.contains(name) {
+                continue;
+            }
+            full.insert(name);
+        }
+        if local.is_some() && !replaced && Some(name) == local {
+            tools.push(WireTool::search(client.then_some(tool)));
+            replaced = true;
+        } else {
+            tools.push(WireTool::Function(FlatTool::from(tool)));
+        }
+    }
+    if let Some(deferred) = deferred {
+        if !replaced {
+            tools.push(WireTool::search(None));
+        }
+        tools.extend(
+            deferred
+                .iter()
+                .filter(|tool| !full.contains(&*tool.function.name))
+                .map(|tool| WireTool::Function(deferred_tool(tool))),
+        );
+    }
+    tools
+}
+
+/// Adds the tools the `tool_search_output` items of `input` load to `names`.
+fn add_references<'a>(input: &[Input<'a>], names: &mut HashSet<&'a str>) {
+    for item in input {
+        match item {
+            Input::SearchOutput { tools, .. } => names.extend(tools.iter().map(|tool| tool.name)),
+            Input::Verbatim(item)
+                if item.get("type").and_then(Value::as_str) == Some("tool_search_output") =>
+            {
+                names.extend(
+                    item.get("tools")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|tool| tool.get("name").and_then(Value::as_str)),
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A deferred function as a request sends it: flat, marked `"defer_loading": true`.
+fn deferred_tool<'a>(tool: &'a NestedTool<'a>) -> FlatTool<'a> {
+    let mut flat = FlatTool::from(tool);
+    flat.defer_loading = Some(true);
+    flat
+}
+
+/// What the input items of a request's conversation depend on.
+struct Replay<'a> {
+    /// The request offers the hosted `tool_search`: its items go back.
+    hosted: bool,
+    /// The request offers the client-executed `tool_search`: the calls of the local search
+    /// that came as `tool_search_call` items go back as such, and their results as
+    /// `tool_search_output` items.
+    client: bool,
+    /// The request's tools by name, offered and deferred, for the `tool_search_output` items.
+    definitions: HashMap<&'a str, &'a NestedTool<'a>>,
+    /// The client-executed searches sent back so far, by call id.
+    client_calls: HashSet<&'a str>,
 }
 
 /// A request body (<https://platform.openai.com/docs/api-reference/responses/create>).
@@ -371,6 +495,15 @@ enum Input<'a> {
     },
     /// An output item sent back as it came (reasoning, and the messages beside it).
     Verbatim(&'a Value),
+    /// A `tool_search_output` item: the result of a client-executed search, the definitions of
+    /// the tools it loads.
+    SearchOutput {
+        r#type: &'static str,
+        execution: &'static str,
+        call_id: &'a str,
+        status: &'static str,
+        tools: Vec<FlatTool<'a>>,
+    },
 }
 
 fn message_item<'a>(role: &'static str, content: &'a str) -> Input<'a> {
@@ -382,39 +515,76 @@ fn message_item<'a>(role: &'static str, content: &'a str) -> Input<'a> {
 }
 
 /// Appends the `input` items of one message.
-fn input_items<'a>(message: &'a Message, searching: bool, input: &mut Vec<Input<'a>>) {
+fn input_items<'a>(message: &'a Message, replay: &mut Replay<'a>, input: &mut Vec<Input<'a>>) {
     match message {
         Message::System { content } => input.push(message_item("system", content)),
         Message::User { content } => input.push(message_item("user", content)),
         Message::Assistant {
             content,
             tool_calls,
-        } => assistant_items(content, tool_calls, searching, input),
+            provider_metadata,
+        } => {
+            let trailing = provider_metadata
+                .as_ref()
+                .and_then(|metadata| metadata.get(METADATA))
+                .and_then(Value::as_object);
+            assistant_items(content, tool_calls, trailing, replay, input);
+        }
         Message::Tool {
             tool_call_id,
             content,
+            tool_references,
             ..
-        } => input.push(Input::Output {
-            r#type: "function_call_output",
-            call_id: tool_call_id,
-            output: content,
-        }),
+        } => {
+            if replay.client_calls.contains(tool_call_id.as_str()) {
+                // The tools the search found, whose definitions the request has.
+                let tools = tool_references
+                    .iter()
+                    .filter_map(|name| replay.definitions.get(name.as_str()))
+                    .map(|tool| deferred_tool(tool))
+                    .collect();
+                input.push(Input::SearchOutput {
+                    r#type: "tool_search_output",
+                    execution: "client",
+                    call_id: tool_call_id,
+                    status: "completed",
+                    tools,
+                });
+            } else {
+                input.push(Input::Output {
+                    r#type: "function_call_output",
+                    call_id: tool_call_id,
+                    output: content,
+                });
+            }
+        }
     }
 }
 
 /// The items of an assistant message: the output items kept with its calls (reasoning, and
-/// the messages between them) in their places, its text unless those items hold it, and its
+/// the messages between them) in their places, and those kept with the answer as a whole
+/// (a hosted search no call followed) after them, its text unless those items hold it, and its
 /// calls. A call's own item id is sent only beside the items kept with it: OpenAI refuses a
-/// call item with an id whose reasoning is missing.
+/// call item with an id whose reasoning is missing. A call of the local search that came as a
+/// client-executed `tool_search_call` goes back as that item when the request offers the
+/// client-executed search, and as a function call otherwise.
 fn assistant_items<'a>(
     content: &'a str,
     calls: &'a [ToolCall],
-    searching: bool,
+    trailing: Option<&'a Map<String, Value>>,
+    replay: &mut Replay<'a>,
     input: &mut Vec<Input<'a>>,
 ) {
-    let kept: Vec<(&ToolCall, Option<&Map<String, Value>>)> = calls
+    // The calls with their kept items, then the items no call followed (kept only for a
+    // hosted search, so sent only beside it).
+    let groups: Vec<KeptGroup<'a>> = calls
         .iter()
-        .map(|call| (call, call_metadata(call)))
+        .map(|call| (Some(call), call_metadata(call)))
+        .chain(
+            trailing
+                .filter(|_| replay.hosted)
+                .map(|kept| (None, Some(kept))),
+        )
         .collect();
     let items = |metadata: Option<&'a Map<String, Value>>| {
         metadata
@@ -423,11 +593,12 @@ fn assistant_items<'a>(
             .map(Vec::as_slice)
             .unwrap_or_default()
     };
-    let sent = |item: &&Value| searching || !is_tool_search_item(item);
-    let replayed = kept
+    let hosted = replay.hosted;
+    let sent = |item: &&Value| hosted || !is_tool_search_item(item);
+    let replayed = groups
         .iter()
         .any(|(_, metadata)| items(*metadata).iter().any(|item| sent(&item)));
-    let kept_text: String = kept
+    let kept_text: String = groups
         .iter()
         .flat_map(|(_, metadata)| items(*metadata))
         .map(message_text)
@@ -443,17 +614,27 @@ fn assistant_items<'a>(
             ""
         }
     };
-    for (call, metadata) in kept {
+    for (call, metadata) in groups {
         input.extend(
             items(metadata)
                 .iter()
                 .filter(|item| sent(item))
                 .map(Input::Verbatim),
         );
+        let Some(call) = call else {
+            continue;
+        };
+        let search_call = metadata.and_then(|metadata| metadata.get("tool_search_call"));
+        if let (Some(item), true) = (search_call, replay.client) {
+            replay.client_calls.insert(&call.id);
+            input.push(Input::Verbatim(item));
+            continue;
+        }
         input.push(Input::Call {
             r#type: "function_call",
+            // The id of a search call's item is not a function call's.
             id: metadata
-                .filter(|_| replayed)
+                .filter(|_| replayed && search_call.is_none())
                 .and_then(|metadata| metadata.get("id"))
                 .and_then(Value::as_str),
             call_id: &call.id,
@@ -464,6 +645,15 @@ fn assistant_items<'a>(
     if !after.is_empty() {
         input.push(message_item("assistant", after));
     }
+}
+
+/// A call (none for the items no call followed) and the output items kept with it.
+type KeptGroup<'a> = (Option<&'a ToolCall>, Option<&'a Map<String, Value>>);
+
+/// Whether an output item is a `tool_search_call` the client is to run.
+fn is_client_search_call(item: &Value) -> bool {
+    item.get("type").and_then(Value::as_str) == Some("tool_search_call")
+        && item.get("execution").and_then(Value::as_str) == Some("client")
 }
 
 /// Whether a kept output item is a hosted search's call or output.
@@ -567,12 +757,35 @@ fn nested_tools(text: &RawValue) -> Result<Vec<NestedTool<'_>>, ProviderError> {
         .map_err(|error| ProviderError::Config(format!("cannot encode the tools: {error}")))
 }
 
-/// A tool of a request: a function, or the hosted tool search.
+/// A tool of a request: a function, or the tool search.
 #[derive(Serialize)]
 #[serde(untagged)]
 enum WireTool<'a> {
     Function(FlatTool<'a>),
-    Search { r#type: &'static str },
+    /// `{"type": "tool_search"}`, hosted; or client-executed, with the local search tool's
+    /// description and parameters.
+    Search {
+        r#type: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        execution: Option<&'static str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        parameters: Option<&'a RawValue>,
+    },
+}
+
+impl<'a> WireTool<'a> {
+    /// The hosted tool search, or with `local` the client-executed one that takes the place of
+    /// that tool.
+    fn search(local: Option<&'a NestedTool<'a>>) -> Self {
+        Self::Search {
+            r#type: "tool_search",
+            execution: local.map(|_| "client"),
+            description: local.and_then(|tool| tool.function.description.as_deref()),
+            parameters: local.map(|tool| tool.function.parameters),
+        }
+    }
 }
 
 /// A function tool in the Responses shape
@@ -785,6 +998,9 @@ pub(crate) struct ResponsesDecoder {
     refused: bool,
     /// The query of the last `tool_search_call`, for its output.
     search_query: String,
+    /// The name of the local search tool whose place a client-executed `tool_search` takes,
+    /// when the request offers one: its `tool_search_call` items are calls of that tool.
+    client_search: Option<String>,
 }
 
 impl ResponsesDecoder {
@@ -1061,6 +1277,10 @@ impl ResponsesDecoder {
                     return Ok(());
                 }
                 let value: Value = parse(item, "an output item")?;
+                if is_client_search_call(&value) {
+                    self.client_search_call(at, value, out);
+                    return Ok(());
+                }
                 self.tool_search(&value);
                 self.items[at].done = true;
                 self.pending.push(value);
@@ -1068,6 +1288,32 @@ impl ResponsesDecoder {
             Kind::Other => self.items[at].done = true,
         }
         Ok(())
+    }
+
+    /// A client-executed `tool_search_call`: a call of the local search tool, with the search's
+    /// arguments, the item kept to go back as it came.
+    fn client_search_call(&mut self, at: usize, item: Value, out: &mut Vec<ModelEvent>) {
+        let text = |key: &str| item.get(key).and_then(Value::as_str).map(str::to_owned);
+        let (id, call_id) = (text("id"), text("call_id"));
+        let slot = self.slot(at, id.as_deref());
+        if let Some(call_id) = call_id.or(id) {
+            self.answer.calls.set_id(slot, &call_id);
+        }
+        let name = self.client_search.as_deref().unwrap_or("tool_search");
+        self.answer.calls.set_name(slot, name, out);
+        // The arguments are an object; a JSON string of one is taken as it is.
+        let arguments = match item.get("arguments") {
+            Some(Value::String(text)) => text.clone(),
+            Some(arguments) if !arguments.is_null() => arguments.to_string(),
+            _ => String::from("{}"),
+        };
+        self.answer.calls.append(slot, &arguments, out);
+        if let Some(Value::Object(metadata)) = self.answer.calls.metadata_mut(slot) {
+            if let Some(Value::Object(ours)) = metadata.get_mut(METADATA) {
+                ours.insert("tool_search_call".into(), item);
+            }
+        }
+        self.end_call(at, out);
     }
 
     /// A hosted search's `tool_search_call` (its query) or `tool_search_output` (the tools it
@@ -1152,6 +1398,13 @@ impl ResponsesDecoder {
         }
         if let Some(usage) = tail.usage {
             self.answer.usage(usage.into());
+        }
+        // A hosted search no call followed (an answer of text alone): its items, and the others
+        // since the last call, are kept with the answer as a whole.
+        if self.pending.iter().any(is_tool_search_item) {
+            let items = Value::Array(std::mem::take(&mut self.pending));
+            self.answer
+                .set_metadata(serde_json::json!({ METADATA: { "items": items } }));
         }
         std::mem::take(&mut self.answer).done(finish, out);
         Ok(())

@@ -549,6 +549,7 @@ fn input_messages(messages: &[Message]) -> (Option<Value>, Value) {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => input.push(json!({
                 "role": "assistant",
                 "parts": assistant_parts(content, tool_calls),

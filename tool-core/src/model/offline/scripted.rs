@@ -200,10 +200,7 @@ impl ChatModel for ScriptedModel {
             } => {
                 let finish_reason = finish_reason(&tool_calls);
                 let mut response = ChatResponse::new(
-                    Message::Assistant {
-                        content: text,
-                        tool_calls,
-                    },
+                    Message::assistant_with_calls(text, tool_calls),
                     finish_reason,
                 );
                 response.usage = usage;
@@ -286,10 +283,7 @@ pub(crate) fn reply_events(
     }
     let finish_reason = finish_reason(&tool_calls);
     events.push(ModelEvent::Done {
-        message: Message::Assistant {
-            content: text,
-            tool_calls,
-        },
+        message: Message::assistant_with_calls(text, tool_calls),
         finish_reason,
     });
     events.into_iter()

@@ -153,13 +153,7 @@ impl TestModel {
             .sum();
         let output = content.len() + calls.iter().map(|call| call.arguments.len()).sum::<usize>();
         let usage = Usage::new(tokens(input), tokens(output));
-        (
-            Message::Assistant {
-                content,
-                tool_calls: calls,
-            },
-            usage,
-        )
+        (Message::assistant_with_calls(content, calls), usage)
     }
 }
 
@@ -194,6 +188,7 @@ impl ChatModel for TestModel {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => (content, tool_calls),
             other => (other.content().to_owned(), Vec::new()),
         };

@@ -20,6 +20,8 @@ pub(crate) struct Answer {
     usage: Option<Usage>,
     /// The searches the provider ran on its side.
     searches: Vec<ProviderToolSearch>,
+    /// Provider data of the answer that belongs to none of its calls.
+    metadata: Option<Value>,
 }
 
 impl Answer {
@@ -40,6 +42,17 @@ impl Answer {
     /// Records a search the provider ran on its side (emitted before `Done`).
     pub(crate) fn search(&mut self, search: ProviderToolSearch) {
         self.searches.push(search);
+    }
+
+    /// The length of the text so far, in bytes.
+    pub(crate) fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Keeps provider data with the answer as a whole (see
+    /// [`Message::Assistant::provider_metadata`](Message::Assistant)).
+    pub(crate) fn set_metadata(&mut self, metadata: Value) {
+        self.metadata = Some(metadata);
     }
 
     /// The searches recorded so far, taken out (for a whole answer read without events).
@@ -69,6 +82,7 @@ impl Answer {
             message: Message::Assistant {
                 content: self.text,
                 tool_calls,
+                provider_metadata: self.metadata,
             },
             finish_reason,
         });
@@ -88,6 +102,7 @@ impl Answer {
             Message::Assistant {
                 content: self.text,
                 tool_calls: calls.into_calls(),
+                provider_metadata: self.metadata,
             },
             self.usage,
         )
@@ -207,6 +222,11 @@ impl ToolCallAccumulator {
     /// Attaches provider data that must travel back with the call.
     pub(crate) fn set_metadata(&mut self, slot: usize, metadata: Value) {
         self.calls[slot].metadata = Some(metadata);
+    }
+
+    /// The provider data kept with the call in `slot`, to add to.
+    pub(crate) fn metadata_mut(&mut self, slot: usize) -> Option<&mut Value> {
+        self.calls[slot].metadata.as_mut()
     }
 
     /// Appends a fragment of the arguments (copied once, for its `ToolCallDelta`).

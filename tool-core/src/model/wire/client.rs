@@ -70,6 +70,18 @@ pub(crate) trait Wire: 'static {
     /// A whole answer from a non-streamed response body (already checked for an API error).
     fn answer(body: &[u8]) -> Result<ChatResponse, ProviderError>;
 
+    /// The whole answer to `request` from a non-streamed response body: [`answer`](Self::answer)
+    /// unless the wire reads answers by what was asked.
+    fn answer_to(_request: &ChatRequest, body: &[u8]) -> Result<ChatResponse, ProviderError> {
+        Self::answer(body)
+    }
+
+    /// The decoder of a streamed answer to `request`: a fresh one unless the wire reads
+    /// answers by what was asked.
+    fn decoder(_request: &ChatRequest) -> Self::Decoder {
+        Self::Decoder::default()
+    }
+
     /// The frames of a streamed body: Server-Sent Events unless the wire says otherwise.
     fn frames<S, B, E>(body: S) -> FrameStream
     where
@@ -161,7 +173,7 @@ impl<W: Wire> HttpModel<W> {
             .http
             .post(&self.unary_url, body, &headers, false)
             .await?;
-        W::answer(&self.http.body(response).await?)
+        W::answer_to(request, &self.http.body(response).await?)
     }
 
     /// A streamed answer.
@@ -172,7 +184,11 @@ impl<W: Wire> HttpModel<W> {
             .http
             .post(&self.stream_url, body, &headers, true)
             .await?;
-        Ok(decode_stream::<W, _, _, _>(body_stream(response)))
+        Ok(decoded(
+            W::frames(body_stream(response)),
+            W::decoder(request),
+            W::PROVIDER,
+        ))
     }
 }
 
