@@ -18,8 +18,11 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, switches::SESSION_SCOPE};
+use super::Shared;
 use crate::store::SqlStore;
+
+/// The start of the preference scope of a session's switches: `{this}{user}.{session id}`.
+pub(crate) const SESSION_SCOPE: &str = "gateway-session.";
 
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> i64 {

@@ -12,7 +12,10 @@ use tokio::sync::broadcast;
 
 use super::GatewayError;
 #[cfg(feature = "postgres")]
-use super::Shared;
+use super::{
+    Shared,
+    sessions::{SESSION_SCOPE, now_ms},
+};
 use crate::{
     registry::{RegistrySnapshot, ToolRegistry, ToolToggles},
     session::{MemoryPreferenceStore, PreferenceStore},
@@ -130,9 +133,6 @@ const SESSION_CHANNEL: &str = "tool_core_gateway_session_switches";
 /// The channel an accepted definition is announced on; the payload is the tool's name.
 pub(crate) const PINS_CHANNEL: &str = "tool_core_gateway_pins";
 
-/// The start of the preference scope of a session's switches: `{this}{user}.{session id}`.
-pub(crate) const SESSION_SCOPE: &str = "gateway-session.";
-
 /// One session's own switches, kept in the store under its user and id (an SQL store only).
 pub(crate) struct SessionSwitches {
     id: String,
@@ -244,7 +244,7 @@ impl Switches {
         };
         let fail = |error: crate::store::StoreError| GatewayError::Store(error.to_string());
         if !sql
-            .gateway_session_claim(id, user, super::sessions::now_ms())
+            .gateway_session_claim(id, user, now_ms())
             .await
             .map_err(fail)?
         {
