@@ -121,7 +121,7 @@ async fn one_trace_runs_from_the_agent_through_the_gateway_to_its_upstream_serve
     let spans = received
         .wait_for(Duration::from_secs(30), |spans| {
             let from = |service: &str| spans.iter().filter(|(s, _)| s == service).count();
-            from("test-agent") >= 1 + 2 * calls
+            from("test-agent") >= 3 + 2 * calls
                 && from("mcp_gateway") >= 3 * calls
                 && from("mcp_server") >= 1
         })
