@@ -470,7 +470,8 @@ impl ServerHandler for McpHandler {
         self.run_tool(request, context).await
     }
 
-    /// Runs the call in its [`call_span`](McpHandler::call_span).
+    /// Runs the call in a `tools/call {tool}` span (kind `SERVER`) whose parent is the trace
+    /// context the client sent in `_meta`, when it sent one.
     #[cfg(feature = "otel")]
     async fn call_tool(
         &self,
