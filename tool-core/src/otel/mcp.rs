@@ -33,9 +33,9 @@ pub(crate) fn tools_call_span(
         Side::Client => "client",
         Side::Server => "server",
     };
-    let span = tracing::info_span!(
+    tracing::info_span!(
         "tools/call",
-        otel.name = Empty,
+        otel.name = super::span_name(|| format!("tools/call {tool}")).as_deref(),
         otel.kind = kind,
         otel.status_code = Empty,
         otel.status_description = Empty,
@@ -48,12 +48,7 @@ pub(crate) fn tools_call_span(
         network.transport = transport,
         rpc.response.status_code = Empty,
         error.type = Empty,
-    );
-    // The name is built only for a span someone listens to.
-    if !span.is_disabled() {
-        span.record("otel.name", format!("tools/call {tool}"));
-    }
-    span
+    )
 }
 
 /// Adds the W3C trace context of `span` (`traceparent`, and `tracestate` when there is one) to

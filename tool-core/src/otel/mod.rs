@@ -206,11 +206,22 @@ pub(crate) fn provider_name(provider: Provider) -> &'static str {
     }
 }
 
+/// A span's `otel.name`, made only when a subscriber could record it: the span macros evaluate
+/// the fields of a span no subscriber wants only for `tracing`'s `log` fallback, which runs
+/// while no dispatcher has been set.
+pub(crate) fn span_name(name: impl FnOnce() -> String) -> Option<String> {
+    tracing::dispatcher::has_been_set().then(name)
+}
+
 /// The span of one agent turn: `invoke_agent {agent name}`, kind `INTERNAL`.
 pub(crate) fn invoke_agent_span(telemetry: &Telemetry, provider: Provider, model: &str) -> Span {
-    let span = tracing::info_span!(
+    tracing::info_span!(
         "invoke_agent",
-        otel.name = Empty,
+        otel.name = span_name(|| match &telemetry.agent_name {
+            Some(agent) => format!("invoke_agent {agent}"),
+            None => "invoke_agent".to_owned(),
+        })
+        .as_deref(),
         otel.kind = "internal",
         otel.status_code = Empty,
         otel.status_description = Empty,
@@ -225,15 +236,7 @@ pub(crate) fn invoke_agent_span(telemetry: &Telemetry, provider: Provider, model
         gen_ai.usage.cache_creation.input_tokens = Empty,
         gen_ai.usage.reasoning.output_tokens = Empty,
         error.type = Empty,
-    );
-    // The name is built only for a span someone listens to.
-    if !span.is_disabled() {
-        match &telemetry.agent_name {
-            Some(agent) => span.record("otel.name", format!("invoke_agent {agent}")),
-            None => span.record("otel.name", "invoke_agent"),
-        };
-    }
-    span
+    )
 }
 
 /// What a model request asks for, as the `chat` span records it.
@@ -262,7 +265,7 @@ impl<'a> ChatCall<'a> {
     pub(crate) fn start(telemetry: &'a Telemetry, request: &ChatRequestInfo<'a, '_>) -> Self {
         let span = tracing::info_span!(
             "chat",
-            otel.name = Empty,
+            otel.name = span_name(|| format!("chat {}", request.model)).as_deref(),
             otel.kind = "client",
             otel.status_code = Empty,
             otel.status_description = Empty,
@@ -283,9 +286,6 @@ impl<'a> ChatCall<'a> {
             gen_ai.usage.reasoning.output_tokens = Empty,
             error.type = Empty,
         );
-        if !span.is_disabled() {
-            span.record("otel.name", format!("chat {}", request.model));
-        }
         if telemetry.capture_content && !span.is_disabled() {
             let (system, messages) = input_messages(request.messages);
             if let Some(system) = system {
@@ -465,7 +465,7 @@ pub(crate) fn execute_tool_span(
 ) -> Span {
     let span = tracing::info_span!(
         "execute_tool",
-        otel.name = Empty,
+        otel.name = span_name(|| format!("execute_tool {name}")).as_deref(),
         otel.kind = "internal",
         otel.status_code = Empty,
         otel.status_description = Empty,
@@ -476,11 +476,7 @@ pub(crate) fn execute_tool_span(
         gen_ai.tool.type = "function",
         error.type = Empty,
     );
-    if span.is_disabled() {
-        return span;
-    }
-    span.record("otel.name", format!("execute_tool {name}"));
-    if telemetry.capture_content {
+    if telemetry.capture_content && !span.is_disabled() {
         span.set_attribute("gen_ai.tool.call.arguments", arguments.to_owned());
     }
     span
