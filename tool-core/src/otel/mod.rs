@@ -322,8 +322,8 @@ impl<'a> ChatCall<'a> {
         content: &str,
         tool_calls: &[ToolCall],
     ) {
-        let reason = finish_reason_name(finish_reason);
         if !self.span.is_disabled() {
+            let reason = finish_reason_name(finish_reason);
             self.span.set_attribute(
                 "gen_ai.response.finish_reasons",
                 opentelemetry::Value::Array(
