@@ -5,25 +5,27 @@
 //! cargo run --example mcp_gateway -- --config gateway.toml            # HTTP at [gateway] listen
 //! cargo run --example mcp_gateway -- --config gateway.toml --listen 127.0.0.1:0
 //! cargo run --example mcp_gateway -- --config gateway.toml --stdio    # one stdio client
+//! cargo run --example mcp_gateway -- --config gateway.toml --otlp http://127.0.0.1:4318
 //! echo -n 'a long random token' | cargo run --example mcp_gateway -- hash-token
 //! ```
 //!
-//! In HTTP mode the first line on stdout is `listening on <url>`. Logs go to stderr; set
-//! `RUST_LOG` for more (`RUST_LOG=tool_core=info` shows every call's span).
+//! In HTTP mode the first line on stdout is `listening on <url>`; Ctrl-C stops the gateway.
+//! Logs go to stderr; set `RUST_LOG` for more (`RUST_LOG=tool_core=info` shows every call's
+//! span). With `--otlp URL` (or `OTEL_EXPORTER_OTLP_ENDPOINT`) the spans go to that OTLP/HTTP
+//! collector: each call's `tools/call {tool}` span continues the trace its client sent in
+//! `_meta`, and the gateway passes the trace on to the upstream server.
 
 use std::{io::Read as _, path::PathBuf, process::ExitCode};
 
+use tracing_subscriber::{Layer as _, layer::SubscriberExt as _, util::SubscriberInitExt as _};
+
 use tool_core::gateway::{GatewayConfig, McpGateway, hash_token};
+
+#[path = "../otlp.rs"]
+mod otlp;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
-        )
-        .init();
     let arguments = <Arguments as clap::Parser>::parse();
     if let Some(Command::HashToken) = arguments.command {
         let mut token = String::new();
@@ -38,7 +40,32 @@ async fn main() -> ExitCode {
         eprintln!("error: --config FILE is required");
         return ExitCode::from(2);
     };
-    match run(path, arguments.listen, arguments.stdio).await {
+    let (otlp, otel_layer) = match otlp::endpoint(arguments.otlp) {
+        None => (None, None),
+        Some(url) => match otlp::start(&url, "mcp_gateway") {
+            Ok((otlp, layer)) => (Some(otlp), Some(layer)),
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    tracing_subscriber::registry()
+        .with(otel_layer)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
+                ),
+        )
+        .init();
+    let outcome = run(path, arguments.listen, arguments.stdio).await;
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
+    }
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {}", error_chain(&error));
@@ -60,7 +87,11 @@ async fn run(
     }
     let http = gateway.start_http(&listen).await?;
     println!("listening on {}", http.url());
-    http.wait().await
+    tokio::select! {
+        outcome = http.wait() => outcome,
+        // Stopped by the operator: the spans not exported yet are sent before the exit.
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    }
 }
 
 /// Serves the MCP servers of a TOML file as one MCP server, each user seeing their own tools.
@@ -76,6 +107,10 @@ struct Arguments {
     /// Serve one client on stdin and stdout (as the file's `stdio_user`) instead of HTTP.
     #[arg(long)]
     stdio: bool,
+    /// Export spans and metrics over OTLP/HTTP to the collector at URL (its base, such as
+    /// http://127.0.0.1:4318) [default: $OTEL_EXPORTER_OTLP_ENDPOINT, else none].
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }

@@ -18,7 +18,7 @@ use crate::mcp_client_everything::everything;
 use crate::mcp_python::{json_report, python};
 
 const GATEWAY: &str = env!("CARGO_BIN_EXE_mcp_gateway_example");
-const ALICE: &str = "alice-token-0123456789";
+pub(crate) const ALICE: &str = "alice-token-0123456789";
 const BOB: &str = "bob-token-9876543210";
 const ADMIN: &str = "admin-token-abcdef";
 const LIMIT: Duration = Duration::from_secs(60);
@@ -28,7 +28,7 @@ fn upstream_script() -> PathBuf {
 }
 
 /// The `[gateway]` table and the two users every test has, then `servers` (TOML).
-fn config(dir: &Path, gateway_extra: &str, servers: &str) -> PathBuf {
+pub(crate) fn config(dir: &Path, gateway_extra: &str, servers: &str) -> PathBuf {
     let text = format!(
         "[gateway]\nstore = \"sqlite://{store}\"\nadmin_token_sha256 = \"{admin}\"\n{gateway_extra}\n\
          [[users]]\nname = \"alice\"\ntoken_sha256 = \"{alice}\"\n\n\
@@ -65,20 +65,27 @@ fn python_upstream(python: &Path, name: &str, prefix: &str, extra: &str) -> Stri
 
 /// The gateway program serving HTTP on a free loopback port; its stderr is kept for the
 /// tests to read; killed on drop.
-struct Gateway {
+pub(crate) struct Gateway {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     base: String,
     log: Arc<Mutex<String>>,
 }
 
 impl Gateway {
     fn start(config: &Path) -> Self {
+        Self::start_with(config, &[], &[])
+    }
+
+    /// Like [`start`](Self::start), with more arguments and environment variables.
+    pub(crate) fn start_with(config: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(GATEWAY)
             .arg("--config")
             .arg(config)
             .args(["--listen", "127.0.0.1:0"])
+            .args(args)
             .env("RUST_LOG", "warn,rmcp=error")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -122,7 +129,7 @@ impl Gateway {
         }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         self.log.lock().unwrap().clone()
     }
 

@@ -1,25 +1,50 @@
 //! The agent's own overhead per turn: a turn on the scripted model (one step of four tool calls,
 //! then the answer) against a loop that parses the same arguments and calls the same tool
-//! directly, and against the same calls through `ToolRegistry::execute`. Prints the ratios.
+//! directly, and against the same calls through `ToolRegistry::execute`. After criterion's
+//! report it prints the agent's cost against each baseline (timed in alternating rounds, see
+//! `support::Paired`), criterion's mean time per turn and the allocations of one turn of each.
 //!
-//! With `--features otel`, also the cost of the OpenTelemetry instrumentation: the same turn
-//! with no subscriber (the feature compiled in, nobody listening: compare with `agent` of a run
-//! without the feature) and with spans exported to the SDK's in-memory exporter, per span.
+//! The OpenTelemetry instrumentation's cost takes two builds of this bench, since the `otel`
+//! feature is chosen at compile time:
+//!
+//! - without the feature (the baseline): `nice cargo bench -p tool-core --bench agent_overhead`;
+//! - with it: `nice cargo bench -p tool-core --bench agent_overhead --features otel`. Its
+//!   `agent` turn is the feature on with no subscriber (an application that installs no
+//!   OpenTelemetry); `otel_in_memory` is a turn whose spans go through `tracing-opentelemetry`
+//!   into the SDK's in-memory span exporter and whose metrics into an SDK meter provider with
+//!   the in-memory metric exporter.
+//!
+//! Each build reports its turn against the same direct baseline, so the two builds' ratios
+//! compare even on a machine whose speed drifts. For figures that do not drift at all,
+//! `AGENT_OVERHEAD_CASE=<direct|registry|agent|otel_in_memory> AGENT_OVERHEAD_TURNS=<n>` runs
+//! that case `n` times and nothing else, for `valgrind --tool=callgrind`: the difference
+//! between two turn counts is the instructions of that many turns.
+//! `tool-core/benches/agent_overhead_otel.sh` does all of this and prints the table.
+//!
+//! The bench runs on `stats_alloc`'s counting allocator (for the allocation figures), which
+//! makes every allocation of every case a little dearer.
 
-use std::{
-    hint::black_box,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{hint::black_box, sync::Arc};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use serde_json::json;
 use tool_core::{
     Agent, AgentOptions, ChatTool, ExecutableTool, JsonObject, ToolError, ToolRegistry,
     model::{ScriptedModel, ScriptedResponse, ToolCall},
 };
 
+#[path = "support/counting.rs"]
+mod counting;
+mod support;
+
 const CALLS: usize = 4;
+
+/// Whether this build has the instrumentation, for the report.
+const BUILD: &str = if cfg!(feature = "otel") {
+    "otel on"
+} else {
+    "otel off"
+};
 
 struct Echo;
 
@@ -100,66 +125,103 @@ struct Setup {
     agent: Agent,
     model: ScriptedModel,
     calls: Vec<ToolCall>,
+    #[cfg(feature = "otel")]
+    traced: otel::InMemory,
 }
 
-fn setup() -> Setup {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|error| panic!("cannot build a runtime: {error}"));
-    let registry = Arc::new(ToolRegistry::new());
-    if let Err(error) = registry.register(Echo) {
-        panic!("cannot register echo: {error}");
+impl Setup {
+    fn new() -> Self {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|error| panic!("cannot build a runtime: {error}"));
+        let registry = Arc::new(ToolRegistry::new());
+        if let Err(error) = registry.register(Echo) {
+            panic!("cannot register echo: {error}");
+        }
+        let model = ScriptedModel::new([]);
+        let agent = Agent::new(
+            model.clone(),
+            AgentOptions::new().registry(registry.clone()),
+        );
+        Self {
+            runtime,
+            tool: Echo,
+            #[cfg(feature = "otel")]
+            traced: otel::InMemory::new(registry.clone()),
+            registry,
+            agent,
+            model,
+            calls: calls(),
+        }
     }
-    let model = ScriptedModel::new([]);
-    let agent = Agent::new(
-        model.clone(),
-        AgentOptions::new().registry(registry.clone()),
-    );
-    Setup {
-        runtime,
-        tool: Echo,
-        registry,
-        agent,
-        model,
-        calls: calls(),
+
+    fn direct(&self) -> Vec<String> {
+        self.runtime
+            .block_on(direct(&self.tool, black_box(&self.calls)))
+    }
+
+    fn registry(&self) -> Vec<String> {
+        self.runtime
+            .block_on(via_registry(&self.registry, black_box(&self.calls)))
+    }
+
+    fn agent(&self) -> String {
+        self.runtime
+            .block_on(agent_turn(&self.agent, &self.model, black_box(&self.calls)))
+    }
+
+    /// Runs `case` (`direct`, `registry`, `agent`, or `otel_in_memory` with the feature)
+    /// once; `None` for a case this build does not have.
+    fn run(&self, case: &str) -> Option<()> {
+        match case {
+            "direct" => drop(black_box(self.direct())),
+            "registry" => drop(black_box(self.registry())),
+            "agent" => drop(black_box(self.agent())),
+            #[cfg(feature = "otel")]
+            "otel_in_memory" => drop(black_box(self.traced.turn(self))),
+            _ => return None,
+        }
+        Some(())
     }
 }
+
+/// The cases this build times, in the report's order.
+const CASES: &[&str] = &[
+    "direct",
+    "registry",
+    "agent",
+    #[cfg(feature = "otel")]
+    "otel_in_memory",
+];
 
 fn bench(c: &mut Criterion) {
-    let s = setup();
-    let mut group = c.benchmark_group("agent_overhead");
-    group.bench_function("direct_tool_calls", |b| {
-        b.iter(|| s.runtime.block_on(direct(&s.tool, black_box(&s.calls))));
-    });
-    group.bench_function("registry_execute", |b| {
-        b.iter(|| {
-            s.runtime
-                .block_on(via_registry(&s.registry, black_box(&s.calls)))
-        });
-    });
-    group.bench_function("agent_turn_scripted", |b| {
-        b.iter(|| {
-            s.runtime
-                .block_on(agent_turn(&s.agent, &s.model, black_box(&s.calls)))
-        });
-    });
+    let s = Setup::new();
+    // Every path answers before it is timed.
+    assert_eq!(s.direct().len(), CALLS);
+    assert_eq!(s.registry(), s.direct());
+    assert_eq!(s.agent(), "done");
     #[cfg(feature = "otel")]
-    {
-        let traced = otel::InMemory::new();
-        group.bench_function("agent_turn_otel_in_memory", |b| {
-            b.iter(|| traced.turn(&s));
-        });
+    assert_eq!(s.traced.turn(&s), "done");
+    let mut group = c.benchmark_group("agent_overhead");
+    for case in CASES {
+        group.bench_function(*case, |b| b.iter(|| s.run(case)));
     }
     group.finish();
-    print_ratios(&s);
 }
 
-/// A subscriber that turns the agent's spans into OpenTelemetry spans kept in memory.
+/// A subscriber that turns the agent's spans into OpenTelemetry spans kept in memory, and an
+/// agent whose metrics go to an SDK meter provider with the in-memory metric exporter.
 #[cfg(feature = "otel")]
 mod otel {
+    use std::sync::Arc;
+
     use opentelemetry::trace::TracerProvider as _;
-    use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+    use opentelemetry_sdk::{
+        metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider},
+        trace::{InMemorySpanExporter, SdkTracerProvider},
+    };
+    use tool_core::{Agent, AgentOptions, ToolRegistry, model::ScriptedModel, otel::Telemetry};
     use tracing_subscriber::layer::SubscriberExt as _;
 
     use super::{Setup, agent_turn};
@@ -170,21 +232,37 @@ mod otel {
     pub(super) struct InMemory {
         exporter: InMemorySpanExporter,
         _provider: SdkTracerProvider,
+        _meters: SdkMeterProvider,
         dispatch: tracing::Dispatch,
+        agent: Agent,
+        model: ScriptedModel,
     }
 
     impl InMemory {
-        pub(super) fn new() -> Self {
+        pub(super) fn new(registry: Arc<ToolRegistry>) -> Self {
             let exporter = InMemorySpanExporter::default();
             let provider = SdkTracerProvider::builder()
                 .with_simple_exporter(exporter.clone())
                 .build();
             let subscriber = tracing_subscriber::registry()
                 .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("bench")));
+            let meters = SdkMeterProvider::builder()
+                .with_reader(PeriodicReader::builder(InMemoryMetricExporter::default()).build())
+                .build();
+            let model = ScriptedModel::new([]);
+            let agent = Agent::new(
+                model.clone(),
+                AgentOptions::new()
+                    .registry(registry)
+                    .telemetry(Telemetry::new().meter_provider(&meters)),
+            );
             Self {
                 exporter,
                 _provider: provider,
+                _meters: meters,
                 dispatch: tracing::Dispatch::new(subscriber),
+                agent,
+                model,
             }
         }
 
@@ -192,7 +270,8 @@ mod otel {
         /// stays flat however many turns run.
         pub(super) fn turn(&self, s: &Setup) -> String {
             let reply = tracing::dispatcher::with_default(&self.dispatch, || {
-                s.runtime.block_on(agent_turn(&s.agent, &s.model, &s.calls))
+                s.runtime
+                    .block_on(agent_turn(&self.agent, &self.model, &s.calls))
             });
             self.exporter.reset();
             reply
@@ -200,53 +279,80 @@ mod otel {
     }
 }
 
-/// Times the three paths in the same run and prints the agent's cost relative to each
-/// baseline.
-fn print_ratios(s: &Setup) {
-    fn time(iterations: u32, mut run: impl FnMut()) -> Duration {
-        for _ in 0..iterations / 10 {
-            run();
+/// After criterion: the agent against its baselines in alternating rounds, criterion's mean
+/// per turn, and each case's allocations per turn.
+fn report() {
+    let s = Setup::new();
+    println!("\n== agent_overhead ({BUILD}): {CALLS} tool calls per turn, 2 model steps ==");
+    for case in CASES {
+        let per_turn = support::mean_ns("agent_overhead", case).map_or_else(
+            || "not timed".to_owned(),
+            |ns| format!("{:.1} µs", ns / 1e3),
+        );
+        // The first turns make what later turns reuse.
+        for _ in 0..10 {
+            s.run(case);
         }
-        let start = Instant::now();
-        for _ in 0..iterations {
-            run();
-        }
-        start.elapsed() / iterations
-    }
-    let iterations = 2_000;
-    let direct_time = time(iterations, || {
-        black_box(s.runtime.block_on(direct(&s.tool, &s.calls)));
-    });
-    let registry_time = time(iterations, || {
-        black_box(s.runtime.block_on(via_registry(&s.registry, &s.calls)));
-    });
-    let agent_time = time(iterations, || {
-        black_box(s.runtime.block_on(agent_turn(&s.agent, &s.model, &s.calls)));
-    });
-    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-12);
-    #[cfg(feature = "otel")]
-    {
-        let traced = otel::InMemory::new();
-        let exported = time(iterations, || {
-            black_box(traced.turn(s));
+        let turns = 100;
+        let (count, bytes) = counting::allocations(|| {
+            for _ in 0..turns {
+                s.run(case);
+            }
         });
         println!(
-            "agent_overhead (otel): turn with no subscriber {agent_time:?} (compare `agent` of \
-             a run without the feature), with the in-memory exporter {exported:?}: \
-             {:?} per span ({} spans a turn)",
-            exported.saturating_sub(agent_time) / otel::SPANS_PER_TURN,
-            otel::SPANS_PER_TURN,
+            "{case}: {per_turn} a turn (criterion mean), {} allocations ({} bytes) a turn",
+            count / turns,
+            bytes / turns
         );
     }
-    println!(
-        "agent_overhead: {CALLS} tool calls per turn (2 model steps): direct {direct_time:?}, \
-         registry {registry_time:?}, agent {agent_time:?}; agent/direct = {:.1}x, \
-         agent/registry = {:.1}x, agent overhead per step = {:?}",
-        ratio(agent_time, direct_time),
-        ratio(agent_time, registry_time),
-        agent_time.saturating_sub(registry_time) / 2,
+    support::print_paired(
+        &format!("agent / direct ({BUILD})"),
+        &support::Paired::measure(|| s.agent(), || s.direct()),
     );
+    support::print_paired(
+        &format!("agent / registry ({BUILD})"),
+        &support::Paired::measure(|| s.agent(), || s.registry()),
+    );
+    #[cfg(feature = "otel")]
+    {
+        let paired = support::Paired::measure(|| s.traced.turn(&s), || s.agent());
+        support::print_paired("otel_in_memory / agent (no subscriber)", &paired);
+        if let Some(agent) = support::mean_ns("agent_overhead", "agent") {
+            println!(
+                "the in-memory exporter adds about {:.2} µs a span ({} spans a turn)",
+                agent * (paired.median - 1.0) / 1e3 / f64::from(otel::SPANS_PER_TURN),
+                otel::SPANS_PER_TURN
+            );
+        }
+    }
+}
+
+/// `AGENT_OVERHEAD_CASE` and `AGENT_OVERHEAD_TURNS`, when both are set.
+fn count_mode() -> Option<(String, usize)> {
+    let case = std::env::var("AGENT_OVERHEAD_CASE").ok()?;
+    let turns = std::env::var("AGENT_OVERHEAD_TURNS").ok()?;
+    let turns = turns
+        .parse()
+        .unwrap_or_else(|_| panic!("AGENT_OVERHEAD_TURNS is not a count: {turns}"));
+    Some((case, turns))
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    if let Some((case, turns)) = count_mode() {
+        let s = Setup::new();
+        for _ in 0..turns {
+            if s.run(&case).is_none() {
+                panic!("no case {case} in this build ({BUILD}); cases: {CASES:?}");
+            }
+        }
+        return;
+    }
+    let listing = std::env::args().any(|arg| arg == "--list" || arg == "--test");
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    if !listing {
+        report();
+    }
+}

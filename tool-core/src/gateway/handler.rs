@@ -270,6 +270,64 @@ impl GatewayHandler {
         let text = json!({"tools": tools, "missing": matches.missing}).to_string();
         CallToolResult::success(vec![ContentBlock::text(text)])
     }
+
+    /// Runs a `tools/call` request for the connection's user, within their limits.
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let user = self.ensure_user(&context).await?;
+        let _permit = self
+            .shared
+            .limits
+            .admit(&user)
+            .map_err(|reason| ErrorData::new(ErrorCode(LIMITED), reason, None))?;
+        let tool = request.name.to_string();
+        let server = self
+            .shared
+            .catalog
+            .source_of(&tool)
+            .unwrap_or_else(|| "-".to_owned());
+        let span =
+            tracing::info_span!("gateway_call", user = %user, server = %server, tool = %tool);
+        if tool == SEARCH_TOOLS {
+            if self.shared.config.pinned_tools(&user).is_none()
+                || !self.snapshot(&user).is_enabled(SEARCH_TOOLS)
+            {
+                return Err(ErrorData::invalid_params(
+                    format!("tool `{SEARCH_TOOLS}` is disabled"),
+                    None,
+                ));
+            }
+            return Ok(span.in_scope(|| self.search_tools(&user, &request)).into());
+        }
+        if tool == SET_TOOL_ENABLED {
+            self.attach_session_of(&user, &context.extensions).await?;
+            if !self.snapshot(&user).is_enabled(SET_TOOL_ENABLED) {
+                return Err(ErrorData::invalid_params(
+                    format!("tool `{SET_TOOL_ENABLED}` is disabled"),
+                    None,
+                ));
+            }
+            // Boxed: it holds the store's futures, and every call's future is moved into a
+            // task of its own by rmcp, so it is kept small.
+            return Ok(
+                Box::pin(self.set_tool_enabled(&user, &request).instrument(span))
+                    .await
+                    .into(),
+            );
+        }
+        let outcome = self
+            .inner
+            .run_tool(request, context)
+            .instrument(span.clone())
+            .await;
+        if let Err(error) = &outcome {
+            span.in_scope(|| tracing::debug!(code = error.code.0, "the call was refused"));
+        }
+        outcome
+    }
 }
 
 fn error_result(text: &str) -> CallToolResult {
@@ -358,61 +416,20 @@ impl ServerHandler for GatewayHandler {
         Ok(listed)
     }
 
+    /// With `otel`, the call's `tools/call {tool}` span (kind `SERVER`, continuing the trace
+    /// context of the request's `_meta`) holds all the gateway does for it, up to the call to
+    /// the upstream server, which carries the trace on in its own `_meta`.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let user = self.ensure_user(&context).await?;
-        let _permit = self
-            .shared
-            .limits
-            .admit(&user)
-            .map_err(|reason| ErrorData::new(ErrorCode(LIMITED), reason, None))?;
-        let tool = request.name.to_string();
-        let server = self
-            .shared
-            .catalog
-            .source_of(&tool)
-            .unwrap_or_else(|| "-".to_owned());
-        let span =
-            tracing::info_span!("gateway_call", user = %user, server = %server, tool = %tool);
-        if tool == SEARCH_TOOLS {
-            if self.shared.config.pinned_tools(&user).is_none()
-                || !self.snapshot(&user).is_enabled(SEARCH_TOOLS)
-            {
-                return Err(ErrorData::invalid_params(
-                    format!("tool `{SEARCH_TOOLS}` is disabled"),
-                    None,
-                ));
-            }
-            return Ok(span.in_scope(|| self.search_tools(&user, &request)).into());
-        }
-        if tool == SET_TOOL_ENABLED {
-            self.attach_session_of(&user, &context.extensions).await?;
-            if !self.snapshot(&user).is_enabled(SET_TOOL_ENABLED) {
-                return Err(ErrorData::invalid_params(
-                    format!("tool `{SET_TOOL_ENABLED}` is disabled"),
-                    None,
-                ));
-            }
-            // Boxed: it holds the store's futures, and every call's future is moved into a
-            // task of its own by rmcp, so it is kept small.
-            return Ok(
-                Box::pin(self.set_tool_enabled(&user, &request).instrument(span))
-                    .await
-                    .into(),
-            );
-        }
-        let outcome = self
-            .inner
-            .call_tool(request, context)
-            .instrument(span.clone())
-            .await;
-        if let Err(error) = &outcome {
-            span.in_scope(|| tracing::debug!(code = error.code.0, "the call was refused"));
-        }
-        outcome
+        #[cfg(feature = "otel")]
+        let span = self.inner.call_span(&request, &context);
+        let call = self.call(request, context);
+        #[cfg(feature = "otel")]
+        let call = crate::mcp::traced(span, call);
+        call.await
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {

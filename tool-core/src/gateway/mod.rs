@@ -49,7 +49,11 @@
 //!   gateway reconnects with backoff. HTTP bodies over `max_request_bytes` are answered `413`,
 //!   a `Host` or `Origin` outside the allowed ones `403` (see [`crate::mcp`]).
 //! - **Observability.** Every call runs in a `tracing` span `gateway_call` with the user, the
-//!   server and the tool. `GET /healthz` reports each upstream's state.
+//!   server and the tool. With the `otel` feature that span is inside the call's
+//!   `tools/call {tool}` span (kind `SERVER`), which continues the trace context the client
+//!   sent in `params._meta`, and the call to the upstream server (`tools/call {tool}`, kind
+//!   `CLIENT`) passes it on in its own `_meta`: one trace covers the client, the gateway and
+//!   the upstream. `GET /healthz` reports each upstream's state.
 //!
 //! # The admin API
 //!

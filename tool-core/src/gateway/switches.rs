@@ -10,10 +10,10 @@ use std::{
 
 use tokio::sync::broadcast;
 
-use super::GatewayError;
 #[cfg(feature = "postgres")]
+use super::Shared;
 use super::{
-    Shared,
+    GatewayError,
     sessions::{SESSION_SCOPE, now_ms},
 };
 use crate::{

@@ -176,9 +176,37 @@ impl McpHandler {
             .collect()
     }
 
+    /// The span of a `tools/call` request: `tools/call {tool}` (kind `SERVER`) with the MCP
+    /// attributes, whose parent is the trace context the client sent in `_meta`, when it sent
+    /// one.
+    #[cfg(feature = "otel")]
+    pub(crate) fn call_span(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> tracing::Span {
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let version = self.version_of(context);
+        let span = crate::otel::mcp::tools_call_span(
+            crate::otel::mcp::Side::Server,
+            &request.name,
+            Some(version.as_str()),
+            if parts.is_some() { "tcp" } else { "pipe" },
+        );
+        crate::otel::mcp::continue_from(&span, &context.meta.0.0);
+        span.record("jsonrpc.request.id", context.id.to_string());
+        if let Some(session) = parts
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|value| value.to_str().ok())
+        {
+            span.record("mcp.session.id", session);
+        }
+        span
+    }
+
     /// Runs a `tools/call` request: asks for approval when the tool needs it, then runs the
     /// tool until it answers or the client cancels.
-    async fn run_tool(
+    pub(crate) async fn run_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -452,41 +480,8 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        use tracing::Instrument as _;
-
-        let parts = context.extensions.get::<axum::http::request::Parts>();
-        let version = self.version_of(&context);
-        let span = crate::otel::mcp::tools_call_span(
-            crate::otel::mcp::Side::Server,
-            &request.name,
-            Some(version.as_str()),
-            if parts.is_some() { "tcp" } else { "pipe" },
-        );
-        crate::otel::mcp::continue_from(&span, &context.meta.0.0);
-        span.record("jsonrpc.request.id", context.id.to_string());
-        if let Some(session) = parts
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
-            .and_then(|value| value.to_str().ok())
-        {
-            span.record("mcp.session.id", session);
-        }
-        let result = self
-            .run_tool(request, context)
-            .instrument(span.clone())
-            .await;
-        match &result {
-            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
-                crate::otel::mcp::failed(&span, "tool_error", None, "the tool reported an error");
-            }
-            Err(error) => crate::otel::mcp::failed(
-                &span,
-                &error.code.0.to_string(),
-                Some(error.code.0),
-                &error.message,
-            ),
-            Ok(_) => {}
-        }
-        result
+        let span = self.call_span(&request, &context);
+        traced(span, self.run_tool(request, context)).await
     }
 
     fn accepted_subscription_filter(
@@ -818,6 +813,31 @@ fn icon_mime_type(src: &str) -> Option<&'static str> {
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // The guarded values are replaced whole, never left half-written.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs `call`, the answer to a `tools/call` request, in `span`, and records on the span how it
+/// failed, if it did.
+#[cfg(feature = "otel")]
+pub(crate) async fn traced(
+    span: tracing::Span,
+    call: impl Future<Output = Result<CallToolResponse, ErrorData>>,
+) -> Result<CallToolResponse, ErrorData> {
+    use tracing::Instrument as _;
+
+    let result = call.instrument(span.clone()).await;
+    match &result {
+        Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
+            crate::otel::mcp::failed(&span, "tool_error", None, "the tool reported an error");
+        }
+        Err(error) => crate::otel::mcp::failed(
+            &span,
+            &error.code.0.to_string(),
+            Some(error.code.0),
+            &error.message,
+        ),
+        Ok(_) => {}
+    }
+    result
 }
 
 #[cfg(test)]

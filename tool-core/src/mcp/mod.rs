@@ -167,6 +167,8 @@ pub use client::{
 };
 #[cfg(feature = "gateway")]
 pub(crate) use handler::SnapshotView;
+#[cfg(all(feature = "gateway", feature = "otel"))]
+pub(crate) use handler::traced;
 pub use handler::{McpApproval, McpHandler};
 #[cfg(feature = "gateway")]
 pub(crate) use http::router as http_router;

@@ -35,7 +35,7 @@ pub(crate) fn tools_call_span(
     };
     tracing::info_span!(
         "tools/call",
-        otel.name = format!("tools/call {tool}"),
+        otel.name = super::span_name(|| format!("tools/call {tool}")).as_deref(),
         otel.kind = kind,
         otel.status_code = Empty,
         otel.status_description = Empty,

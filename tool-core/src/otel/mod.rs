@@ -115,12 +115,15 @@ impl Telemetry {
     }
 
     /// The telemetry an agent keeps: the metrics' instruments made now, from the global meter
-    /// provider when none was named.
+    /// provider when none was named, and none at all when the global one is still the no-op
+    /// provider it starts as (so that an application that installs no meter provider pays
+    /// nothing for the metrics' attributes).
     pub(crate) fn resolved(mut self) -> Self {
         if self.instruments.is_none() {
-            self.instruments = Some(Arc::new(Instruments::new(&opentelemetry::global::meter(
-                SCOPE,
-            ))));
+            let provider = opentelemetry::global::meter_provider();
+            if !records_nothing(&*provider) {
+                self.instruments = Some(Arc::new(Instruments::new(&provider.meter(SCOPE))));
+            }
         }
         self
     }
@@ -129,6 +132,12 @@ impl Telemetry {
     pub(crate) fn captures_content(&self) -> bool {
         self.capture_content
     }
+}
+
+/// Whether a meter provider is stateless, as the no-op provider the global one starts as is: a
+/// provider with no state has no reader or exporter to give a measurement to.
+fn records_nothing(provider: &(dyn MeterProvider + Send + Sync)) -> bool {
+    std::mem::size_of_val(provider) == 0
 }
 
 /// The three histograms of the conventions, with the bucket boundaries they advise.
@@ -197,15 +206,22 @@ pub(crate) fn provider_name(provider: Provider) -> &'static str {
     }
 }
 
+/// A span's `otel.name`, made only when a subscriber could record it: the span macros evaluate
+/// the fields of a span no subscriber wants only for `tracing`'s `log` fallback, which runs
+/// while no dispatcher has been set.
+pub(crate) fn span_name(name: impl FnOnce() -> String) -> Option<String> {
+    tracing::dispatcher::has_been_set().then(name)
+}
+
 /// The span of one agent turn: `invoke_agent {agent name}`, kind `INTERNAL`.
 pub(crate) fn invoke_agent_span(telemetry: &Telemetry, provider: Provider, model: &str) -> Span {
-    let name = match &telemetry.agent_name {
-        Some(agent) => format!("invoke_agent {agent}"),
-        None => "invoke_agent".to_owned(),
-    };
     tracing::info_span!(
         "invoke_agent",
-        otel.name = name,
+        otel.name = span_name(|| match &telemetry.agent_name {
+            Some(agent) => format!("invoke_agent {agent}"),
+            None => "invoke_agent".to_owned(),
+        })
+        .as_deref(),
         otel.kind = "internal",
         otel.status_code = Empty,
         otel.status_description = Empty,
@@ -249,7 +265,7 @@ impl<'a> ChatCall<'a> {
     pub(crate) fn start(telemetry: &'a Telemetry, request: &ChatRequestInfo<'a, '_>) -> Self {
         let span = tracing::info_span!(
             "chat",
-            otel.name = format!("chat {}", request.model),
+            otel.name = span_name(|| format!("chat {}", request.model)).as_deref(),
             otel.kind = "client",
             otel.status_code = Empty,
             otel.status_description = Empty,
@@ -306,8 +322,8 @@ impl<'a> ChatCall<'a> {
         content: &str,
         tool_calls: &[ToolCall],
     ) {
-        let reason = finish_reason_name(finish_reason);
         if !self.span.is_disabled() {
+            let reason = finish_reason_name(finish_reason);
             self.span.set_attribute(
                 "gen_ai.response.finish_reasons",
                 opentelemetry::Value::Array(
@@ -329,8 +345,11 @@ impl<'a> ChatCall<'a> {
                 );
             }
         }
+        let Some(instruments) = &self.telemetry.instruments else {
+            return;
+        };
         let attributes = self.metric_attributes(None);
-        if let (Some(instruments), Some(usage)) = (&self.telemetry.instruments, usage) {
+        if let Some(usage) = usage {
             let mut input = attributes.clone();
             input.push(KeyValue::new("gen_ai.token.type", "input"));
             instruments.token_usage.record(usage.input_tokens, &input);
@@ -338,14 +357,16 @@ impl<'a> ChatCall<'a> {
             output.push(KeyValue::new("gen_ai.token.type", "output"));
             instruments.token_usage.record(usage.output_tokens, &output);
         }
-        self.record_duration(&attributes);
+        self.record_duration(instruments, &attributes);
     }
 
     /// Records a failed call: `error.type`, the span's error status and the duration.
     pub(crate) fn failed(self, error_type: &str, message: &dyn fmt::Display) {
         record_error(&self.span, error_type, message);
-        let attributes = self.metric_attributes(Some(error_type));
-        self.record_duration(&attributes);
+        if let Some(instruments) = &self.telemetry.instruments {
+            let attributes = self.metric_attributes(Some(error_type));
+            self.record_duration(instruments, &attributes);
+        }
     }
 
     fn metric_attributes(&self, error_type: Option<&str>) -> Vec<KeyValue> {
@@ -360,12 +381,10 @@ impl<'a> ChatCall<'a> {
         attributes
     }
 
-    fn record_duration(&self, attributes: &[KeyValue]) {
-        if let Some(instruments) = &self.telemetry.instruments {
-            instruments
-                .operation_duration
-                .record(self.started.elapsed().as_secs_f64(), attributes);
-        }
+    fn record_duration(&self, instruments: &Instruments, attributes: &[KeyValue]) {
+        instruments
+            .operation_duration
+            .record(self.started.elapsed().as_secs_f64(), attributes);
     }
 }
 
@@ -446,7 +465,7 @@ pub(crate) fn execute_tool_span(
 ) -> Span {
     let span = tracing::info_span!(
         "execute_tool",
-        otel.name = format!("execute_tool {name}"),
+        otel.name = span_name(|| format!("execute_tool {name}")).as_deref(),
         otel.kind = "internal",
         otel.status_code = Empty,
         otel.status_description = Empty,
