@@ -79,6 +79,7 @@ mod tool_search_mcp;
 mod tool_search_native;
 mod tool_search_options;
 mod tool_search_sessions;
+mod tool_search_support;
 mod typed_output;
 mod typed_output_modes;
 mod typed_output_wires;
