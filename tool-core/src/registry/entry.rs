@@ -20,9 +20,7 @@ use crate::{
         Coercion, FormatOptions, Provider,
         list::{FormatCache, FormatResult},
     },
-    tool::{
-        ChatTool, ExecutableTool, JsonObject, TextCall, ToolError, ToolHints, ToolMetadata,
-    },
+    tool::{ChatTool, ExecutableTool, JsonObject, TextCall, ToolError, ToolHints, ToolMetadata},
 };
 
 /// What a settings screen shows about a tool: its definition, metadata and enabled state.
