@@ -258,7 +258,8 @@ async fn a_typed_tool_reads_the_text_itself_and_the_object_path_reads_a_value() 
     );
     let seen = DESERIALIZERS.lock().unwrap().clone();
     assert_eq!(seen.len(), 2, "{seen:?}");
-    // Both read the root as an object only (`ObjectOnly`), from the text and from a `Value`.
+    // Both read the root as an object only (`ObjectOnly`), from the text and from a `Value`
+    // (in place, its strings moved out: `Taking`).
     assert!(
         seen[0].starts_with(
             "tool_core::__private::object_only::ObjectOnly<&mut serde_json::de::Deserializer<serde_json::read::StrRead"
@@ -266,7 +267,8 @@ async fn a_typed_tool_reads_the_text_itself_and_the_object_path_reads_a_value() 
         "{seen:?}"
     );
     assert_eq!(
-        seen[1], "tool_core::__private::object_only::ObjectOnly<&serde_json::value::Value>",
+        seen[1],
+        "tool_core::__private::object_only::ObjectOnly<tool_core::__private::taking::Taking>",
         "{seen:?}"
     );
 }

@@ -54,7 +54,7 @@ use crate::tool::ChatTool;
 
 #[cfg(feature = "anthropic")]
 pub(crate) use anthropic::output_schema as anthropic_output_schema;
-pub(crate) use arguments::{OptionalNulls, fraction_for_integer};
+pub(crate) use arguments::OptionalNulls;
 #[cfg(feature = "mcp")]
 pub(crate) use common::drop_rust_formats;
 pub(crate) use common::excerpt;
