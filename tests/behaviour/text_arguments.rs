@@ -670,6 +670,18 @@ async fn rows(rows: Vec<std::collections::BTreeMap<String, i64>>) -> usize {
     rows.len()
 }
 
+#[derive(Debug, Deserialize, schemars::JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
+enum Color {
+    Red,
+    Blue,
+}
+
+/// Count colors: a map whose keys are an enum's names, whose schema lists them as properties.
+#[tool]
+async fn count(counts: std::collections::BTreeMap<Color, u32>) -> String {
+    format!("{counts:?}")
+}
+
 /// A hand-written tool that reads the model's text itself, with the schema it is given.
 struct RawText {
     name: &'static str,
@@ -765,6 +777,7 @@ async fn a_key_given_twice_is_refused_wherever_a_tool_could_read_it() {
         ),
         ("deliver", r#"{"items": [{"id": 1}, {"id": 2, "id": 3}]}"#, "id"),
         ("rows", r#"{"rows": [{"a": 1}, {"a": 2, "a": 3}]}"#, "a"),
+        ("count", r#"{"counts": {"Red": 1, "Blue": 2, "Red": 3}}"#, "Red"),
         ("echo", r#"{"text": "shown", "text": "run"}"#, "text"),
         ("forecast", r#"{"city": "Oslo", "days": 3, "days": 30}"#, "days"),
     ];
@@ -781,6 +794,7 @@ async fn a_key_given_twice_is_refused_wherever_a_tool_could_read_it() {
             std::sync::Arc::new(Tag),
             std::sync::Arc::new(Deliver),
             std::sync::Arc::new(Rows),
+            std::sync::Arc::new(Count),
         ] {
             registry.register_arc(tool).unwrap();
         }
@@ -815,6 +829,7 @@ async fn a_key_given_twice_is_refused_wherever_a_tool_could_read_it() {
                 "b 3",
             ),
             ("rows", r#"{"rows": [{"a": 1}, {"a": 2}]}"#, "2"),
+            ("count", r#"{"counts": {"Red": 1, "Blue": 2}}"#, "{Red: 1, Blue: 2}"),
         ] {
             assert_eq!(registry.execute_text(name, text).await, expected, "{options:?}");
         }
