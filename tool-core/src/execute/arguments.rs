@@ -387,17 +387,14 @@ impl<'de> Visitor<'de> for &mut KeyScan<'de> {
                 self.repeated = Some(key.into_owned());
                 return Err(serde::de::Error::custom("a key is given more than once"));
             }
-            match &mut large {
-                Some(seen) => {
-                    seen.insert(key);
-                }
-                None if self.keys.len() - start < LINEAR_KEYS => self.keys.push((print, key)),
-                None => {
-                    let mut seen: HashSet<_> =
-                        self.keys.drain(start..).map(|(_, key)| key).collect();
-                    seen.insert(key);
-                    large = Some(seen);
-                }
+            if let Some(seen) = &mut large {
+                seen.insert(key);
+            } else if self.keys.len() - start < LINEAR_KEYS {
+                self.keys.push((print, key));
+            } else {
+                let mut seen: HashSet<_> = self.keys.drain(start..).map(|(_, key)| key).collect();
+                seen.insert(key);
+                large = Some(seen);
             }
             entries.next_value_seed(&mut *self)?;
         }
@@ -474,8 +471,9 @@ mod tests {
             (r#"{"a": {"a": 1}, "b": {"a": 2}}"#, None),
             (r#"{"x": {"a": 1}, "a": 2}"#, None),
             (r#"{"rows": [{"k": 1}, {"k": 2}]}"#, None),
-            // Keys that look alike to the fingerprint are still different keys.
-            (r#"{"axb": 1, "ayb": 2, "": 3, "a": {}, "b": []}"#, None),
+            // Keys with the same fingerprint are still different keys.
+            (r#"{"abcd": 1, "accd": 2, "": 3, "a": {}, "b": []}"#, None),
+            (r#"{"abcd": 1, "accd": 2, "abcd": 3}"#, Some("abcd")),
             ("{}", None),
             // Text that is not JSON has nothing to report: parsing it says what is wrong.
             (r#"{"a": 1 "a": 2}"#, None),
