@@ -719,11 +719,15 @@ fn given_twice(name: &str, key: &str) -> String {
 
 #[test]
 fn serde_s_derive_refuses_a_struct_field_given_twice_and_so_does_a_typed_tool() {
-    let error = serde_json::from_str::<ForecastArgs>(r#"{"city": "Oslo", "days": 3, "city": "Rome"}"#)
-        .err()
-        .map(|error| error.to_string())
-        .unwrap_or_default();
-    assert!(error.starts_with("duplicate field `city` at line 1"), "{error}");
+    let error =
+        serde_json::from_str::<ForecastArgs>(r#"{"city": "Oslo", "days": 3, "city": "Rome"}"#)
+            .err()
+            .map(|error| error.to_string())
+            .unwrap_or_default();
+    assert!(
+        error.starts_with("duplicate field `city` at line 1"),
+        "{error}"
+    );
     // A flattened struct's fields too.
     let error = serde_json::from_str::<ShipArgs>(
         r#"{"name": "box", "street": "Main St", "city": "Oslo", "street": "Side St"}"#,
@@ -756,10 +760,26 @@ fn serde_s_derive_refuses_a_struct_field_given_twice_and_so_does_a_typed_tool() 
 async fn a_key_given_twice_is_refused_wherever_a_tool_could_read_it() {
     let cases = [
         ("add", r#"{"a": 2, "b": 3, "a": 5}"#, "a"),
-        ("add", r#"{"a": 2, "b": 3, "scale": null, "scale": 10}"#, "scale"),
-        ("label", r#"{"labels": {"path": "a.txt", "path": "b.txt"}}"#, "path"),
-        ("label", r#"{"labels": {"a": "1"}, "labels": {"b": "2"}}"#, "labels"),
-        ("store", r#"{"data": {"path": "a.txt", "path": "b.txt"}}"#, "path"),
+        (
+            "add",
+            r#"{"a": 2, "b": 3, "scale": null, "scale": 10}"#,
+            "scale",
+        ),
+        (
+            "label",
+            r#"{"labels": {"path": "a.txt", "path": "b.txt"}}"#,
+            "path",
+        ),
+        (
+            "label",
+            r#"{"labels": {"a": "1"}, "labels": {"b": "2"}}"#,
+            "labels",
+        ),
+        (
+            "store",
+            r#"{"data": {"path": "a.txt", "path": "b.txt"}}"#,
+            "path",
+        ),
         ("store", r#"{"data": [{"x": {"y": 1, "y": 2}}]}"#, "y"),
         ("store", r#"{"data": 1, "data": 2}"#, "data"),
         (
@@ -767,19 +787,39 @@ async fn a_key_given_twice_is_refused_wherever_a_tool_could_read_it() {
             r#"{"name": "box", "street": "Main St", "city": "Oslo", "street": "Side St"}"#,
             "street",
         ),
-        ("ship", r#"{"name": "box", "street": "a", "city": "b", "name": "c"}"#, "name"),
-        ("tag", r#"{"name": "box", "color": "red", "color": "blue"}"#, "color"),
+        (
+            "ship",
+            r#"{"name": "box", "street": "a", "city": "b", "name": "c"}"#,
+            "name",
+        ),
+        (
+            "tag",
+            r#"{"name": "box", "color": "red", "color": "blue"}"#,
+            "color",
+        ),
         ("tag", r#"{"name": "box", "name": "crate"}"#, "name"),
         (
             "deliver",
             r#"{"destination": {"street": "a", "city": "b", "city": "c"}}"#,
             "city",
         ),
-        ("deliver", r#"{"items": [{"id": 1}, {"id": 2, "id": 3}]}"#, "id"),
+        (
+            "deliver",
+            r#"{"items": [{"id": 1}, {"id": 2, "id": 3}]}"#,
+            "id",
+        ),
         ("rows", r#"{"rows": [{"a": 1}, {"a": 2, "a": 3}]}"#, "a"),
-        ("count", r#"{"counts": {"Red": 1, "Blue": 2, "Red": 3}}"#, "Red"),
+        (
+            "count",
+            r#"{"counts": {"Red": 1, "Blue": 2, "Red": 3}}"#,
+            "Red",
+        ),
         ("echo", r#"{"text": "shown", "text": "run"}"#, "text"),
-        ("forecast", r#"{"city": "Oslo", "days": 3, "days": 30}"#, "days"),
+        (
+            "forecast",
+            r#"{"city": "Oslo", "days": 3, "days": 30}"#,
+            "days",
+        ),
     ];
     for options in [
         RegistryOptions::new(),
@@ -816,22 +856,38 @@ async fn a_key_given_twice_is_refused_wherever_a_tool_could_read_it() {
         // The same keys in different objects are fine.
         for (name, text, expected) in [
             ("label", r#"{"labels": {"a": "1", "b": "2"}}"#, "a=1,b=2"),
-            ("store", r#"{"data": {"data": {"data": 1}}}"#, r#"{"data":{"data":1}}"#),
+            (
+                "store",
+                r#"{"data": {"data": {"data": 1}}}"#,
+                r#"{"data":{"data":1}}"#,
+            ),
             (
                 "ship",
                 r#"{"name": "box", "street": "Main St", "city": "Oslo"}"#,
                 "box to Main St, Oslo",
             ),
-            ("tag", r#"{"name": "box", "color": "red"}"#, r#"box: {"color": "red"}"#),
+            (
+                "tag",
+                r#"{"name": "box", "color": "red"}"#,
+                r#"box: {"color": "red"}"#,
+            ),
             (
                 "deliver",
                 r#"{"destination": {"street": "a", "city": "b"}, "items": [{"id": 1}, {"id": 2}]}"#,
                 "b 3",
             ),
             ("rows", r#"{"rows": [{"a": 1}, {"a": 2}]}"#, "2"),
-            ("count", r#"{"counts": {"Red": 1, "Blue": 2}}"#, "{Red: 1, Blue: 2}"),
+            (
+                "count",
+                r#"{"counts": {"Red": 1, "Blue": 2}}"#,
+                "{Red: 1, Blue: 2}",
+            ),
         ] {
-            assert_eq!(registry.execute_text(name, text).await, expected, "{options:?}");
+            assert_eq!(
+                registry.execute_text(name, text).await,
+                expected,
+                "{options:?}"
+            );
         }
     }
 }

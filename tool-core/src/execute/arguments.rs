@@ -325,7 +325,10 @@ fn fingerprint(key: &str) -> u64 {
     let bytes = key.as_bytes();
     let byte = |index: usize| bytes.get(index).map_or(0, |byte| u64::from(*byte));
     let length = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
-    length | (byte(0) << 32) | (byte(bytes.len() / 2) << 40) | (byte(bytes.len().wrapping_sub(1)) << 48)
+    length
+        | (byte(0) << 32)
+        | (byte(bytes.len() / 2) << 40)
+        | (byte(bytes.len().wrapping_sub(1)) << 48)
 }
 
 impl<'de> DeserializeSeed<'de> for &mut KeyScan<'de> {

@@ -33,12 +33,7 @@ struct Walk<'a> {
 }
 
 /// Keywords whose subschemas say what the value must be, each walked.
-const SUBSCHEMAS: &[&str] = &[
-    "additionalItems",
-    "contains",
-    "items",
-    "unevaluatedItems",
-];
+const SUBSCHEMAS: &[&str] = &["additionalItems", "contains", "items", "unevaluatedItems"];
 
 /// Keywords whose subschemas are alternatives or conjuncts of the schema itself.
 const BRANCHES: &[&str] = &["allOf", "anyOf", "oneOf"];
