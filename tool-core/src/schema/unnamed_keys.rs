@@ -126,19 +126,19 @@ impl<'a> Walk<'a> {
 /// `properties` with `additionalProperties: false`, and never with `required`.
 fn own_keys_open(map: &Map<String, Value>) -> bool {
     let admits_object = match map.get("type") {
-        None => true,
         Some(Value::String(kind)) => kind == "object",
         Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "object"),
-        Some(_) => true,
+        // No type, or one this walk does not read.
+        _ => true,
     };
     if !admits_object {
         return false;
     }
     match map.get("additionalProperties") {
-        Some(Value::Bool(false)) => !map
+        Some(Value::Bool(false)) => map
             .get("required")
             .and_then(Value::as_array)
-            .is_some_and(|required| !required.is_empty()),
+            .is_none_or(Vec::is_empty),
         Some(_) => true,
         None => {
             let said_elsewhere = ["properties", "$ref", "enum", "const"]
