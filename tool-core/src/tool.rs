@@ -108,6 +108,11 @@ pub trait ExecutableTool: Send + Sync {
     /// answering arguments they refuse with [`ToolError::invalid_arguments`] in the schema's
     /// words: the registry then validates only the keywords a deserializer cannot check
     /// (bounds, lengths, patterns), on text and on objects (an MCP client's arguments) alike.
+    /// It promises too that the typed arguments refuse a key given twice in an object whose
+    /// keys the schema names (`properties`, no `additionalProperties`), as serde's derive
+    /// refuses a field given twice: the registry refuses text that repeats a key before the
+    /// tool sees it only where the schema leaves an object's keys open (a map, a JSON value),
+    /// which would keep one of the values.
     /// When the text does not deserialize it answers [`TextCall::Refused`] without running
     /// the tool (the registry asks a tool whether it reads text this way, with text that is
     /// not JSON), and the registry takes the object path, which explains what is wrong in the
