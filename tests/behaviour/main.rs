@@ -62,6 +62,7 @@ mod provider_usage;
 mod provider_wires;
 mod proxy_support;
 mod readme_reference;
+mod real_parts;
 mod registry;
 mod session_preferences;
 mod session_toggles;

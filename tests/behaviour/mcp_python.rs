@@ -300,13 +300,10 @@ pub(crate) fn python() -> Option<&'static Path> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
     let python = PYTHON.get_or_init(find_or_make_python).as_deref();
     if python.is_none() {
-        // Straight to stderr rather than `eprintln!`, which the test harness captures and hides
-        // for passing tests.
-        let _ = writeln!(
-            std::io::stderr(),
+        crate::real_parts::skip(&format!(
             "SKIPPED: the MCP Python SDK tests need python3, and there is none on PATH \
              (or set TOOL_CORE_MCP_PYTHON to a Python with `{MCP_PACKAGE}` installed)"
-        );
+        ));
     }
     python
 }
