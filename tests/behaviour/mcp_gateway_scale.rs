@@ -249,3 +249,68 @@ fn behind_a_round_robin_proxy_a_switch_reaches_a_listen_stream_held_by_the_other
     answered.sort_unstable();
     assert_eq!(answered, [0, 1]);
 }
+
+#[test]
+fn a_change_one_gateway_saw_is_accepted_through_another_sharing_postgres() {
+    let Some(python) = python() else { return };
+    let Some(postgres) = crate::store_support::postgres() else {
+        return;
+    };
+    let (url, _) = runtime().block_on(postgres.create_database());
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let gateways: Vec<Gateway> = dirs
+        .iter()
+        .map(|dir| {
+            let path = config(
+                dir.path(),
+                "stateless = true",
+                &python_upstream(python, "python", "py", ""),
+            );
+            Gateway::start(&with_store(&path, &url))
+        })
+        .collect();
+    let (first, second) = (&gateways[0], &gateways[1]);
+    let alice = format!("Bearer {ALICE}");
+    let weather = |gateway: &Gateway| {
+        let body = call_request("py_weather", json!({"city": "Oslo"}));
+        post(&gateway.url, &[("authorization", alice.as_str())], body).1
+    };
+    assert!(weather(first).contains("sunny in Oslo"));
+    assert!(weather(second).contains("sunny in Oslo"));
+    // Only the second process's upstream changes the tool.
+    let body = call_request("py_redefine", json!({}));
+    let (_, answer) = post(&second.url, &[("authorization", alice.as_str())], body);
+    assert!(answer.contains("redefined"), "{answer}");
+    eventually("the second process to withhold the changed tool", || {
+        weather(second).contains("-32602")
+    });
+    let (_, pins) = second.admin(reqwest::Method::GET, "/admin/pins", None);
+    let change = pins["pending"]["py_weather"].clone();
+    assert_eq!(change["server"], "python", "{pins}");
+    // The first process, whose upstream did not change, serves it still, and lists the change.
+    assert!(weather(first).contains("sunny in Oslo"));
+    eventually("the first process to list the change", || {
+        let (_, pins) = first.admin(reqwest::Method::GET, "/admin/pins", None);
+        pins["pending"]["py_weather"] == change
+    });
+
+    // An operator accepts it through the first process: the second serves the new definition.
+    let (status, answer) = first.admin(reqwest::Method::POST, "/admin/pins/py_weather/accept", None);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer, json!({"accepted": "py_weather"}));
+    eventually("the second process to serve the accepted definition", || {
+        weather(second).contains("sunny in Oslo")
+    });
+    let pins = "SELECT count(*) FROM tool_gateway_pins WHERE tool = 'py_weather' AND sha256 = $1";
+    assert_eq!(pg_count(&url, pins, change["offered"].as_str().unwrap()), 1);
+    // The first process's upstream still offers the old definition, now a change of its own.
+    eventually("the first process to withhold its old definition", || {
+        weather(first).contains("-32602")
+    });
+    let (_, pins) = first.admin(reqwest::Method::GET, "/admin/pins", None);
+    assert_eq!(
+        pins["pending"]["py_weather"],
+        json!({"server": "python", "pinned": change["offered"], "offered": change["pinned"]}),
+        "{pins}"
+    );
+}
