@@ -133,7 +133,12 @@ impl Gateway {
         self.log.lock().unwrap().clone()
     }
 
-    pub(crate) fn admin(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub(crate) fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let url = format!("{}{path}", self.base);
         runtime().block_on(async move {
             let mut request = crate::http_client::client()

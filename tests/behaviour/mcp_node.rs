@@ -19,9 +19,7 @@ use std::{
 
 use serde_json::Value;
 
-use crate::mcp_python::{
-    ExampleServer, SERVER, VERSIONS, check_report, check_toggle, json_report,
-};
+use crate::mcp_python::{ExampleServer, SERVER, VERSIONS, check_report, check_toggle, json_report};
 use crate::npm_support::NpmPackage;
 use crate::proxy_support::RoundRobin;
 

@@ -2,7 +2,6 @@
 //! under the target folder when the environment does not point at an installed copy.
 
 use std::{
-    io::Write,
     path::{Path, PathBuf},
     process::{Command, Stdio},
 };

@@ -16,7 +16,10 @@ pub(crate) fn required() -> bool {
 /// Says `message` (why a test is skipped) loudly, or, when parts are [`required`], fails the
 /// test with it.
 pub(crate) fn skip(message: &str) {
-    assert!(!required(), "{message}\n({REQUIRE} is set: a missing part fails the test)");
+    assert!(
+        !required(),
+        "{message}\n({REQUIRE} is set: a missing part fails the test)"
+    );
     // Straight to stderr: the harness hides `eprintln!` of passing tests.
     let _ = writeln!(std::io::stderr(), "{message}");
 }
