@@ -266,7 +266,7 @@ async fn pins(State(http): State<Arc<Http>>, headers: HeaderMap) -> Response {
     if let Some(refusal) = refuse_non_admin(&http, &headers) {
         return refusal;
     }
-    Json(json!({"pending": http.shared.catalog.pending()})).into_response()
+    Json(json!({"pending": http.shared.catalog.pending().await})).into_response()
 }
 
 async fn accept_pin(

@@ -78,8 +78,9 @@ fn period(idle: Duration) -> Duration {
 }
 
 /// With an SQL store, until `stop`: renews the sessions this process holds, ends the ones no
-/// process renewed for `idle` (with their switches), and reads the pins again (for processes
-/// sharing an SQLite file, which has no announcements).
+/// process renewed for `idle` (with their switches), and reads the switches it holds and the
+/// pins again (for processes sharing an SQLite file, which has no announcements, and for a
+/// PostgreSQL announcement lost on the way).
 pub(crate) async fn maintain(shared: Arc<Shared>, idle: Duration, stop: CancellationToken) {
     let Some(sql) = shared.switches.sql().cloned() else {
         return;
@@ -104,6 +105,7 @@ pub(crate) async fn maintain(shared: Arc<Shared>, idle: Duration, stop: Cancella
             Ok(ended) => tracing::debug!(ended, "ended idle MCP sessions and their switches"),
             Err(error) => tracing::warn!(%error, "cannot end idle MCP sessions in the store"),
         }
+        shared.switches.reload_all().await;
         shared.catalog.reload_pins().await;
     }
 }

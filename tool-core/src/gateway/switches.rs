@@ -29,8 +29,8 @@ type Announce = Option<sqlx::PgPool>;
 type Announce = ();
 
 /// Tells the other gateway processes (through PostgreSQL `NOTIFY` on `channel`) that
-/// `payload` changed in the store. A lost announcement leaves their streams uninformed until
-/// the next change, not their lists wrong: they read the store again then.
+/// `payload` changed in the store. A lost announcement is made good when they next read every
+/// switch again ([`Switches::reload_all`], on each maintenance tick).
 #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async))]
 async fn announce(pool: &Announce, channel: &str, payload: &str) {
     #[cfg(feature = "postgres")]
@@ -98,7 +98,6 @@ impl UserSwitches {
 
     /// Applies a change another process made (already stored): reloads the user's switches
     /// and tells the user's streams when they differ.
-    #[cfg(feature = "postgres")]
     pub(crate) async fn reload(&self) -> Result<(), GatewayError> {
         let stored = self
             .store
@@ -158,7 +157,6 @@ impl SessionSwitches {
 
     /// Reads the session's switches again (another process changed them) and tells the
     /// session's streams when they differ.
-    #[cfg(feature = "postgres")]
     async fn reload(&self) -> Result<(), GatewayError> {
         let stored = self
             .store
@@ -274,9 +272,34 @@ impl Switches {
         sessions.keys().cloned().collect()
     }
 
+    /// Reads again, from the store, the switches of every user and session this process holds,
+    /// telling their streams of any difference: announcements may have been missed (the
+    /// connection they come on dropped, or the store is a file shared without them).
+    pub(crate) async fn reload_all(&self) {
+        if self.sql().is_none() {
+            return;
+        }
+        let users: Vec<Arc<UserSwitches>> = lock(&self.users).values().cloned().collect();
+        for user in users {
+            if let Err(error) = user.reload().await {
+                tracing::warn!(%error, "cannot read a user's switches again");
+            }
+        }
+        let sessions: Vec<Arc<SessionSwitches>> = lock(&self.sessions)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for session in sessions {
+            if let Err(error) = session.reload().await {
+                tracing::warn!(%error, "cannot read a session's switches again");
+            }
+        }
+    }
+
     /// With PostgreSQL: follows the other gateway processes' announcements until `stop`,
-    /// reloading the switches of the users and sessions they name, and the pins (reconnecting
-    /// when the connection drops). Without it, returns at once.
+    /// reloading the switches of the users and sessions they name, and the pins. Whenever it
+    /// (re)connects, what may have been announced meanwhile is read again: every switch this
+    /// process holds and the pins. Without PostgreSQL, returns at once.
     #[cfg(feature = "postgres")]
     pub(crate) async fn follow(shared: Arc<Shared>, stop: tokio_util::sync::CancellationToken) {
         let Some(pool) = shared.switches.announcer() else {
@@ -302,14 +325,27 @@ impl Switches {
                 },
             };
             // Anything announced while not listening is read again now.
+            shared.switches.reload_all().await;
             shared.catalog.reload_pins().await;
             loop {
+                // Not `recv()`, which reconnects without a word and so loses what was
+                // announced while the connection was down.
                 let notification = tokio::select! {
                     () = stop.cancelled() => return,
-                    notification = listener.recv() => notification,
+                    notification = listener.try_recv() => notification,
                 };
                 let notification = match notification {
-                    Ok(notification) => notification,
+                    Ok(Some(notification)) => notification,
+                    Ok(None) => {
+                        // The connection dropped; sqlx listens again on a new one.
+                        tracing::warn!(
+                            "lost the other gateway processes' announcements for a moment; \
+                             reading every switch and pin again"
+                        );
+                        shared.switches.reload_all().await;
+                        shared.catalog.reload_pins().await;
+                        continue;
+                    }
                     Err(error) => {
                         tracing::warn!(%error, "lost the other gateway processes' announcements; reconnecting");
                         break;
