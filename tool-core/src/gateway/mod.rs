@@ -66,7 +66,8 @@
 //! | `PUT /admin/users/{user}/tools/{tool}` with `{"enabled": bool}` | switches a tool for the user |
 //! | `GET /admin/pins` | `{"pending": {tool: {"server", "pinned", "offered"}}}` |
 //! | `POST /admin/pins/{tool}/accept` | serves the tool's new definition |
-//! | `GET /healthz` (no token) | `{"status": "ok" \| "degraded", "servers": {name: {"state", …}}}` |
+//! | `GET /healthz` (no token) | `{"status": "ok" \| "degraded", "servers": {name: {"state"}}}` |
+//! | `GET /healthz` with the admin token | also each server's `protocol_version` and `tools`, or its last `error` |
 //!
 //! # Configuration
 //!
@@ -115,6 +116,7 @@ mod config;
 mod handler;
 mod http;
 mod limits;
+mod owners;
 mod sessions;
 mod switches;
 mod users;
@@ -237,6 +239,7 @@ impl McpGateway {
         config: GatewayConfig,
         tools: Vec<Arc<dyn ExecutableTool>>,
     ) -> Result<Self, GatewayError> {
+        config.check()?;
         let mut names = std::collections::HashSet::new();
         for server in &config.servers {
             server.client_config()?;
@@ -329,9 +332,11 @@ impl McpGateway {
         self.shared.events.subscribe()
     }
 
-    /// Each upstream server's state, as `/healthz` reports it.
+    /// Each upstream server's state, as `/healthz` reports it to the admin token: with the
+    /// last connection error, which may name the server's command line or its last line on
+    /// stderr.
     pub fn health(&self) -> Value {
-        health(&self.shared)
+        health(&self.shared, true)
     }
 
     /// Serves one client on this process's stdin and stdout as the configuration's
@@ -494,7 +499,9 @@ async fn run_upstream(
     client.close().await;
 }
 
-fn health(shared: &Shared) -> Value {
+/// The upstream servers' states; with `details`, their protocol versions, tool counts and last
+/// errors too.
+fn health(shared: &Shared, details: bool) -> Value {
     let upstreams = lock(&shared.upstreams).clone();
     let mut all_up = true;
     let servers: serde_json::Map<String, Value> = upstreams
@@ -520,6 +527,11 @@ fn health(shared: &Shared) -> Value {
                         json!({"state": "closed"})
                     }
                 },
+            };
+            let report = if details {
+                report
+            } else {
+                json!({"state": report["state"]})
             };
             (name, report)
         })
