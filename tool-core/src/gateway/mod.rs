@@ -14,7 +14,10 @@
 //! - **Users.** Each HTTP request belongs to a user: a bearer token listed (as its SHA-256) in
 //!   `[[users]]`, or, from a `trusted_proxy` address, the proxy's user header. A request
 //!   without credentials is refused `401` unless the gateway listens on loopback and names an
-//!   `anonymous_user`; a wrong token is always refused. A stdio client is `stdio_user`.
+//!   `anonymous_user`; a wrong token is always refused. A stdio client is `stdio_user`. An
+//!   HTTP session is its user's from the answer to its `initialize`: a request in another
+//!   user's session, whatever its method, is answered `404`, as an unknown session, by every
+//!   process sharing the store.
 //! - **Switches.** Each user's tool switches are kept in the preference store (SQLite by
 //!   default, PostgreSQL with the `postgres` feature) and decide what that user's `tools/list`
 //!   shows and what `tools/call` may run (a switched-off tool is a JSON-RPC `invalid params`
