@@ -57,7 +57,7 @@ impl SessionOwners {
             match sql.gateway_session_begin(id, user, now_ms()).await {
                 Ok(true) => {}
                 Ok(false) => {
-                    tracing::warn!(%user, "a new mcp session was recorded as another user's")
+                    tracing::warn!(%user, "a new mcp session was recorded as another user's");
                 }
                 Err(error) => {
                     tracing::warn!(%error, "cannot record the user of a new mcp session; other processes will not serve it");
