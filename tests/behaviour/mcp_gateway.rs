@@ -1060,11 +1060,12 @@ fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_wit
     let switches = "SELECT count(*) FROM tool_preferences WHERE scope = $1";
     assert_eq!(pg_count(&url, switches, &scope), 2);
 
-    // Bob cannot take Alice's session over on a process that does not hold it.
+    // Bob cannot take Alice's session over on a process that does not hold it: to him it is
+    // an unknown session.
     let alices = begin_session(first, ALICE);
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let (status, _, answer) = session_post(second, BOB, Some(&alices), &list);
-    assert_eq!(status, 500, "{answer:?}");
+    assert_eq!(status, 404, "{answer:?}");
     let owned = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1 AND owner = 'alice'";
     assert_eq!(pg_count(&url, owned, &alices), 1);
 

@@ -6,7 +6,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::GatewayError;
-use crate::mcp::{McpServerConfig, McpTransportConfig};
+use crate::{
+    mcp::{McpServerConfig, McpTransportConfig},
+    secrets::{HiddenValues, Redaction, redact_url},
+};
 
 /// The gateway's configuration, usually read from a TOML file with [`GatewayConfig::from_toml`];
 /// the [module docs](super) show a whole file.
@@ -44,7 +47,9 @@ pub struct ServeConfig {
     pub path: String,
     /// Serve HTTP without sessions (default `false`).
     pub stateless: bool,
-    /// `Host` values accepted on HTTP (default: loopback names and the bound address).
+    /// `Host` values accepted on HTTP (default: loopback names and the bound address); a
+    /// gateway reached by a name (behind a load balancer, in a container) lists it here. An
+    /// empty list is refused.
     pub allowed_hosts: Option<Vec<String>>,
     /// `Origin` values accepted on HTTP (default: pages on loopback).
     pub allowed_origins: Option<Vec<String>>,
@@ -141,7 +146,10 @@ pub struct UserConfig {
 }
 
 /// One `[[servers]]` entry: an upstream MCP server.
-#[derive(Clone, Debug, Deserialize)]
+///
+/// Its `Debug` output names the `env` variables and `headers` without their values, and shows
+/// `url` without credentials.
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct UpstreamConfig {
@@ -178,6 +186,38 @@ pub struct UpstreamConfig {
     pub block: Vec<String>,
 }
 
+impl std::fmt::Debug for UpstreamConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |values: &BTreeMap<String, String>| -> Vec<(String, String)> {
+            values
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect()
+        };
+        let (env, headers) = (hidden(&self.env), hidden(&self.headers));
+        f.debug_struct("UpstreamConfig")
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &HiddenValues(&env))
+            .field("cwd", &self.cwd)
+            .field(
+                "url",
+                &self
+                    .url
+                    .as_deref()
+                    .map(|url| redact_url(url, Redaction::Credentials)),
+            )
+            .field("headers", &HiddenValues(&headers))
+            .field("timeout_ms", &self.timeout_ms)
+            .field("prefix", &self.prefix)
+            .field("deferred", &self.deferred)
+            .field("allow", &self.allow)
+            .field("block", &self.block)
+            .finish()
+    }
+}
+
 impl GatewayConfig {
     /// The tools listed for `user` when tool search is on for them; `None` when it is off.
     pub(crate) fn pinned_tools(&self, user: &str) -> Option<&[String]> {
@@ -203,7 +243,28 @@ impl GatewayConfig {
 
     /// Reads a configuration from TOML text.
     pub fn from_toml(text: &str) -> Result<Self, GatewayError> {
-        toml::from_str(text).map_err(|error| GatewayError::Config(error.to_string()))
+        let config: Self =
+            toml::from_str(text).map_err(|error| GatewayError::Config(error.to_string()))?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Refuses what would serve less safely than it reads: an empty `allowed_hosts`, which
+    /// would admit every `Host`.
+    pub(crate) fn check(&self) -> Result<(), GatewayError> {
+        if self
+            .gateway
+            .allowed_hosts
+            .as_ref()
+            .is_some_and(Vec::is_empty)
+        {
+            return Err(GatewayError::Config(
+                "`allowed_hosts` is empty, which would admit every `Host` (DNS rebinding): name \
+                 the host names clients reach the gateway by, or leave it out for loopback only"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// Reads the configuration file at `path`; relative store and pin file paths are then

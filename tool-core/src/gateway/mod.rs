@@ -14,7 +14,10 @@
 //! - **Users.** Each HTTP request belongs to a user: a bearer token listed (as its SHA-256) in
 //!   `[[users]]`, or, from a `trusted_proxy` address, the proxy's user header. A request
 //!   without credentials is refused `401` unless the gateway listens on loopback and names an
-//!   `anonymous_user`; a wrong token is always refused. A stdio client is `stdio_user`.
+//!   `anonymous_user`; a wrong token is always refused. A stdio client is `stdio_user`. An
+//!   HTTP session is its user's from the answer to its `initialize`: a request in another
+//!   user's session, whatever its method, is answered `404`, as an unknown session, by every
+//!   process sharing the store.
 //! - **Switches.** Each user's tool switches are kept in the preference store (SQLite by
 //!   default, PostgreSQL with the `postgres` feature) and decide what that user's `tools/list`
 //!   shows and what `tools/call` may run (a switched-off tool is a JSON-RPC `invalid params`
@@ -66,7 +69,8 @@
 //! | `PUT /admin/users/{user}/tools/{tool}` with `{"enabled": bool}` | switches a tool for the user |
 //! | `GET /admin/pins` | `{"pending": {tool: {"server", "pinned", "offered"}}}` |
 //! | `POST /admin/pins/{tool}/accept` | serves the tool's new definition |
-//! | `GET /healthz` (no token) | `{"status": "ok" \| "degraded", "servers": {name: {"state", …}}}` |
+//! | `GET /healthz` (no token) | `{"status": "ok" \| "degraded", "servers": {name: {"state"}}}` |
+//! | `GET /healthz` with the admin token | also each server's `protocol_version` and `tools`, or its last `error` |
 //!
 //! # Configuration
 //!
@@ -115,6 +119,7 @@ mod config;
 mod handler;
 mod http;
 mod limits;
+mod owners;
 mod sessions;
 mod switches;
 mod users;
@@ -237,6 +242,7 @@ impl McpGateway {
         config: GatewayConfig,
         tools: Vec<Arc<dyn ExecutableTool>>,
     ) -> Result<Self, GatewayError> {
+        config.check()?;
         let mut names = std::collections::HashSet::new();
         for server in &config.servers {
             server.client_config()?;
@@ -329,9 +335,11 @@ impl McpGateway {
         self.shared.events.subscribe()
     }
 
-    /// Each upstream server's state, as `/healthz` reports it.
+    /// Each upstream server's state, as `/healthz` reports it to the admin token: with the
+    /// last connection error, which may name the server's command line or its last line on
+    /// stderr.
     pub fn health(&self) -> Value {
-        health(&self.shared)
+        health(&self.shared, true)
     }
 
     /// Serves one client on this process's stdin and stdout as the configuration's
@@ -494,7 +502,9 @@ async fn run_upstream(
     client.close().await;
 }
 
-fn health(shared: &Shared) -> Value {
+/// The upstream servers' states; with `details`, their protocol versions, tool counts and last
+/// errors too.
+fn health(shared: &Shared, details: bool) -> Value {
     let upstreams = lock(&shared.upstreams).clone();
     let mut all_up = true;
     let servers: serde_json::Map<String, Value> = upstreams
@@ -520,6 +530,11 @@ fn health(shared: &Shared) -> Value {
                         json!({"state": "closed"})
                     }
                 },
+            };
+            let report = if details {
+                report
+            } else {
+                json!({"state": report["state"]})
             };
             (name, report)
         })

@@ -79,8 +79,35 @@ impl SqlStore {
         .map_err(|error| self.error("load a gateway session", error))
     }
 
-    /// Records `user` as the owner of session `id` unless another user owns it; `true` when
-    /// `user` owns it now.
+    /// Records `user`, who began session `id`, as its owner (the row rmcp stored for it has
+    /// none yet); `true` when `user` owns it now.
+    pub(crate) async fn gateway_session_begin(
+        &self,
+        id: &str,
+        user: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let recorded = on_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO tool_gateway_sessions (id, owner, state, seen_at) VALUES ($1, $2, '', $3)
+                 ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, seen_at = excluded.seen_at
+                 WHERE tool_gateway_sessions.owner IS NULL
+                    OR tool_gateway_sessions.owner = excluded.owner",
+            )
+            .bind(id)
+            .bind(user)
+            .bind(now)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })
+        .map_err(|error| self.error("record the user of a gateway session", error))?;
+        Ok(recorded > 0)
+    }
+
+    /// Renews session `id` for `user` when `user` owns it (or when it is not stored at all,
+    /// recording `user`); `true` when `user` owns it now. A stored session without an owner is
+    /// nobody's: it is not claimed.
     pub(crate) async fn gateway_session_claim(
         &self,
         id: &str,
@@ -90,9 +117,8 @@ impl SqlStore {
         let claimed = on_pool!(self, pool => {
             sqlx::query(
                 "INSERT INTO tool_gateway_sessions (id, owner, state, seen_at) VALUES ($1, $2, '', $3)
-                 ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, seen_at = excluded.seen_at
-                 WHERE tool_gateway_sessions.owner IS NULL
-                    OR tool_gateway_sessions.owner = excluded.owner",
+                 ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at
+                 WHERE tool_gateway_sessions.owner = excluded.owner",
             )
             .bind(id)
             .bind(user)
