@@ -320,8 +320,6 @@ impl GatewayHandler {
                     None,
                 ));
             }
-            // Boxed: it holds the store's futures, and every call's future is moved into a
-            // task of its own by rmcp, so it is kept small.
             // Over HTTP a session is named in its header; a stdio connection is one.
             let in_session = context
                 .extensions
@@ -329,6 +327,8 @@ impl GatewayHandler {
                 .is_none_or(|parts| {
                     !self.shared.stateless && parts.headers.contains_key("mcp-session-id")
                 });
+            // Boxed: it holds the store's futures, and every call's future is moved into a
+            // task of its own by rmcp, so it is kept small.
             return Ok(Box::pin(
                 self.set_tool_enabled(&user, &request, in_session)
                     .instrument(span),

@@ -486,6 +486,7 @@ impl fmt::Debug for McpServerConfig {
             .field("read_only_tools", &self.read_only_tools)
             .field("defer_loading", &self.defer_loading)
             .field("eager_tools", &self.eager_tools)
+            .field("refuse_name_collisions", &self.refuse_name_collisions)
             .finish()
     }
 }

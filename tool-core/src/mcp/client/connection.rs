@@ -422,7 +422,7 @@ impl Shared {
     /// would share.
     fn report_collisions(&self, tools: &[Tool], locals: &[Option<String>]) {
         let prefix = self.config.prefix.as_deref();
-        let mut shared: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+        let mut shared = std::collections::BTreeMap::<String, Vec<&str>>::new();
         for (tool, local) in tools.iter().zip(locals) {
             if local.is_none() {
                 shared
