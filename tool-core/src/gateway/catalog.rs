@@ -8,6 +8,8 @@
 //!
 //! - a name offered by two sources is served by neither (an error names both), so no server
 //!   can shadow another's tool or a local one by choosing its name;
+//! - the gateway's own names ([`RESERVED`]) are never an upstream's: such a tool is refused
+//!   (an error names its server) and the gateway's own tool is served;
 //! - with pinning on, a tool whose definition (description, input schema, title) differs from
 //!   the one first served is withheld until an operator accepts it
 //!   ([`Catalog::accept`]), so an upstream cannot change what a tool claims to do under users
@@ -39,7 +41,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::broadcast;
 
-use super::{GatewayError, GatewayEvent};
+use super::{
+    GatewayError, GatewayEvent,
+    handler::{SEARCH_TOOLS, SET_TOOL_ENABLED},
+};
 use crate::{
     call::CallContext,
     mcp::{McpClient, McpStatus, McpToolInfo},
@@ -50,6 +55,9 @@ use crate::{
 
 /// The source name of tools defined in the gateway itself.
 pub(crate) const LOCAL: &str = "local";
+
+/// The names of the gateway's own tools, which no other tool may take.
+pub(crate) const RESERVED: [&str; 2] = [SET_TOOL_ENABLED, SEARCH_TOOLS];
 
 /// One tool a source offers.
 #[derive(Clone)]
@@ -349,6 +357,18 @@ impl Catalog {
         let mut offers: BTreeMap<String, Vec<(String, Offered)>> = BTreeMap::new();
         for (source, tools) in &state.sources {
             for offered in tools {
+                let name = offered.tool.name();
+                if source != LOCAL && RESERVED.contains(&name) {
+                    if state.reported.insert(format!("reserved:{source}:{name}")) {
+                        tracing::error!(
+                            tool = %name,
+                            server = %source,
+                            "the server `{source}` offers a tool named `{name}`, a name of the \
+                             gateway's own tools; it is not served (give the server a prefix)"
+                        );
+                    }
+                    continue;
+                }
                 offers
                     .entry(offered.tool.name().to_owned())
                     .or_default()

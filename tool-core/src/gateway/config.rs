@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::GatewayError;
 use crate::{
-    mcp::{McpServerConfig, McpTransportConfig},
+    mcp::{McpClientError, McpServerConfig, McpTransportConfig},
     secrets::{HiddenValues, Redaction, redact_url},
 };
 
@@ -80,7 +80,9 @@ pub struct ServeConfig {
     pub trusted_proxy: Option<TrustedProxy>,
     /// Most tool calls one user may start per minute (default 600).
     pub calls_per_minute: u32,
-    /// Most tool calls one user may have running at once (default 16).
+    /// Most tool calls one user may have running at once on one server (default 16): each
+    /// upstream server, and the gateway's own tools, count apart, so calls hanging on one
+    /// server do not hold back the user's calls to the others.
     pub max_concurrent_calls: u32,
     /// List only `search_tools`, `set_tool_enabled` and the pinned tools, instead of every
     /// tool, to every user whose `[[users]]` entry does not say otherwise (default `false`);
@@ -175,8 +177,10 @@ pub struct UpstreamConfig {
     /// The prefix of the server's tool names (`{prefix}_{name}`; default the server's name,
     /// `""` for none).
     pub prefix: Option<String>,
-    /// List the server's tools as deferred (left out of a model's requests until a tool search
-    /// loads them; default `false`).
+    /// Leave the server's tools out of every user's `tools/list` (default `false`): they are
+    /// found with `search_tools`, listed to each user who has one of them switched on (tool
+    /// search on or off), and called by their names. With tool search on, one named in
+    /// `pinned_tools` is listed as every pinned tool is.
     #[serde(default)]
     pub deferred: bool,
     /// Only these tools (by the server's names) are served; default all.
@@ -239,6 +243,11 @@ impl GatewayConfig {
                 .users
                 .iter()
                 .any(|entry| entry.tool_search == Some(true))
+    }
+
+    /// Whether any server is deferred.
+    pub(crate) fn any_deferred(&self) -> bool {
+        self.servers.iter().any(|server| server.deferred)
     }
 
     /// Reads a configuration from TOML text.
@@ -328,7 +337,8 @@ impl UpstreamConfig {
         };
         let mut config = McpServerConfig::with_transport(transport)
             .name(self.name.clone())
-            .defer_loading(self.deferred);
+            .defer_loading(self.deferred)
+            .refuse_name_collisions();
         let prefix = self.prefix.clone().unwrap_or_else(|| self.name.clone());
         if !prefix.is_empty() {
             config = config.prefix(prefix);
@@ -336,6 +346,15 @@ impl UpstreamConfig {
         if let Some(timeout) = self.timeout_ms {
             config = config.call_timeout(Duration::from_millis(timeout));
         }
+        config.validate().map_err(|error| {
+            let hint = match (&error, &self.prefix) {
+                (McpClientError::InvalidPrefix { .. }, None) => {
+                    " (the prefix is the server's name unless `prefix` names another)"
+                }
+                _ => "",
+            };
+            GatewayError::Config(format!("server `{}`: {error}{hint}", self.name))
+        })?;
         Ok(config)
     }
 
