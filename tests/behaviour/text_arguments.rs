@@ -268,7 +268,7 @@ async fn a_typed_tool_reads_the_text_itself_and_the_object_path_reads_a_value() 
     );
     assert_eq!(
         seen[1],
-        "tool_core::__private::object_only::ObjectOnly<tool_core::__private::taking::Taking>",
+        "tool_core::__private::object_only::ObjectOnly<tool_core::__private::taking::Taking<'_, '_>>",
         "{seen:?}"
     );
 }
