@@ -926,15 +926,25 @@ fn py_tools_without(off: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// How a session's event stream went.
+#[derive(Debug, PartialEq, Eq)]
+enum Watched {
+    /// A `notifications/tools/list_changed` came.
+    Notified,
+    /// The server ended the stream.
+    Ended,
+    /// Neither, within 30 s.
+    Quiet,
+}
+
 /// Opens the session's standalone event stream (HTTP `GET`) on `url` in a thread; the thread
-/// sends on `ready` once the stream is open and answers whether a
-/// `notifications/tools/list_changed` came within 30 s.
+/// sends on `ready` once the stream is open and answers how it went.
 fn watch_session(
     url: String,
     token: &'static str,
     session: String,
     ready: std::sync::mpsc::Sender<()>,
-) -> std::thread::JoinHandle<bool> {
+) -> std::thread::JoinHandle<Watched> {
     std::thread::spawn(move || {
         runtime().block_on(async move {
             let mut response = crate::http_client::client()
@@ -955,14 +965,28 @@ fn watch_session(
                     Ok(Ok(Some(chunk))) => {
                         seen.push_str(&String::from_utf8_lossy(&chunk));
                         if seen.contains("notifications/tools/list_changed") {
-                            return true;
+                            return Watched::Notified;
                         }
                     }
-                    _ => return false,
+                    Ok(Ok(None) | Err(_)) => return Watched::Ended,
+                    Err(_) => return Watched::Quiet,
                 }
             }
         })
     })
+}
+
+/// The status of an HTTP `method` request (`GET`: for the event stream) in session `session`
+/// as the user of `token`; the body is not read.
+fn session_status(method: reqwest::Method, url: &str, token: &str, session: &str) -> u16 {
+    let request = crate::http_client::client()
+        .request(method, url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", SESSION_VERSION)
+        .header("mcp-session-id", session)
+        .bearer_auth(token)
+        .timeout(LIMIT);
+    runtime().block_on(async move { request.send().await.unwrap().status().as_u16() })
 }
 
 /// Counts the rows `query` (a `SELECT count(*)` with `$1` bound to `key`) finds in the
@@ -1043,8 +1067,9 @@ fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_wit
         json!({"name": "py_weather", "enabled": false, "scope": "session"}),
     );
     assert_eq!(result_text(&answer), "py_weather is off", "{answer}");
-    assert!(
+    assert_eq!(
         watcher.join().unwrap(),
+        Watched::Notified,
         "no list_changed on the first process's stream"
     );
     assert_eq!(
@@ -1055,31 +1080,118 @@ fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_wit
     let switches = "SELECT count(*) FROM tool_preferences WHERE scope = $1";
     assert_eq!(pg_count(&url, switches, &scope), 2);
 
-    // Bob cannot take Alice's session over on a process that does not hold it.
-    let alices = begin_session(first, ALICE);
-    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-    let (status, _, answer) = session_post(second, BOB, Some(&alices), &list);
-    assert_eq!(status, 500, "{answer:?}");
-    let owned = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1 AND owner = 'alice'";
-    assert_eq!(pg_count(&url, owned, &alices), 1);
-
     // Ending the session (through either process) removes it and its switches from the store.
-    let (status, _) = runtime().block_on(async {
-        let response = crate::http_client::client()
-            .delete(second.as_str())
-            .header("mcp-protocol-version", SESSION_VERSION)
-            .header("mcp-session-id", &session)
-            .bearer_auth(ALICE)
-            .timeout(LIMIT)
-            .send()
-            .await
-            .unwrap();
-        (response.status().as_u16(), ())
-    });
-    assert_eq!(status, 202);
+    assert_eq!(
+        session_status(reqwest::Method::DELETE, second, ALICE, &session),
+        202
+    );
     assert_eq!(pg_count(&url, switches, &scope), 0);
     let rows = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1";
     assert_eq!(pg_count(&url, rows, &session), 0);
+}
+
+/// The answer to a request in another user's session: the same from every process.
+const FOREIGN_SESSION: &str = "forbidden: this session belongs to another user";
+
+#[test]
+fn another_users_or_an_unknown_session_id_gets_the_same_answer_from_every_gateway() {
+    let Some(python) = python() else { return };
+    let Some(postgres) = crate::store_support::postgres() else {
+        return;
+    };
+    let (url, _) = runtime().block_on(postgres.create_database());
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let gateways: Vec<Gateway> = dirs
+        .iter()
+        .map(|dir| {
+            let path = config(dir.path(), "", &python_upstream(python, "python", "py", ""));
+            Gateway::start(&with_store(&path, &url))
+        })
+        .collect();
+    let (first, second) = (&gateways[0].url, &gateways[1].url);
+    let alices = begin_session(first, ALICE);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let sessions = "SELECT count(*) FROM tool_gateway_sessions WHERE id <> $1";
+    let owned = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1 AND owner = 'alice'";
+    // Bob presents Alice's session to the process holding it, to one that does not, and to
+    // that one again once Alice's own request made it hold the session too.
+    for (what, gateway) in [
+        ("holding", first),
+        ("not holding", second),
+        ("holding since", second),
+    ] {
+        let (status, _, answer) = session_post(gateway, BOB, Some(&alices), &list);
+        assert_eq!(status, 403, "{what}: {answer:?}");
+        let answer = answer.unwrap_or_else(|| panic!("{what}: no JSON-RPC answer"));
+        assert_eq!(answer["error"]["code"], -32001, "{what}: {answer}");
+        assert_eq!(answer["error"]["message"], FOREIGN_SESSION, "{what}: {answer}");
+        for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+            assert_eq!(
+                session_status(method.clone(), gateway, BOB, &alices),
+                403,
+                "{what}: {method}"
+            );
+        }
+        // Nothing changed: Alice's session is hers and serves her, and Bob got none.
+        assert_eq!(pg_count(&url, owned, &alices), 1, "{what}");
+        assert_eq!(pg_count(&url, sessions, &alices), 0, "{what}");
+        assert_eq!(session_tools(gateway, ALICE, &alices), py_tools_without(&[]));
+    }
+    // An id no process knows, one no server would make, and an over-long one: not found.
+    let long = "a".repeat(10_000);
+    for unknown in ["6f1c2a40-0000-4000-8000-000000000000", "x' OR '1'='1", &long] {
+        for gateway in [first, second] {
+            let (status, _, answer) = session_post(gateway, ALICE, Some(unknown), &list);
+            assert_eq!(status, 404, "{answer:?}");
+            assert_eq!(
+                session_status(reqwest::Method::GET, gateway, ALICE, unknown),
+                404
+            );
+        }
+    }
+    assert_eq!(pg_count(&url, sessions, &alices), 0);
+    for gateway in &gateways {
+        let log = gateway.log();
+        assert!(!log.contains("panicked"), "{log}");
+    }
+}
+
+#[test]
+fn a_session_ended_through_one_gateway_ends_on_the_others_with_their_streams() {
+    let Some(python) = python() else { return };
+    let Some(postgres) = crate::store_support::postgres() else {
+        return;
+    };
+    let (url, _) = runtime().block_on(postgres.create_database());
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let gateways: Vec<Gateway> = dirs
+        .iter()
+        .map(|dir| {
+            let path = config(dir.path(), "", &python_upstream(python, "python", "py", ""));
+            Gateway::start(&with_store(&path, &url))
+        })
+        .collect();
+    let (first, second) = (&gateways[0].url, &gateways[1].url);
+    // Alice's session, begun on the first process, is held by the second too, with a stream.
+    let session = begin_session(first, ALICE);
+    assert_eq!(session_tools(second, ALICE, &session), py_tools_without(&[]));
+    let (ready, opened) = std::sync::mpsc::channel();
+    let watcher = watch_session(second.clone(), ALICE, session.clone(), ready);
+    opened.recv_timeout(LIMIT).unwrap();
+    // She ends it through the first.
+    assert_eq!(
+        session_status(reqwest::Method::DELETE, first, ALICE, &session),
+        202
+    );
+    assert_eq!(watcher.join().unwrap(), Watched::Ended);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    for gateway in [first, second] {
+        let (status, _, answer) = session_post(gateway, ALICE, Some(&session), &list);
+        assert_eq!(status, 404, "{answer:?}");
+    }
+    // Her other sessions go on.
+    let other = begin_session(second, ALICE);
+    assert_eq!(session_tools(first, ALICE, &other), py_tools_without(&[]));
 }
 
 #[test]
