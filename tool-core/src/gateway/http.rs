@@ -4,7 +4,9 @@
 //!
 //! Every request to the MCP endpoint passes [`gate`] first: [`Users::identify`] gives it a
 //! user or it is answered `401` (a JSON-RPC error body and `WWW-Authenticate`) before any of
-//! the MCP server sees it; then the MCP server's own `Host`, `Origin` and body size checks
+//! the MCP server sees it; a request in an HTTP session another user owns (in this process or
+//! recorded in the store) is answered `403`, so no process restores, serves, streams or ends
+//! another user's session; then the MCP server's own `Host`, `Origin` and body size checks
 //! apply. The admin API admits only the admin token, compared as a hash in constant time.
 
 use std::{io, net::SocketAddr, sync::Arc};
@@ -24,7 +26,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::{
     GatewayError, Shared,
     handler::GatewayHandler,
-    users::{Refusal, Users},
+    sessions::{FOREIGN_SESSION, StoredSessions},
+    users::{GatewayUser, Refusal, Users},
 };
 use crate::mcp::McpServerError;
 
@@ -101,11 +104,15 @@ pub(super) async fn start(
         None
     } else {
         shared.switches.sql().map(|sql| {
-            Arc::new(super::sessions::StoredSessions(sql.clone()))
+            Arc::new(StoredSessions {
+                sql: sql.clone(),
+                switches: shared.switches.clone(),
+            })
                 as Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>
         })
     };
-    let (mcp, path) = crate::mcp::http_router(&options, bound, factory, &stop, sessions);
+    let (mcp, path, held) = crate::mcp::http_router(&options, bound, factory, &stop, sessions);
+    shared.http_sessions.add(held);
     let state = Arc::new(Http { shared, users });
     let mcp = mcp.layer(axum::middleware::from_fn_with_state(state.clone(), gate));
     let admin = Router::new()
@@ -131,7 +138,8 @@ pub(super) async fn start(
     })
 }
 
-/// Gives the request its user, or answers `401`.
+/// Gives the request its user, or answers `401`; answers `403` to a request in another
+/// user's session.
 async fn gate(State(http): State<Arc<Http>>, mut request: Request, next: Next) -> Response {
     let peer = request
         .extensions()
@@ -139,8 +147,25 @@ async fn gate(State(http): State<Arc<Http>>, mut request: Request, next: Next) -
         .map(|info| info.0);
     match http.users.identify(request.headers(), peer) {
         Ok(user) => {
+            if let Some(refusal) =
+                refuse_foreign_session(&http.shared, request.headers(), &user).await
+            {
+                return refusal;
+            }
+            let begins = !http.shared.stateless && !request.headers().contains_key(SESSION_ID);
+            let name = user.0.clone();
             request.extensions_mut().insert(user);
-            next.run(request).await
+            let response = next.run(request).await;
+            if let Some(id) = response
+                .headers()
+                .get(SESSION_ID)
+                .and_then(|id| id.to_str().ok())
+                .filter(|_| begins)
+            {
+                // The session is its user's before its client knows its id.
+                http.shared.switches.began_session(id, &name).await;
+            }
+            response
         }
         Err(refusal) => {
             let challenge = match refusal {
@@ -158,6 +183,33 @@ async fn gate(State(http): State<Arc<Http>>, mut request: Request, next: Next) -
             response
         }
     }
+}
+
+/// The header naming a request's HTTP session.
+const SESSION_ID: &str = "mcp-session-id";
+
+/// `403` when the request names an HTTP session (`Mcp-Session-Id`) that another user owns.
+/// An unknown session passes, for the MCP server to answer `404`.
+async fn refuse_foreign_session(
+    shared: &Shared,
+    headers: &HeaderMap,
+    user: &GatewayUser,
+) -> Option<Response> {
+    if shared.stateless {
+        return None;
+    }
+    let id = headers.get(SESSION_ID)?.to_str().ok()?;
+    let owner = match shared.switches.session_owner(id).await {
+        Ok(owner) => owner?,
+        Err(error) => {
+            tracing::warn!(%error, "cannot read the owner of an mcp session");
+            return Some(rpc_refusal(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the gateway's preference store failed; try again",
+            ));
+        }
+    };
+    (owner != user.0).then(|| rpc_refusal(StatusCode::FORBIDDEN, FOREIGN_SESSION))
 }
 
 fn rpc_refusal(status: StatusCode, message: &str) -> Response {

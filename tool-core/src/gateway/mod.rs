@@ -38,9 +38,10 @@
 //!   a session's, or an accepted definition) is announced with PostgreSQL `NOTIFY`, and every
 //!   other process reads it from the store and tells the streams it holds. HTTP sessions live
 //!   in the store too: a process restores a session another began, with its user and its
-//!   switches; a session ends with its client's `DELETE` or once no process held it for
-//!   `session_idle_timeout_secs`, and its switches go with it. Upstream connections are per
-//!   process.
+//!   switches; a session ends with its client's `DELETE` (in every process: the others end
+//!   their copies and its streams) or once no process held it for
+//!   `session_idle_timeout_secs`, and its switches go with it. A request in another user's
+//!   session is refused `403`, by every process alike. Upstream connections are per process.
 //! - **Limits and faults.** Each user may start `calls_per_minute` calls a minute and run
 //!   `max_concurrent_calls` at once; a call over either is answered with a JSON-RPC error
 //!   (code `-32003`), the connection stays. Each server's `timeout_ms` bounds its calls. A
@@ -195,6 +196,8 @@ pub(crate) struct Shared {
     pub(crate) limits: Limits,
     pub(crate) server: McpServer,
     pub(crate) stateless: bool,
+    /// The in-memory sessions of this process's HTTP servers.
+    pub(crate) http_sessions: sessions::InMemory,
     config: GatewayConfig,
     upstreams: Mutex<BTreeMap<String, UpstreamState>>,
     events: broadcast::Sender<GatewayEvent>,
@@ -282,6 +285,7 @@ impl McpGateway {
             ),
             server,
             stateless: config.gateway.stateless,
+            http_sessions: sessions::InMemory::default(),
             upstreams: Mutex::new(BTreeMap::new()),
             events,
             config,
