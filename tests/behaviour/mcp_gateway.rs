@@ -110,7 +110,10 @@ impl Gateway {
 
     /// The folder the gateway was given by [`with_python`](Self::with_python).
     fn folder(&self) -> &Path {
-        self.folder.as_ref().expect("a gateway with a folder").path()
+        self.folder
+            .as_ref()
+            .expect("a gateway with a folder")
+            .path()
     }
 
     /// Like [`start`](Self::start), with more arguments and environment variables.
@@ -1080,7 +1083,10 @@ fn another_users_or_an_unknown_session_id_gets_the_same_answer_from_every_gatewa
         assert_eq!(status, 403, "{what}: {answer:?}");
         let answer = answer.unwrap_or_else(|| panic!("{what}: no JSON-RPC answer"));
         assert_eq!(answer["error"]["code"], -32001, "{what}: {answer}");
-        assert_eq!(answer["error"]["message"], FOREIGN_SESSION, "{what}: {answer}");
+        assert_eq!(
+            answer["error"]["message"], FOREIGN_SESSION,
+            "{what}: {answer}"
+        );
         for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
             assert_eq!(
                 session_status(method.clone(), gateway, BOB, &alices),
@@ -1091,11 +1097,18 @@ fn another_users_or_an_unknown_session_id_gets_the_same_answer_from_every_gatewa
         // Nothing changed: Alice's session is hers and serves her, and Bob got none.
         assert_eq!(pg_count(&url, owned, &alices), 1, "{what}");
         assert_eq!(pg_count(&url, sessions, &alices), 0, "{what}");
-        assert_eq!(session_tools(gateway, ALICE, &alices), py_tools_without(&[]));
+        assert_eq!(
+            session_tools(gateway, ALICE, &alices),
+            py_tools_without(&[])
+        );
     }
     // An id no process knows, one no server would make, and an over-long one: not found.
     let long = "a".repeat(10_000);
-    for unknown in ["6f1c2a40-0000-4000-8000-000000000000", "x' OR '1'='1", &long] {
+    for unknown in [
+        "6f1c2a40-0000-4000-8000-000000000000",
+        "x' OR '1'='1",
+        &long,
+    ] {
         for gateway in [first, second] {
             let (status, _, answer) = session_post(gateway, ALICE, Some(unknown), &list);
             assert_eq!(status, 404, "{answer:?}");
@@ -1113,6 +1126,31 @@ fn another_users_or_an_unknown_session_id_gets_the_same_answer_from_every_gatewa
 }
 
 #[test]
+fn with_the_store_in_memory_a_session_is_its_users_alone_too() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path(), "", &py_upstream(python));
+    let gateway = Gateway::start(&with_store(&path, "memory:"));
+    let alices = begin_session(&gateway.url, ALICE);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    // Without a store, the session is bound to Alice once her client said it is initialized.
+    eventually("Alice's session to be bound to her", || {
+        session_post(&gateway.url, BOB, Some(&alices), &list).0 == 403
+    });
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        assert_eq!(
+            session_status(method.clone(), &gateway.url, BOB, &alices),
+            403,
+            "{method}"
+        );
+    }
+    assert_eq!(
+        session_tools(&gateway.url, ALICE, &alices),
+        py_tools_without(&[])
+    );
+}
+
+#[test]
 fn a_session_ended_through_one_gateway_ends_on_the_others_with_their_streams() {
     let Some(python) = python() else { return };
     let Some((_, gateways)) = Gateway::two_sharing_postgres(python, "") else {
@@ -1121,7 +1159,10 @@ fn a_session_ended_through_one_gateway_ends_on_the_others_with_their_streams() {
     let (first, second) = (&gateways[0].url, &gateways[1].url);
     // Alice's session, begun on the first process, is held by the second too, with a stream.
     let session = begin_session(first, ALICE);
-    assert_eq!(session_tools(second, ALICE, &session), py_tools_without(&[]));
+    assert_eq!(
+        session_tools(second, ALICE, &session),
+        py_tools_without(&[])
+    );
     let (ready, opened) = std::sync::mpsc::channel();
     let watcher = watch_session(second.clone(), ALICE, session.clone(), ready);
     opened.recv_timeout(LIMIT).unwrap();
@@ -1154,7 +1195,10 @@ fn an_idle_session_ends_with_its_switches_and_not_while_used() {
         json!({"name": "py_echo", "enabled": false, "scope": "session"}),
     );
     assert_eq!(result_text(&answer), "py_echo is off", "{answer}");
-    let database = format!("sqlite://{}", gateway.folder().join("switches.db").display());
+    let database = format!(
+        "sqlite://{}",
+        gateway.folder().join("switches.db").display()
+    );
     let count = |query: &'static str, key: &str| -> i64 {
         use sqlx::Connection as _;
         runtime().block_on(async {
