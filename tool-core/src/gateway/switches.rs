@@ -248,6 +248,7 @@ impl Switches {
     /// there), loads the session's stored switches into `toggles` (the connection's own) and
     /// keeps them in step with the other processes from now on; `changed` is told of every
     /// change. The session is this process's from now on, while its switches last.
+    #[cfg_attr(not(feature = "postgres"), allow(clippy::unit_arg))] // `Announce` is `()`.
     pub(crate) async fn attach_session(
         &self,
         user: &str,
@@ -426,6 +427,7 @@ impl Switches {
     }
 
     /// The user's switches, loaded from the store on first use.
+    #[cfg_attr(not(feature = "postgres"), allow(clippy::unit_arg))] // `Announce` is `()`.
     pub(crate) async fn user(&self, user: &str) -> Result<Arc<UserSwitches>, GatewayError> {
         if let Some(switches) = self.loaded(user) {
             return Ok(switches);
