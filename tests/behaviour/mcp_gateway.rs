@@ -21,7 +21,7 @@ const GATEWAY: &str = env!("CARGO_BIN_EXE_mcp_gateway_example");
 pub(crate) const ALICE: &str = "alice-token-0123456789";
 const BOB: &str = "bob-token-9876543210";
 const ADMIN: &str = "admin-token-abcdef";
-const LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
 fn upstream_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/gateway_upstream.py")
@@ -44,7 +44,7 @@ pub(crate) fn config(dir: &Path, gateway_extra: &str, servers: &str) -> PathBuf 
 }
 
 /// The configuration at `path` with its store at `url` (so several processes share it).
-fn with_store(path: &Path, url: &str) -> PathBuf {
+pub(crate) fn with_store(path: &Path, url: &str) -> PathBuf {
     let text = std::fs::read_to_string(path).unwrap();
     let store = text
         .lines()
@@ -55,7 +55,7 @@ fn with_store(path: &Path, url: &str) -> PathBuf {
 }
 
 /// A `[[servers]]` entry for the Python upstream.
-fn python_upstream(python: &Path, name: &str, prefix: &str, extra: &str) -> String {
+pub(crate) fn python_upstream(python: &Path, name: &str, prefix: &str, extra: &str) -> String {
     format!(
         "[[servers]]\nname = \"{name}\"\nprefix = \"{prefix}\"\ncommand = {python:?}\nargs = [{script:?}{extra}]\n\n",
         python = python.display().to_string(),
@@ -79,7 +79,7 @@ pub(crate) struct Gateway {
 }
 
 impl Gateway {
-    fn start(config: &Path) -> Self {
+    pub(crate) fn start(config: &Path) -> Self {
         Self::start_with(config, &[], &[])
     }
 
@@ -173,7 +173,12 @@ impl Gateway {
         self.log.lock().unwrap().clone()
     }
 
-    fn admin(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub(crate) fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let url = format!("{}{path}", self.base);
         runtime().block_on(async move {
             let mut request = crate::http_client::client()
@@ -247,7 +252,7 @@ impl Drop for Gateway {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -271,7 +276,7 @@ fn gateway_client(
 }
 
 /// Polls `check` every 50 ms until it holds, for at most `LIMIT`.
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+pub(crate) fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + LIMIT;
     while !check() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -345,7 +350,7 @@ fn two_users_see_their_own_tools_and_a_switch_reaches_only_its_user() {
 
 /// One MCP request to the gateway over plain HTTP (a stateless 2026-07-28 request, or an
 /// `initialize`), with `headers`; the status and the body.
-fn post(url: &str, headers: &[(&str, &str)], body: String) -> (u16, String) {
+pub(crate) fn post(url: &str, headers: &[(&str, &str)], body: String) -> (u16, String) {
     // 2026-07-28 repeats the method and the tool's name in headers.
     let message: Value = serde_json::from_str(&body).unwrap();
     let method = message["method"].as_str().unwrap_or_default().to_owned();
@@ -373,7 +378,7 @@ fn post(url: &str, headers: &[(&str, &str)], body: String) -> (u16, String) {
 }
 
 /// A `tools/call` as a self-contained 2026-07-28 request.
-fn call_request(tool: &str, arguments: Value) -> String {
+pub(crate) fn call_request(tool: &str, arguments: Value) -> String {
     json!({
         "jsonrpc": "2.0",
         "id": 1,
@@ -392,7 +397,7 @@ fn call_request(tool: &str, arguments: Value) -> String {
 }
 
 /// A `tools/call` of `set_tool_enabled` switching `tool` off.
-fn switch_off_request(tool: &str) -> String {
+pub(crate) fn switch_off_request(tool: &str) -> String {
     call_request("set_tool_enabled", json!({"name": tool, "enabled": false}))
 }
 
@@ -902,7 +907,7 @@ const PY_TOOLS: [&str; 6] = [
 ];
 
 /// `PY_TOOLS` without `off`.
-fn py_tools_without(off: &[&str]) -> Vec<String> {
+pub(crate) fn py_tools_without(off: &[&str]) -> Vec<String> {
     PY_TOOLS
         .iter()
         .filter(|name| !off.contains(name))
@@ -975,7 +980,7 @@ fn session_status(method: reqwest::Method, url: &str, token: &str, session: &str
 
 /// Counts the rows `query` (a `SELECT count(*)` with `$1` bound to `key`) finds in the
 /// PostgreSQL database at `url`.
-fn pg_count(url: &str, query: &'static str, key: &str) -> i64 {
+pub(crate) fn pg_count(url: &str, query: &'static str, key: &str) -> i64 {
     use sqlx::Connection as _;
     runtime().block_on(async {
         let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
@@ -1058,9 +1063,6 @@ fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_wit
     assert_eq!(pg_count(&url, rows, &session), 0);
 }
 
-/// The answer to a request in another user's session: the same from every process.
-const FOREIGN_SESSION: &str = "forbidden: this session belongs to another user";
-
 #[test]
 fn another_users_or_an_unknown_session_id_gets_the_same_answer_from_every_gateway() {
     let Some(python) = python() else { return };
@@ -1072,25 +1074,26 @@ fn another_users_or_an_unknown_session_id_gets_the_same_answer_from_every_gatewa
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let sessions = "SELECT count(*) FROM tool_gateway_sessions WHERE id <> $1";
     let owned = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1 AND owner = 'alice'";
+    let unknown = "6f1c2a40-0000-4000-8000-000000000000";
     // Bob presents Alice's session to the process holding it, to one that does not, and to
-    // that one again once Alice's own request made it hold the session too.
+    // that one again once Alice's own request made it hold the session too: to him it is an
+    // unknown session.
     for (what, gateway) in [
         ("holding", first),
         ("not holding", second),
         ("holding since", second),
     ] {
-        let (status, _, answer) = session_post(gateway, BOB, Some(&alices), &list);
-        assert_eq!(status, 403, "{what}: {answer:?}");
-        let answer = answer.unwrap_or_else(|| panic!("{what}: no JSON-RPC answer"));
-        assert_eq!(answer["error"]["code"], -32001, "{what}: {answer}");
+        let foreign = session_post(gateway, BOB, Some(&alices), &list);
+        assert_eq!(foreign.0, 404, "{what}: {foreign:?}");
         assert_eq!(
-            answer["error"]["message"], FOREIGN_SESSION,
-            "{what}: {answer}"
+            foreign,
+            session_post(gateway, BOB, Some(unknown), &list),
+            "{what}"
         );
         for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
             assert_eq!(
                 session_status(method.clone(), gateway, BOB, &alices),
-                403,
+                404,
                 "{what}: {method}"
             );
         }
@@ -1104,11 +1107,7 @@ fn another_users_or_an_unknown_session_id_gets_the_same_answer_from_every_gatewa
     }
     // An id no process knows, one no server would make, and an over-long one: not found.
     let long = "a".repeat(10_000);
-    for unknown in [
-        "6f1c2a40-0000-4000-8000-000000000000",
-        "x' OR '1'='1",
-        &long,
-    ] {
+    for unknown in [unknown, "x' OR '1'='1", &long] {
         for gateway in [first, second] {
             let (status, _, answer) = session_post(gateway, ALICE, Some(unknown), &list);
             assert_eq!(status, 404, "{answer:?}");
@@ -1133,14 +1132,13 @@ fn with_the_store_in_memory_a_session_is_its_users_alone_too() {
     let gateway = Gateway::start(&with_store(&path, "memory:"));
     let alices = begin_session(&gateway.url, ALICE);
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-    // Without a store, the session is bound to Alice once her client said it is initialized.
-    eventually("Alice's session to be bound to her", || {
-        session_post(&gateway.url, BOB, Some(&alices), &list).0 == 403
-    });
+    // To Bob, Alice's session is an unknown one.
+    let (status, _, answer) = session_post(&gateway.url, BOB, Some(&alices), &list);
+    assert_eq!(status, 404, "{answer:?}");
     for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
         assert_eq!(
             session_status(method.clone(), &gateway.url, BOB, &alices),
-            403,
+            404,
             "{method}"
         );
     }
@@ -1259,11 +1257,11 @@ fn an_accepted_definition_is_served_by_every_gateway_sharing_postgres() {
     for gateway in &gateways {
         assert!(call(gateway, "py_weather", json!({"city": "Oslo"})).contains("sunny in Oslo"));
         assert!(call(gateway, "py_redefine", json!({})).contains("redefined"));
-        eventually("the change to be pending", || {
-            let (_, pins) = gateway.admin(reqwest::Method::GET, "/admin/pins", None);
-            pins["pending"]["py_weather"]["server"] == "python"
+        eventually("the change to be withheld", || {
+            call(gateway, "py_weather", json!({"city": "Oslo"})).contains("-32602")
         });
-        assert!(call(gateway, "py_weather", json!({"city": "Oslo"})).contains("-32602"));
+        let (_, pins) = gateway.admin(reqwest::Method::GET, "/admin/pins", None);
+        assert_eq!(pins["pending"]["py_weather"]["server"], "python", "{pins}");
     }
     // An operator accepts it through the first process; the second serves it too.
     let (status, _) =

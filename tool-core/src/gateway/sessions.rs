@@ -13,9 +13,9 @@
 //! as in every ended session. A process that missed the announcement (or shares an SQLite
 //! file, which has none) ends its copy when it next renews its sessions.
 //!
-//! A session is its user's alone: a request in another user's session is refused `403` by
-//! the HTTP gate, whichever process gets it, before any of it reaches rmcp
-//! ([`Switches::session_owner`]).
+//! A session is its user's alone: a request in another user's session is answered `404`, as
+//! in an unknown session, by the HTTP gate, whichever process gets it, before any of it
+//! reaches rmcp ([`SessionOwners`](super::owners::SessionOwners)).
 
 use std::{
     sync::{Arc, Mutex, PoisonError},
@@ -41,9 +41,6 @@ pub(crate) fn now_ms() -> i64 {
             i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
         })
 }
-
-/// The answer to a request in another user's session.
-pub(crate) const FOREIGN_SESSION: &str = "forbidden: this session belongs to another user";
 
 /// rmcp's session store over the gateway's SQL store.
 pub(crate) struct StoredSessions {
@@ -120,8 +117,9 @@ fn period(idle: Duration) -> Duration {
 
 /// With an SQL store, until `stop`: renews the sessions this process holds (ending here the
 /// ones that ended through another process), ends the ones no process renewed for `idle`
-/// (with their switches), and reads the pins again (for processes sharing an SQLite file,
-/// which has no announcements).
+/// (with their switches), and reads the switches it holds and the pins again (for processes
+/// sharing an SQLite file, which has no announcements, and for a PostgreSQL announcement lost
+/// on the way).
 pub(crate) async fn maintain(shared: Arc<Shared>, idle: Duration, stop: CancellationToken) {
     let Some(sql) = shared.switches.sql().cloned() else {
         return;
@@ -155,6 +153,7 @@ pub(crate) async fn maintain(shared: Arc<Shared>, idle: Duration, stop: Cancella
             Ok(ended) => tracing::debug!(ended, "ended idle MCP sessions and their switches"),
             Err(error) => tracing::warn!(%error, "cannot end idle MCP sessions in the store"),
         }
+        shared.switches.reload_all().await;
         shared.catalog.reload_pins().await;
     }
 }

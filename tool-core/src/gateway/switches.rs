@@ -4,9 +4,8 @@
 //! id, so that another gateway process restoring the session has them. Both are one
 //! [`ScopedSwitches`], told apart by their [`Owner`].
 //!
-//! [`Switches`] also knows the HTTP sessions this process holds and their users (for the HTTP
-//! gate, which refuses a request in another user's session), and announces a session's end to
-//! the other processes, which end their copies of it.
+//! [`Switches`] also knows the HTTP sessions this process holds, and announces a session's end
+//! to the other processes, which end their copies of it.
 
 use std::{
     collections::HashMap,
@@ -35,8 +34,8 @@ type Announce = Option<sqlx::PgPool>;
 type Announce = ();
 
 /// Tells the other gateway processes (through PostgreSQL `NOTIFY` on `channel`) that
-/// `payload` changed in the store. A lost announcement leaves their streams uninformed until
-/// the next change, not their lists wrong: they read the store again then.
+/// `payload` changed in the store. A lost announcement is made good when they next read every
+/// switch again ([`Switches::reload_all`], on each maintenance tick).
 #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async))]
 async fn announce(pool: &Announce, channel: &str, payload: &str) {
     #[cfg(feature = "postgres")]
@@ -131,8 +130,8 @@ impl<O: Owner> ScopedSwitches<O> {
     }
 
     /// Applies a change another process made (already stored): reads the switches again and
-    /// tells the streams when they differ.
-    #[cfg(feature = "postgres")]
+    /// tells the streams when they differ. Also how a lost announcement is made good
+    /// ([`Switches::reload_all`]).
     pub(crate) async fn reload(&self) -> Result<(), GatewayError> {
         let stored = self.store.load().await.map_err(store_error)?;
         if stored != self.toggles.overrides() {
@@ -175,17 +174,11 @@ enum Backing {
     Sql(SqlStore),
 }
 
-/// A session this process holds: its user, and its switches while it lasts.
-struct Held {
-    owner: String,
-    switches: Weak<SessionSwitches>,
-}
-
 /// Every user's switches, and the sessions this process holds with their switches.
 pub(crate) struct Switches {
     backing: Backing,
     users: Mutex<HashMap<String, Arc<UserSwitches>>>,
-    sessions: Mutex<HashMap<String, Held>>,
+    sessions: Mutex<HashMap<String, Weak<SessionSwitches>>>,
 }
 
 /// The channel an accepted definition is announced on; the payload is the tool's name.
@@ -280,55 +273,16 @@ impl Switches {
             .await?,
         );
         let mut sessions = lock(&self.sessions);
-        sessions.retain(|_, held| held.switches.strong_count() > 0);
-        sessions.insert(
-            id.to_owned(),
-            Held {
-                owner: user.to_owned(),
-                switches: Arc::downgrade(&session),
-            },
-        );
+        sessions.retain(|_, session| session.strong_count() > 0);
+        sessions.insert(id.to_owned(), Arc::downgrade(&session));
         Ok(Attached::Session(session))
-    }
-
-    /// Records `user` as the owner of the HTTP session `id` it just began (in an SQL store:
-    /// in memory, the session is bound to its user when its client says it is initialized).
-    pub(crate) async fn began_session(&self, id: &str, user: &str) {
-        let Some(sql) = self.sql() else {
-            return;
-        };
-        match sql.gateway_session_claim(id, user, now_ms()).await {
-            Ok(true) => {}
-            Ok(false) => tracing::warn!(%user, "a new mcp session was already another user's"),
-            Err(error) => tracing::warn!(%error, "cannot record the user of a new mcp session"),
-        }
     }
 
     /// The ids of the sessions this process holds (forgetting the ended ones).
     pub(crate) fn live_sessions(&self) -> Vec<String> {
         let mut sessions = lock(&self.sessions);
-        sessions.retain(|_, held| held.switches.strong_count() > 0);
+        sessions.retain(|_, session| session.strong_count() > 0);
         sessions.keys().cloned().collect()
-    }
-
-    /// The user who owns HTTP session `id`: known here while this process holds it, else
-    /// recorded in an SQL store; `None` for a session nobody owns (yet).
-    pub(crate) async fn session_owner(&self, id: &str) -> Result<Option<String>, GatewayError> {
-        let held = lock(&self.sessions)
-            .get(id)
-            .filter(|held| held.switches.strong_count() > 0)
-            .map(|held| held.owner.clone());
-        if held.is_some() {
-            return Ok(held);
-        }
-        let Some(sql) = self.sql() else {
-            return Ok(None);
-        };
-        Ok(sql
-            .gateway_session_load(id)
-            .await
-            .map_err(store_error)?
-            .and_then(|row| row.owner))
     }
 
     /// Ends HTTP session `id` in the store, with its switches, and tells the other processes,
@@ -343,10 +297,35 @@ impl Switches {
         Ok(())
     }
 
+    /// Reads again, from the store, the switches of every user and session this process holds,
+    /// telling their streams of any difference: announcements may have been missed (the
+    /// connection they come on dropped, or the store is a file shared without them).
+    pub(crate) async fn reload_all(&self) {
+        if self.sql().is_none() {
+            return;
+        }
+        let users: Vec<Arc<UserSwitches>> = lock(&self.users).values().cloned().collect();
+        for user in users {
+            if let Err(error) = user.reload().await {
+                tracing::warn!(%error, "cannot read a user's switches again");
+            }
+        }
+        let sessions: Vec<Arc<SessionSwitches>> = lock(&self.sessions)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for session in sessions {
+            if let Err(error) = session.reload().await {
+                tracing::warn!(%error, "cannot read a session's switches again");
+            }
+        }
+    }
+
     /// With PostgreSQL: follows the other gateway processes' announcements until `stop`,
     /// reloading the switches of the users and sessions they name and the pins, and ending
-    /// the sessions they ended (reconnecting when the connection drops). Without it, returns
-    /// at once.
+    /// the sessions they ended. Whenever it (re)connects, what may have been announced
+    /// meanwhile is read again: every switch this process holds and the pins. Without
+    /// PostgreSQL, returns at once.
     #[cfg(feature = "postgres")]
     pub(crate) async fn follow(shared: Arc<Shared>, stop: tokio_util::sync::CancellationToken) {
         let Some(pool) = shared.switches.announcer() else {
@@ -377,14 +356,27 @@ impl Switches {
                 },
             };
             // Anything announced while not listening is read again now.
+            shared.switches.reload_all().await;
             shared.catalog.reload_pins().await;
             loop {
+                // Not `recv()`, which reconnects without a word and so loses what was
+                // announced while the connection was down.
                 let notification = tokio::select! {
                     () = stop.cancelled() => return,
-                    notification = listener.recv() => notification,
+                    notification = listener.try_recv() => notification,
                 };
                 let notification = match notification {
-                    Ok(notification) => notification,
+                    Ok(Some(notification)) => notification,
+                    Ok(None) => {
+                        // The connection dropped; sqlx listens again on a new one.
+                        tracing::warn!(
+                            "lost the other gateway processes' announcements for a moment; \
+                             reading every switch and pin again"
+                        );
+                        shared.switches.reload_all().await;
+                        shared.catalog.reload_pins().await;
+                        continue;
+                    }
                     Err(error) => {
                         tracing::warn!(%error, "lost the other gateway processes' announcements; reconnecting");
                         break;
@@ -399,7 +391,7 @@ impl Switches {
                     OfSession::CHANNEL => {
                         let session = lock(&shared.switches.sessions)
                             .get(payload)
-                            .and_then(|held| held.switches.upgrade());
+                            .and_then(Weak::upgrade);
                         match session {
                             Some(session) => session.reload().await,
                             None => Ok(()),

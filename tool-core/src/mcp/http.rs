@@ -293,20 +293,29 @@ enum SessionsError {
     Local(#[from] LocalSessionManagerError),
 }
 
+impl CappedSessions {
+    /// Room for one more session: the creation lock, held while there is room. At the cap, a
+    /// refusal (marked for [`admit`], and logged as `refused {what}`).
+    async fn room(&self, what: &str) -> Result<tokio::sync::MutexGuard<'_, ()>, SessionsError> {
+        let creating = self.creating.lock().await;
+        if self.inner.sessions.read().await.len() >= self.limit {
+            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
+            tracing::warn!(
+                limit = self.limit,
+                "refused {what}: the server is at its session limit"
+            );
+            return Err(SessionsError::Full { limit: self.limit });
+        }
+        Ok(creating)
+    }
+}
+
 impl SessionManager for CappedSessions {
     type Error = SessionsError;
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let _creating = self.creating.lock().await;
-        if self.inner.sessions.read().await.len() >= self.limit {
-            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
-            tracing::warn!(
-                limit = self.limit,
-                "refused an mcp session: the server is at its session limit"
-            );
-            return Err(SessionsError::Full { limit: self.limit });
-        }
+        let _creating = self.room("an mcp session").await?;
         Ok(self.inner.create_session().await?)
     }
 
@@ -315,15 +324,7 @@ impl SessionManager for CappedSessions {
         id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
         // A restored session counts against the cap as a new one does.
-        let _creating = self.creating.lock().await;
-        if self.inner.sessions.read().await.len() >= self.limit {
-            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
-            tracing::warn!(
-                limit = self.limit,
-                "refused to restore an mcp session: the server is at its session limit"
-            );
-            return Err(SessionsError::Full { limit: self.limit });
-        }
+        let _creating = self.room("to restore an mcp session").await?;
         Ok(self.inner.restore_session(id).await?)
     }
 
