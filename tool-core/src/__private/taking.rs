@@ -8,7 +8,7 @@ use serde::de::{
 };
 use serde_json::{Error, Value};
 
-/// Reads from the value behind `.0` as serde_json's `&Value` deserializer does, but moves out
+/// Reads from the value behind `.0` as `serde_json`'s `&Value` deserializer does, but moves out
 /// the strings that are read as a `String` (leaving them empty), so a call's arguments are read
 /// with no copy of their text; everything else is only borrowed. A read that fails leaves
 /// everything but those strings in place, so what is wrong can still be told from the value,
@@ -44,7 +44,7 @@ impl Trail {
     }
 }
 
-/// Forwards each named `deserialize_*` method to serde_json's `&Value` deserializer: values
+/// Forwards each named `deserialize_*` method to `serde_json`'s `&Value` deserializer: values
 /// that hold no strings to move, read the same way.
 macro_rules! borrowed {
     ($($method:ident($($arg:ident: $ty:ty),*);)*) => {
@@ -58,7 +58,7 @@ macro_rules! borrowed {
 }
 
 /// Forwards each named `deserialize_*` method to [`Taking`]'s `deserialize_any`: objects and
-/// arrays are read entry by entry in place, as serde_json reads them for these methods.
+/// arrays are read entry by entry in place, as `serde_json` reads them for these methods.
 macro_rules! any {
     ($($method:ident($($arg:ident: $ty:ty),*);)*) => {
         $(
@@ -77,7 +77,7 @@ impl<'de> Deserializer<'de> for Taking<'de, '_> {
         let Self(value, trail) = self;
         match value {
             Value::Object(map) => visitor.visit_map(Entries {
-                entries: map.iter_mut(),
+                rest: map.iter_mut(),
                 next: None,
                 trail,
             }),
@@ -158,7 +158,7 @@ impl<'de> Deserializer<'de> for Taking<'de, '_> {
 
 /// An object's entries, read in place.
 struct Entries<'de, 't> {
-    entries: serde_json::map::IterMut<'de>,
+    rest: serde_json::map::IterMut<'de>,
     next: Option<(&'de str, &'de mut Value)>,
     trail: &'t Trail,
 }
@@ -170,16 +170,15 @@ impl<'de> MapAccess<'de> for Entries<'de, '_> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, Error> {
-        let Some((key, value)) = self.entries.next() else {
+        let Some((key, value)) = self.rest.next() else {
             return Ok(None);
         };
         self.next = Some((key, value));
         seed.deserialize(BorrowedStrDeserializer::new(key))
             .map(Some)
-            .map_err(|error| {
+            .inspect_err(|_| {
                 // An unknown field: the place is the field, as for its value.
                 self.trail.push(Step::Key(key.clone()));
-                error
             })
     }
 
@@ -188,14 +187,11 @@ impl<'de> MapAccess<'de> for Entries<'de, '_> {
             return Err(serde::de::Error::custom("a value was read before its key"));
         };
         seed.deserialize(Taking(value, self.trail))
-            .map_err(|error| {
-                self.trail.push(Step::Key(key.to_owned()));
-                error
-            })
+            .inspect_err(|_| self.trail.push(Step::Key(key.to_owned())))
     }
 
     fn size_hint(&self) -> Option<usize> {
-        Some(self.entries.len())
+        Some(self.rest.len())
     }
 }
 
@@ -217,10 +213,7 @@ impl<'de> SeqAccess<'de> for Items<'de, '_> {
         };
         seed.deserialize(Taking(item, self.trail))
             .map(Some)
-            .map_err(|error| {
-                self.trail.push(Step::Index(index));
-                error
-            })
+            .inspect_err(|_| self.trail.push(Step::Index(index)))
     }
 
     fn size_hint(&self) -> Option<usize> {

@@ -145,7 +145,6 @@ impl GatewayHandler {
                     .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
                 match attached {
                     Attached::Session(session) => Ok(Some(session)),
-                    Attached::NotStored => Ok(None),
                     Attached::Foreign => Err(ErrorData::new(
                         ErrorCode(-32001),
                         "forbidden: this session belongs to another user",

@@ -30,6 +30,7 @@ use super::{
     GatewayError, Shared,
     handler::GatewayHandler,
     owners::SessionOwners,
+    sessions::StoredSessions,
     users::{Refusal, Users},
 };
 use crate::mcp::McpServerError;
@@ -108,11 +109,15 @@ pub(super) async fn start(
         None
     } else {
         shared.switches.sql().map(|sql| {
-            Arc::new(super::sessions::StoredSessions(sql.clone()))
+            Arc::new(StoredSessions {
+                sql: sql.clone(),
+                switches: shared.switches.clone(),
+            })
                 as Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>
         })
     };
-    let (mcp, path) = crate::mcp::http_router(&options, bound, factory, &stop, sessions);
+    let (mcp, path, held) = crate::mcp::http_router(&options, bound, factory, &stop, sessions);
+    shared.http_sessions.add(held);
     let owners = SessionOwners::new(Duration::from_secs(
         shared.config.gateway.session_idle_timeout_secs,
     ));

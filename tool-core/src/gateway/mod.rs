@@ -50,9 +50,11 @@
 //!   a session's, or an accepted definition) is announced with PostgreSQL `NOTIFY`, and every
 //!   other process reads it from the store and tells the streams it holds. HTTP sessions live
 //!   in the store too: a process restores a session another began, with its user and its
-//!   switches; a session ends with its client's `DELETE` or once no process held it for
-//!   `session_idle_timeout_secs`, and its switches go with it. Upstream connections are per
-//!   process.
+//!   switches; a session ends with its client's `DELETE` (in every process: the others end
+//!   their copies and its streams) or once no process held it for
+//!   `session_idle_timeout_secs`, and its switches go with it. A request in another user's
+//!   session is answered `404`, as in an unknown session, by every process alike. Upstream
+//!   connections are per process.
 //! - **Limits and faults.** Each user may start `calls_per_minute` calls a minute and run
 //!   `max_concurrent_calls` at once on each server (each server counts apart, so calls hanging
 //!   on one do not hold back the others); a call over either is answered with a JSON-RPC error
@@ -212,6 +214,8 @@ pub(crate) struct Shared {
     pub(crate) limits: Limits,
     pub(crate) server: McpServer,
     pub(crate) stateless: bool,
+    /// The in-memory sessions of this process's HTTP servers.
+    pub(crate) http_sessions: sessions::InMemory,
     config: GatewayConfig,
     upstreams: Mutex<BTreeMap<String, UpstreamState>>,
     events: broadcast::Sender<GatewayEvent>,
@@ -300,6 +304,7 @@ impl McpGateway {
             ),
             server,
             stateless: config.gateway.stateless,
+            http_sessions: sessions::InMemory::default(),
             upstreams: Mutex::new(BTreeMap::new()),
             events,
             config,

@@ -131,24 +131,29 @@ impl SqlStore {
         Ok(claimed > 0)
     }
 
-    /// Renews `seen_at` of the sessions `ids`.
+    /// Renews `seen_at` of the sessions `ids`; the ones of them no longer stored (ended
+    /// through another process).
     pub(crate) async fn gateway_sessions_touch(
         &self,
         ids: &[String],
         now: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Vec<String>, StoreError> {
+        let mut gone = Vec::new();
         for id in ids {
-            on_pool!(self, pool => {
+            let renewed = on_pool!(self, pool => {
                 sqlx::query("UPDATE tool_gateway_sessions SET seen_at = $2 WHERE id = $1")
                     .bind(id)
                     .bind(now)
                     .execute(pool)
                     .await
-                    .map(drop)
+                    .map(|done| done.rows_affected())
             })
             .map_err(|error| self.error("renew a gateway session", error))?;
+            if renewed == 0 {
+                gone.push(id.clone());
+            }
         }
-        Ok(())
+        Ok(gone)
     }
 
     /// Ends session `id`: its row and its switches (the preference scope `{prefix}{owner}.{id}`).
