@@ -134,6 +134,7 @@ mod handler;
 mod http;
 mod limits;
 mod owners;
+mod scope;
 mod sessions;
 mod switches;
 mod users;

@@ -13,7 +13,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::sessions::now_ms;
+use super::scope::now_ms;
 use crate::store::{SqlStore, StoreError};
 
 /// The owners of the sessions one HTTP server has seen.

@@ -27,20 +27,12 @@ use rmcp::transport::streamable_http_server::session::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, switches::Switches};
+use super::{
+    Shared,
+    scope::{SESSION_SCOPE, now_ms},
+    switches::Switches,
+};
 use crate::{mcp::HttpSessions, store::SqlStore};
-
-/// The start of the preference scope of a session's switches: `{this}{user}.{session id}`.
-pub(crate) const SESSION_SCOPE: &str = "gateway-session.";
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
-}
 
 /// rmcp's session store over the gateway's SQL store.
 pub(crate) struct StoredSessions {

@@ -19,7 +19,7 @@ use tokio::sync::broadcast;
 use super::Shared;
 use super::{
     GatewayError,
-    sessions::{SESSION_SCOPE, now_ms},
+    scope::{SESSION_SCOPE, now_ms},
 };
 use crate::{
     registry::{RegistrySnapshot, ToolRegistry, ToolToggles},
