@@ -210,7 +210,7 @@ pub fn narrow<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Result<T, To
 /// The arguments are read in place, with no path tracking: `T`'s `Deserialize` impl is
 /// instantiated once, as for a hand-written tool, and a call costs about what
 /// `serde_json::from_value` costs: the strings `T` keeps are moved out of the object, not
-/// copied (see [`Taking`]). Only when that fails is the tool's schema (`schema`) asked where and
+/// copied (see `Taking`). Only when that fails is the tool's schema (`schema`) asked where and
 /// what: the same words as [`narrow`], `at /city: expected a string, got 42`, found by
 /// validating what is left of the arguments, which is all of them but the strings already
 /// moved. An error the schema does not see (a custom `Deserialize` rule) keeps serde's own
