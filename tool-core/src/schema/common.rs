@@ -7,6 +7,19 @@ use serde_json::{Map, Value};
 /// far beyond what any provider accepts).
 pub(super) const MAX_DEPTH: usize = 64;
 
+/// Keywords whose subschemas are alternatives or conjuncts of the schema itself: schemars
+/// writes them for Rust enums, `Option`s and flattened structs.
+pub(super) const BRANCHES: &[&str] = &["allOf", "anyOf", "oneOf"];
+
+/// The subschemas under a keyword that holds either one schema or an array of them (the
+/// branches of `anyOf`, or `items` as a tuple in older drafts).
+pub(super) fn one_or_many(value: &Value) -> &[Value] {
+    match value {
+        Value::Array(schemas) => schemas,
+        schema => std::slice::from_ref(schema),
+    }
+}
+
 /// Looks up a local `$ref` (`#`, `#/$defs/Name` or any JSON pointer into the root document).
 pub(super) fn resolve<'a>(root: &'a Value, reference: &str) -> Result<&'a Value, String> {
     let Some(pointer) = reference.strip_prefix('#') else {

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::common::MAX_DEPTH;
+use super::common::{BRANCHES, MAX_DEPTH, one_or_many};
 
 /// What a validator still has to check of a schema, given a typed deserialization.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,11 +129,6 @@ const ANNOTATIONS: &[&str] = &[
 /// Keywords a typed deserialization enforces.
 const STRUCTURAL: &[&str] = &["const", "enum", "required", "type"];
 
-/// Keywords whose branches schemars writes for Rust enums, `Option`s and flattened structs,
-/// which deserialization enforces; a constraint inside them is checked with the whole schema,
-/// since pruning a branch would change which branch matches.
-const BRANCHES: &[&str] = &["allOf", "anyOf", "oneOf"];
-
 /// Keywords no Rust type's schema holds, whose subschemas say what the value must or must not
 /// be whatever they contain (`not: {"type": "string"}`): the whole schema is checked.
 const CONDITIONS: &[&str] = &[
@@ -237,14 +232,13 @@ impl<'a> Pruner<'a> {
                         kept.insert(key.to_owned(), value.clone());
                     }
                 }
+                // Deserialization enforces which branch matches; a constraint inside one is
+                // checked with the whole schema, since pruning a branch would change that.
                 key if BRANCHES.contains(&key) => {
-                    let constrained = match value {
-                        Value::Array(branches) => branches
-                            .iter()
-                            .any(|branch| self.node(branch, depth + 1).is_some()),
-                        other => self.node(other, depth + 1).is_some(),
-                    };
-                    if constrained {
+                    if one_or_many(value)
+                        .iter()
+                        .any(|branch| self.node(branch, depth + 1).is_some())
+                    {
                         self.whole = true;
                     }
                 }

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::common::{MAX_DEPTH, resolve};
+use super::common::{BRANCHES, MAX_DEPTH, one_or_many, resolve};
 
 /// Whether a value of `schema` can hold, anywhere, an object whose keys the schema does not
 /// name: an object schema with `additionalProperties` other than `false`, one with neither
@@ -34,9 +34,6 @@ struct Walk<'a> {
 
 /// Keywords whose subschemas say what the value must be, each walked.
 const SUBSCHEMAS: &[&str] = &["additionalItems", "contains", "items", "unevaluatedItems"];
-
-/// Keywords whose subschemas are alternatives or conjuncts of the schema itself.
-const BRANCHES: &[&str] = &["allOf", "anyOf", "oneOf"];
 
 /// Keywords no Rust type's schema holds, about keys or conditions: the walk is unsure.
 const UNSURE: &[&str] = &[
@@ -82,12 +79,9 @@ impl<'a> Walk<'a> {
                 "unevaluatedProperties" => value != &Value::Bool(false),
                 "$ref" => self.reference(value, depth),
                 // An array of branches, or (`items` in older drafts) of tuple items.
-                key if BRANCHES.contains(&key) || SUBSCHEMAS.contains(&key) => match value {
-                    Value::Array(branches) => {
-                        branches.iter().any(|branch| self.open(branch, depth + 1))
-                    }
-                    other => self.open(other, depth + 1),
-                },
+                key if BRANCHES.contains(&key) || SUBSCHEMAS.contains(&key) => one_or_many(value)
+                    .iter()
+                    .any(|branch| self.open(branch, depth + 1)),
                 key if UNSURE.contains(&key) => true,
                 // Annotations, types, constraints on values, `$defs` (walked through
                 // references only), `additionalProperties` (see `own_keys_open`).
