@@ -6,7 +6,6 @@
 //! saying so, only when there is no `python3` at all.
 
 use std::{
-    io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::Arc,
@@ -21,7 +20,7 @@ use tool_core::{
     model::{ScriptedModel, ScriptedResponse},
 };
 
-use crate::mcp_python::python;
+use crate::mcp_python::{listening_url, python};
 
 /// How long any wait for an asynchronous change may take before the test fails.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -514,13 +513,8 @@ pub(crate) fn start_python_http(python: &Path, script: &Path, args: &[&str]) -> 
         child,
         url: String::new(),
     };
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    server.url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
+    server.url =
+        listening_url(stdout).unwrap_or_else(|line| panic!("unexpected first line: {line:?}"));
     server
 }
 

@@ -15,21 +15,18 @@ use serde_json::{Value, json};
 use tool_core::gateway::hash_token;
 
 use crate::mcp_client_everything::everything;
-use crate::mcp_python::{json_report, python};
+use crate::mcp_python::{json_report, listening_url, python};
 
 const GATEWAY: &str = env!("CARGO_BIN_EXE_mcp_gateway_example");
 pub(crate) const ALICE: &str = "alice-token-0123456789";
-const BOB: &str = "bob-token-9876543210";
-const ADMIN: &str = "admin-token-abcdef";
+pub(crate) const BOB: &str = "bob-token-9876543210";
+pub(crate) const ADMIN: &str = "admin-token-abcdef";
 pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
-fn upstream_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/gateway_upstream.py")
-}
-
-/// The `[gateway]` table and the two users every test has, then `servers` (TOML).
-pub(crate) fn config(dir: &Path, gateway_extra: &str, servers: &str) -> PathBuf {
-    let text = format!(
+/// The `[gateway]` table with its SQLite store in `dir` and `gateway_extra`, the two users
+/// every test has, then `servers` (TOML).
+pub(crate) fn config_text(dir: &Path, gateway_extra: &str, servers: &str) -> String {
+    format!(
         "[gateway]\nstore = \"sqlite://{store}\"\nadmin_token_sha256 = \"{admin}\"\n{gateway_extra}\n\
          [[users]]\nname = \"alice\"\ntoken_sha256 = \"{alice}\"\n\n\
          [[users]]\nname = \"bob\"\ntoken_sha256 = \"{bob}\"\n\n{servers}",
@@ -37,14 +34,18 @@ pub(crate) fn config(dir: &Path, gateway_extra: &str, servers: &str) -> PathBuf 
         admin = hash_token(ADMIN),
         alice = hash_token(ALICE),
         bob = hash_token(BOB),
-    );
+    )
+}
+
+/// [`config_text`] written to `gateway.toml` in `dir`; its path.
+pub(crate) fn config(dir: &Path, gateway_extra: &str, servers: &str) -> PathBuf {
     let path = dir.join("gateway.toml");
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, config_text(dir, gateway_extra, servers)).unwrap();
     path
 }
 
 /// The configuration at `path` with its store at `url` (so several processes share it).
-pub(crate) fn with_store(path: &Path, url: &str) -> PathBuf {
+fn with_store(path: &Path, url: &str) -> PathBuf {
     let text = std::fs::read_to_string(path).unwrap();
     let store = text
         .lines()
@@ -54,18 +55,38 @@ pub(crate) fn with_store(path: &Path, url: &str) -> PathBuf {
     path.to_owned()
 }
 
-/// A `[[servers]]` entry for the Python upstream.
-pub(crate) fn python_upstream(python: &Path, name: &str, prefix: &str, extra: &str) -> String {
+/// A `[[servers]]` entry `name` running the Python script `script` (in `tests/mcp_python`)
+/// with `args`, then the lines `toml`.
+pub(crate) fn python_server(
+    python: &Path,
+    script: &str,
+    name: &str,
+    toml: &str,
+    args: &[&str],
+) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("mcp_python")
+        .join(script);
+    let args: Vec<String> = std::iter::once(script.display().to_string())
+        .chain(args.iter().map(|arg| (*arg).to_owned()))
+        .map(|arg| format!("{arg:?}"))
+        .collect();
     format!(
-        "[[servers]]\nname = \"{name}\"\nprefix = \"{prefix}\"\ncommand = {python:?}\nargs = [{script:?}{extra}]\n\n",
+        "[[servers]]\nname = \"{name}\"\ncommand = {python:?}\nargs = [{args}]\n{toml}\n\n",
         python = python.display().to_string(),
-        script = upstream_script().display().to_string(),
+        args = args.join(", "),
     )
+}
+
+/// A `[[servers]]` entry for the Python upstream, with `args`.
+fn python_upstream(python: &Path, name: &str, prefix: &str, args: &[&str]) -> String {
+    let prefix = format!("prefix = \"{prefix}\"");
+    python_server(python, "gateway_upstream.py", name, &prefix, args)
 }
 
 /// The Python upstream as most tests have it: server `python`, prefix `py`.
 fn py_upstream(python: &Path) -> String {
-    python_upstream(python, "python", "py", "")
+    python_upstream(python, "python", "py", &[])
 }
 
 /// The gateway program serving HTTP on a free loopback port; its stderr is kept for the
@@ -86,24 +107,35 @@ impl Gateway {
     /// The gateway in front of the Python upstream, with `gateway_extra` in its `[gateway]`
     /// table, its configuration and SQLite store in a folder of its own.
     fn with_python(python: &Path, gateway_extra: &str) -> Self {
+        Self::in_folder(python, gateway_extra, None)
+    }
+
+    /// Like [`with_python`](Self::with_python), with the store at `store` (so several
+    /// processes share it).
+    pub(crate) fn with_python_store(python: &Path, gateway_extra: &str, store: &str) -> Self {
+        Self::in_folder(python, gateway_extra, Some(store))
+    }
+
+    fn in_folder(python: &Path, gateway_extra: &str, store: Option<&str>) -> Self {
         let folder = tempfile::tempdir().unwrap();
-        let mut gateway = Self::start(&config(folder.path(), gateway_extra, &py_upstream(python)));
+        let mut path = config(folder.path(), gateway_extra, &py_upstream(python));
+        if let Some(store) = store {
+            path = with_store(&path, store);
+        }
+        let mut gateway = Self::start(&path);
         gateway.folder = Some(folder);
         gateway
     }
 
     /// Two gateways in front of the Python upstream (each its own), with `gateway_extra`,
     /// sharing a new PostgreSQL database; its URL. `None` (the test skips) without PostgreSQL.
-    fn two_sharing_postgres(python: &Path, gateway_extra: &str) -> Option<(String, [Self; 2])> {
+    pub(crate) fn two_sharing_postgres(
+        python: &Path,
+        gateway_extra: &str,
+    ) -> Option<(String, [Self; 2])> {
         let postgres = crate::store_support::postgres()?;
         let (url, _) = runtime().block_on(postgres.create_database());
-        let start = || {
-            let folder = tempfile::tempdir().unwrap();
-            let path = config(folder.path(), gateway_extra, &py_upstream(python));
-            let mut gateway = Self::start(&with_store(&path, &url));
-            gateway.folder = Some(folder);
-            gateway
-        };
+        let start = || Self::with_python_store(python, gateway_extra, &url);
         let gateways = [start(), start()];
         Some((url, gateways))
     }
@@ -145,20 +177,12 @@ impl Gateway {
                 }
             }
         });
-        let mut first_line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first_line)
-            .unwrap();
-        let url = first_line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| {
-                panic!(
-                    "unexpected first line from the gateway: {first_line:?}\n{}",
-                    log.lock().unwrap()
-                )
-            })
-            .to_owned();
+        let url = listening_url(child.stdout.take().unwrap()).unwrap_or_else(|line| {
+            panic!(
+                "unexpected first line from the gateway: {line:?}\n{}",
+                log.lock().unwrap()
+            )
+        });
         let base = url.trim_end_matches("/mcp").to_owned();
         Self {
             child,
@@ -219,7 +243,7 @@ impl Gateway {
     }
 
     /// `GET /healthz`.
-    fn health(&self) -> Value {
+    pub(crate) fn health(&self) -> Value {
         runtime().block_on(async {
             crate::http_client::client()
                 .get(format!("{}/healthz", self.base))
@@ -235,13 +259,8 @@ impl Gateway {
 
     /// Calls `tool` with a self-contained 2026-07-28 request as the user of `token`; the
     /// status and the body.
-    fn call(&self, token: &str, tool: &str, arguments: Value) -> (u16, String) {
-        let authorization = format!("Bearer {token}");
-        post(
-            &self.url,
-            &[("authorization", authorization.as_str())],
-            call_request(tool, arguments),
-        )
+    pub(crate) fn call(&self, token: &str, tool: &str, arguments: Value) -> (u16, String) {
+        post_as(&self.url, token, call_request(tool, arguments))
     }
 }
 
@@ -377,23 +396,56 @@ pub(crate) fn post(url: &str, headers: &[(&str, &str)], body: String) -> (u16, S
     })
 }
 
+/// [`post`] as the user of `token`.
+pub(crate) fn post_as(url: &str, token: &str, body: String) -> (u16, String) {
+    let authorization = format!("Bearer {token}");
+    post(url, &[("authorization", authorization.as_str())], body)
+}
+
+/// A self-contained 2026-07-28 request of `method` with `params`.
+pub(crate) fn stateless_request(method: &str, mut params: Value) -> String {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string()
+}
+
 /// A `tools/call` as a self-contained 2026-07-28 request.
 pub(crate) fn call_request(tool: &str, arguments: Value) -> String {
-    json!({
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": tool,
-            "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {}
-            }
-        }
+    stateless_request("tools/call", json!({"name": tool, "arguments": arguments}))
+}
+
+/// Sends a self-contained 2026-07-28 request of `method` to `url` as the user of `token`,
+/// which must be answered `200`; the JSON-RPC answer.
+pub(crate) fn stateless(url: &str, token: &str, method: &str, params: Value) -> Value {
+    let (status, body) = post_as(url, token, stateless_request(method, params));
+    assert_eq!(status, 200, "{body}");
+    jsonrpc_answer(&body).unwrap_or_else(|| panic!("no JSON-RPC answer: {body}"))
+}
+
+/// The JSON-RPC answer in a body: its JSON, or the first message with an `id` in its event
+/// stream.
+pub(crate) fn jsonrpc_answer(body: &str) -> Option<Value> {
+    serde_json::from_str(body).ok().or_else(|| {
+        body.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            .find(|message| message.get("id").is_some())
     })
-    .to_string()
+}
+
+/// The names of the tools a `tools/list` answer lists, sorted.
+pub(crate) fn tool_names(answer: &Value) -> Vec<String> {
+    let mut names: Vec<String> = answer["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// A `tools/call` of `set_tool_enabled` switching `tool` off.
@@ -463,8 +515,8 @@ fn a_name_two_servers_offer_is_served_by_neither() {
     let dir = tempfile::tempdir().unwrap();
     let servers = format!(
         "{}{}",
-        python_upstream(python, "first", "same", ""),
-        python_upstream(python, "second", "same", "")
+        python_upstream(python, "first", "same", &[]),
+        python_upstream(python, "second", "same", &[])
     );
     let gateway = Gateway::start(&config(dir.path(), "", &servers));
     let (status, tools) = gateway.admin(reqwest::Method::GET, "/admin/users/alice/tools", None);
@@ -530,9 +582,9 @@ fn an_upstream_killed_mid_call_fails_the_call_and_the_others_keep_serving() {
             python,
             "doomed",
             "doomed",
-            &format!(", \"--block\", {:?}", block.display().to_string())
+            &["--block", &block.display().to_string()]
         ),
-        python_upstream(python, "healthy", "ok", "")
+        python_upstream(python, "healthy", "ok", &[])
     );
     let gateway = Gateway::start(&config(dir.path(), "stateless = true", &servers));
     let call = |tool: &str, args: Value| gateway.call(ALICE, tool, args);
@@ -805,77 +857,176 @@ fn with_tool_search_a_user_sees_search_and_pins_and_never_finds_a_switched_off_t
 /// The protocol version of the session tests (one with HTTP sessions).
 const SESSION_VERSION: &str = "2025-06-18";
 
-/// One JSON-RPC message to the gateway in HTTP session `session` (none for `initialize`) as
-/// the user of `token`: the status, the `mcp-session-id` answered, and the JSON-RPC message
-/// of the answer (from its JSON or its event stream), if any.
+/// A request of `method` to the MCP endpoint at `url` as the user of `token`, in HTTP session
+/// `session` (if any).
+fn session_request(
+    method: reqwest::Method,
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let mut request = crate::http_client::client()
+        .request(method, url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", SESSION_VERSION)
+        .bearer_auth(token)
+        .timeout(LIMIT);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request
+}
+
+/// An answer in an HTTP session: the status, the `mcp-session-id` answered, the body as it
+/// came, and its JSON-RPC answer (see [`jsonrpc_answer`]).
+pub(crate) struct SessionAnswer {
+    pub(crate) status: u16,
+    pub(crate) session: Option<String>,
+    pub(crate) body: String,
+    pub(crate) message: Option<Value>,
+}
+
+/// Sends `method` to the MCP endpoint as the user of `token`, in `session` (if any), with
+/// `headers` and `body`. The answer is read until it holds a JSON-RPC answer or ends, for at
+/// most [`LIMIT`]; without a `body` (a `GET`'s stream stays open) for at most 5 s.
+pub(crate) async fn session_send(
+    method: reqwest::Method,
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> SessionAnswer {
+    let mut request = session_request(method, url, token, session);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let read_for = if body.is_some() {
+        LIMIT
+    } else {
+        Duration::from_secs(5)
+    };
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_string());
+    }
+    let mut response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|id| id.to_str().unwrap().to_owned());
+    let mut body = String::new();
+    let deadline = tokio::time::Instant::now() + read_for;
+    while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, response.chunk()).await {
+        body.push_str(&String::from_utf8_lossy(&chunk));
+        if body.contains("\"id\":") && body.ends_with("\n\n") {
+            break;
+        }
+    }
+    let message = jsonrpc_answer(&body);
+    SessionAnswer {
+        status,
+        session,
+        body,
+        message,
+    }
+}
+
+/// Posts one JSON-RPC `message` to the MCP endpoint as the user of `token`, in `session` (if
+/// any).
+pub(crate) async fn session_message(
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    message: &Value,
+) -> SessionAnswer {
+    session_send(
+        reqwest::Method::POST,
+        url,
+        token,
+        session,
+        &[],
+        Some(message),
+    )
+    .await
+}
+
+/// [`session_message`] from a test without a runtime: the status, the `mcp-session-id`
+/// answered, and the JSON-RPC answer, if any.
 fn session_post(
     url: &str,
     token: &str,
     session: Option<&str>,
     message: &Value,
 ) -> (u16, Option<String>, Option<Value>) {
-    let mut request = crate::http_client::client()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", SESSION_VERSION)
-        .bearer_auth(token)
-        .timeout(LIMIT)
-        .body(message.to_string());
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    runtime().block_on(async move {
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let id = response
-            .headers()
-            .get("mcp-session-id")
-            .map(|id| id.to_str().unwrap().to_owned());
-        let text = response.text().await.unwrap();
-        let answer = serde_json::from_str(&text).ok().or_else(|| {
-            text.lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-                .find(|message| message.get("id").is_some())
-        });
-        (status, id, answer)
-    })
+    let answer = runtime().block_on(session_message(url, token, session, message));
+    (answer.status, answer.session, answer.message)
 }
 
-/// Begins an HTTP session as the user of `token`; its id.
-fn begin_session(url: &str, token: &str) -> String {
-    let initialize = json!({
+/// An `initialize` request at [`SESSION_VERSION`].
+pub(crate) fn initialize_request() -> Value {
+    json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {
             "protocolVersion": SESSION_VERSION,
             "capabilities": {},
             "clientInfo": {"name": "session-test", "version": "1"}
         }
-    });
-    let (status, id, answer) = session_post(url, token, None, &initialize);
-    assert_eq!(status, 200, "{answer:?}");
-    let id = id.expect("an mcp-session-id");
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let (status, _, _) = session_post(url, token, Some(&id), &initialized);
-    assert_eq!(status, 202);
+    })
+}
+
+/// The `notifications/initialized` that ends a session's initialization.
+pub(crate) fn initialized_notification() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+}
+
+/// A `tools/list` request.
+fn list_request() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+}
+
+/// Sends `initialize` as the user of `token`; the new session's id.
+pub(crate) async fn initialize_only(url: &str, token: &str) -> String {
+    let answer = session_message(url, token, None, &initialize_request()).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    answer.session.expect("an mcp-session-id")
+}
+
+/// Begins an HTTP session as the user of `token` (`initialize`, then `initialized`); its id.
+pub(crate) async fn begin(url: &str, token: &str) -> String {
+    let id = initialize_only(url, token).await;
+    let answer = session_message(url, token, Some(&id), &initialized_notification()).await;
+    assert_eq!(answer.status, 202, "{}", answer.body);
     id
 }
 
-/// The tools the session lists, by name.
+/// [`begin`] from a test without a runtime.
+fn begin_session(url: &str, token: &str) -> String {
+    runtime().block_on(begin(url, token))
+}
+
+/// The tools the session lists, by name, sorted; `Err` with the answer when it lists none.
+pub(crate) async fn listed_tools(
+    url: &str,
+    token: &str,
+    session: &str,
+) -> Result<Vec<String>, String> {
+    let answer = session_message(url, token, Some(session), &list_request()).await;
+    match &answer.message {
+        Some(message) if answer.status == 200 && message["result"]["tools"].is_array() => {
+            Ok(tool_names(message))
+        }
+        _ => Err(format!("{}: {}", answer.status, answer.body)),
+    }
+}
+
+/// The tools the session lists, by name, sorted.
 fn session_tools(url: &str, token: &str, session: &str) -> Vec<String> {
-    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-    let (status, _, answer) = session_post(url, token, Some(session), &list);
-    assert_eq!(status, 200, "{answer:?}");
-    let answer = answer.unwrap();
-    let mut names: Vec<String> = answer["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{answer}"))
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap().to_owned())
-        .collect();
-    names.sort();
-    names
+    runtime()
+        .block_on(listed_tools(url, token, session))
+        .unwrap_or_else(|answer| panic!("{answer}"))
 }
 
 /// Calls `tool` in the session; the JSON-RPC answer.
@@ -890,7 +1041,7 @@ fn session_call(url: &str, token: &str, session: &str, tool: &str, arguments: Va
 }
 
 /// The text of a `tools/call` result.
-fn result_text(answer: &Value) -> &str {
+pub(crate) fn result_text(answer: &Value) -> &str {
     answer["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_else(|| panic!("{answer}"))
@@ -968,13 +1119,7 @@ fn watch_session(
 /// The status of an HTTP `method` request (`GET`: for the event stream) in session `session`
 /// as the user of `token`; the body is not read.
 fn session_status(method: reqwest::Method, url: &str, token: &str, session: &str) -> u16 {
-    let request = crate::http_client::client()
-        .request(method, url)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", SESSION_VERSION)
-        .header("mcp-session-id", session)
-        .bearer_auth(token)
-        .timeout(LIMIT);
+    let request = session_request(method, url, token, Some(session));
     runtime().block_on(async move { request.send().await.unwrap().status().as_u16() })
 }
 
@@ -1071,7 +1216,7 @@ fn another_users_or_an_unknown_session_id_gets_the_same_answer_from_every_gatewa
     };
     let (first, second) = (&gateways[0].url, &gateways[1].url);
     let alices = begin_session(first, ALICE);
-    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let list = list_request();
     let sessions = "SELECT count(*) FROM tool_gateway_sessions WHERE id <> $1";
     let owned = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1 AND owner = 'alice'";
     let unknown = "6f1c2a40-0000-4000-8000-000000000000";
@@ -1127,11 +1272,9 @@ fn another_users_or_an_unknown_session_id_gets_the_same_answer_from_every_gatewa
 #[test]
 fn with_the_store_in_memory_a_session_is_its_users_alone_too() {
     let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let path = config(dir.path(), "", &py_upstream(python));
-    let gateway = Gateway::start(&with_store(&path, "memory:"));
+    let gateway = Gateway::with_python_store(python, "", "memory:");
     let alices = begin_session(&gateway.url, ALICE);
-    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let list = list_request();
     // To Bob, Alice's session is an unknown one.
     let (status, _, answer) = session_post(&gateway.url, BOB, Some(&alices), &list);
     assert_eq!(status, 404, "{answer:?}");
@@ -1170,7 +1313,7 @@ fn a_session_ended_through_one_gateway_ends_on_the_others_with_their_streams() {
         202
     );
     assert_eq!(watcher.join().unwrap(), Watched::Ended);
-    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let list = list_request();
     for gateway in [first, second] {
         let (status, _, answer) = session_post(gateway, ALICE, Some(&session), &list);
         assert_eq!(status, 404, "{answer:?}");
@@ -1234,7 +1377,7 @@ fn an_idle_session_ends_with_its_switches_and_not_while_used() {
     assert_eq!(rows(), 1);
     // Left alone, it ends, and its switches go with it.
     eventually("the idle session to end", || switches() == 0 && rows() == 0);
-    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let list = list_request();
     let (status, _, _) = session_post(&gateway.url, ALICE, Some(&session), &list);
     assert_eq!(status, 404);
 }
@@ -1413,16 +1556,6 @@ fn the_inspector_cli_sees_each_users_tools_and_calls_them() {
     let Some(package) = inspector() else { return };
     let gateway = Gateway::with_python(python, "");
     gateway.switch("bob", "py_echo", false);
-    let names = |listed: &Value| -> Vec<String> {
-        let mut names: Vec<String> = listed["result"]["tools"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{listed}"))
-            .iter()
-            .map(|tool| tool["name"].as_str().unwrap().to_owned())
-            .collect();
-        names.sort();
-        names
-    };
     for era in ["legacy", "modern"] {
         let (ok, listed, stderr) = inspect(
             package,
@@ -1432,11 +1565,11 @@ fn the_inspector_cli_sees_each_users_tools_and_calls_them() {
             &["--method", "tools/list"],
         );
         assert!(ok, "{era}: {stderr}");
-        assert_eq!(names(&listed), py_tools_without(&[]), "{era}");
+        assert_eq!(tool_names(&listed), py_tools_without(&[]), "{era}");
         let (ok, listed, stderr) =
             inspect(package, &gateway.url, BOB, era, &["--method", "tools/list"]);
         assert!(ok, "{era}: {stderr}");
-        assert_eq!(names(&listed), py_tools_without(&["py_echo"]), "{era}");
+        assert_eq!(tool_names(&listed), py_tools_without(&["py_echo"]), "{era}");
 
         let call = [
             "--method",

@@ -6,125 +6,35 @@
 use std::{
     path::{Path, PathBuf},
     process::Command,
-    time::{Duration, Instant},
 };
 
 use serde_json::{Value, json};
 use tool_core::gateway::{GatewayConfig, McpGateway};
 
-use crate::mcp_gateway::{ALICE, Gateway, config};
+use crate::mcp_gateway::{
+    ALICE, Gateway, config, eventually, python_server, result_text, stateless, tool_names,
+};
 use crate::mcp_python::python;
-
-const LIMIT: Duration = Duration::from_secs(60);
 
 /// A `[[servers]]` entry for the catalog upstream, with more `toml` lines and `args`.
 fn upstream(python: &Path, name: &str, toml: &str, args: &[&str]) -> String {
-    let script =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/gateway_catalog_upstream.py");
-    let args: Vec<String> = std::iter::once(script.display().to_string())
-        .chain(args.iter().map(|arg| (*arg).to_owned()))
-        .map(|arg| format!("{arg:?}"))
-        .collect();
-    format!(
-        "[[servers]]\nname = \"{name}\"\ncommand = {python:?}\nargs = [{args}]\n{toml}\n\n",
-        python = python.display().to_string(),
-        args = args.join(", "),
-    )
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// One self-contained 2026-07-28 request of `method` as Alice; the JSON-RPC answer.
-fn request(gateway: &Gateway, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "catalog-test", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {}
-    });
-    let name = params["name"].as_str().unwrap_or_default().to_owned();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let request = crate::http_client::client()
-        .post(&gateway.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method)
-        .header("mcp-name", name)
-        .bearer_auth(ALICE)
-        .timeout(LIMIT)
-        .body(body.to_string());
-    runtime().block_on(async move {
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        assert_eq!(status, 200, "{text}");
-        let json = text
-            .lines()
-            .find_map(|line| line.strip_prefix("data:"))
-            .unwrap_or(&text)
-            .trim()
-            .to_owned();
-        serde_json::from_str(&json).unwrap_or_else(|_| panic!("not JSON: {text}"))
-    })
+    python_server(python, "gateway_catalog_upstream.py", name, toml, args)
 }
 
 /// Calls `tool` as Alice; the JSON-RPC answer.
 fn call(gateway: &Gateway, tool: &str, arguments: Value) -> Value {
-    request(
-        gateway,
-        "tools/call",
-        json!({"name": tool, "arguments": arguments}),
-    )
+    let params = json!({"name": tool, "arguments": arguments});
+    stateless(&gateway.url, ALICE, "tools/call", params)
 }
 
 /// The text of a `tools/call` answer and whether it is an error result.
 fn outcome(answer: &Value) -> (bool, &str) {
-    let text = answer["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("not a tool result: {answer}"));
-    (answer["result"]["isError"] == true, text)
+    (answer["result"]["isError"] == true, result_text(answer))
 }
 
 /// The tools Alice lists, by name, sorted.
 fn tools(gateway: &Gateway) -> Vec<String> {
-    let answer = request(gateway, "tools/list", json!({}));
-    let mut names: Vec<String> = answer["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{answer}"))
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap().to_owned())
-        .collect();
-    names.sort();
-    names
-}
-
-fn health(gateway: &Gateway) -> Value {
-    let url = format!("{}/healthz", gateway.url.trim_end_matches("/mcp"));
-    runtime().block_on(async {
-        crate::http_client::client()
-            .get(url)
-            .timeout(LIMIT)
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    })
-}
-
-/// Polls `check` every 50 ms until it holds, for at most `LIMIT`.
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + LIMIT;
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    tool_names(&stateless(&gateway.url, ALICE, "tools/list", json!({})))
 }
 
 /// Whether the process `pid` is stopped (by a signal).
@@ -164,15 +74,11 @@ fn a_hung_upstream_is_disconnected_and_holds_back_no_other_servers_calls() {
         ),
         upstream(python, "healthy", "prefix = \"ok\"", &[]),
     );
-    let gateway = Gateway::start_with(
-        &config(
-            dir.path(),
-            "stateless = true\nmax_concurrent_calls = 1",
-            &servers,
-        ),
-        &[],
-        &[],
-    );
+    let gateway = Gateway::start(&config(
+        dir.path(),
+        "stateless = true\nmax_concurrent_calls = 1",
+        &servers,
+    ));
     let pid = outcome(&call(&gateway, "fz_pid", json!({}))).1.to_owned();
     let _reaper = Reaper(pid.clone());
     // Once frozen, the server is not let back up until the test says so.
@@ -191,7 +97,7 @@ fn a_hung_upstream_is_disconnected_and_holds_back_no_other_servers_calls() {
 
     // The server answers no ping either: it hangs, and the gateway says so.
     eventually("the health report to show the hung server", || {
-        let health = health(&gateway);
+        let health = gateway.health();
         health["status"] == "degraded" && health["servers"]["frozen"]["state"] == "disconnected"
     });
     assert!(
@@ -201,7 +107,7 @@ fn a_hung_upstream_is_disconnected_and_holds_back_no_other_servers_calls() {
         "{}",
         gateway.log()
     );
-    assert_eq!(health(&gateway)["servers"]["healthy"]["state"], "connected");
+    assert_eq!(gateway.health()["servers"]["healthy"]["state"], "connected");
     let answer = call(&gateway, "fz_echo", json!({"text": "hi"}));
     let (is_error, text) = outcome(&answer);
     assert!(
@@ -237,7 +143,7 @@ fn a_deferred_servers_tools_are_found_by_search_and_called_by_name() {
             &[]
         ),
     );
-    let gateway = Gateway::start_with(&config(dir.path(), "stateless = true", &servers), &[], &[]);
+    let gateway = Gateway::start(&config(dir.path(), "stateless = true", &servers));
     assert_eq!(
         tools(&gateway),
         ["py_echo", "py_weather", "search_tools", "set_tool_enabled"]
@@ -283,15 +189,11 @@ fn a_session_switch_without_a_session_is_an_error_and_switches_nothing() {
     // A stateless gateway, and one with sessions asked without one (2026-07-28).
     for gateway_extra in ["stateless = true", ""] {
         let dir = tempfile::tempdir().unwrap();
-        let gateway = Gateway::start_with(
-            &config(
-                dir.path(),
-                gateway_extra,
-                &upstream(python, "python", "prefix = \"py\"\nallow = [\"echo\"]", &[]),
-            ),
-            &[],
-            &[],
-        );
+        let gateway = Gateway::start(&config(
+            dir.path(),
+            gateway_extra,
+            &upstream(python, "python", "prefix = \"py\"\nallow = [\"echo\"]", &[]),
+        ));
         let answer = call(
             &gateway,
             "set_tool_enabled",
@@ -328,7 +230,7 @@ fn an_upstream_cannot_take_the_gateways_own_tool_names() {
             &["--tools", "enabled"]
         ),
     );
-    let gateway = Gateway::start_with(&config(dir.path(), "stateless = true", &servers), &[], &[]);
+    let gateway = Gateway::start(&config(dir.path(), "stateless = true", &servers));
     assert_eq!(tools(&gateway), ["echo", "set_tool_enabled"]);
     // The gateway's own tool answers.
     let answer = call(
@@ -360,11 +262,11 @@ fn two_tools_of_one_server_that_map_to_one_name_are_both_refused() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let server = |names: &str| upstream(python, "files", "prefix = \"p\"", &["--tools", names]);
-    let gateway = Gateway::start_with(
-        &config(dir.path(), "stateless = true", &server("files.read")),
-        &[],
-        &[],
-    );
+    let gateway = Gateway::start(&config(
+        dir.path(),
+        "stateless = true",
+        &server("files.read"),
+    ));
     let mapped = tools(&gateway)
         .into_iter()
         .find(|name| name.starts_with("p_files_read_"))
@@ -392,15 +294,11 @@ fn two_tools_of_one_server_that_map_to_one_name_are_both_refused() {
     drop(gateway);
 
     // After a restart, with the server listing them the other way round: the same.
-    let gateway = Gateway::start_with(
-        &config(
-            dir.path(),
-            "stateless = true",
-            &server(&format!("{remote},files.read")),
-        ),
-        &[],
-        &[],
-    );
+    let gateway = Gateway::start(&config(
+        dir.path(),
+        "stateless = true",
+        &server(&format!("{remote},files.read")),
+    ));
     let listed = tools(&gateway);
     assert!(listed.contains(&"p_echo".to_owned()), "{listed:?}");
     assert!(

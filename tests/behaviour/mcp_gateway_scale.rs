@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use sqlx::Connection as _;
 
 use crate::mcp_gateway::{
-    ALICE, Gateway, LIMIT, call_request, config, eventually, pg_count, post, py_tools_without,
-    python_upstream, runtime, switch_off_request, with_store,
+    ALICE, Gateway, LIMIT, eventually, pg_count, post_as, py_tools_without, runtime, stateless,
+    switch_off_request, tool_names,
 };
 use crate::mcp_python::python;
 use crate::proxy_support::RoundRobin;
@@ -22,34 +22,7 @@ use crate::proxy_support::RoundRobin;
 /// The tools Alice lists through the gateway at `url` (a stateless 2026-07-28 `tools/list`),
 /// sorted.
 fn listed(url: &str) -> Vec<String> {
-    // A `tools/call` request's envelope (its `_meta`), made a `tools/list`.
-    let mut message: Value = serde_json::from_str(&call_request("", json!({}))).unwrap();
-    message["method"] = json!("tools/list");
-    message["params"] = json!({"_meta": message["params"]["_meta"].take()});
-    let alice = format!("Bearer {ALICE}");
-    let (status, answer) = post(
-        url,
-        &[("authorization", alice.as_str())],
-        message.to_string(),
-    );
-    assert_eq!(status, 200, "{answer}");
-    let answer: Value = serde_json::from_str(&answer)
-        .ok()
-        .or_else(|| {
-            answer
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .find_map(|data| serde_json::from_str(data.trim()).ok())
-        })
-        .unwrap_or_else(|| panic!("no JSON-RPC answer: {answer}"));
-    let mut names: Vec<String> = answer["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{answer}"))
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap().to_owned())
-        .collect();
-    names.sort();
-    names
+    tool_names(&stateless(url, ALICE, "tools/list", json!({})))
 }
 
 /// Runs `statement` (trusted test SQL) in the PostgreSQL database at `url`.
@@ -88,18 +61,10 @@ fn a_gateway_that_lost_its_listening_connection_learns_the_switches_made_meanwhi
     );
     let second_url = url.replacen("postgres://postgres:", &format!("postgres://{role}:"), 1);
     assert_ne!(second_url, url);
-    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    let start = |dir: &Path, store: &str| {
-        let path = config(
-            dir,
-            "stateless = true",
-            &python_upstream(python, "python", "py", ""),
-        );
-        Gateway::start(&with_store(&path, store))
-    };
+    let start = |store: &str| Gateway::with_python_store(python, "stateless = true", store);
     // The second first: it makes the tables, as their owner.
-    let second = start(dirs[1].path(), &second_url);
-    let first = start(dirs[0].path(), &url);
+    let second = start(&second_url);
+    let first = start(&url);
 
     // The second process has Alice's switches loaded (all on).
     assert_eq!(listed(&second.url), py_tools_without(&[]));
@@ -118,12 +83,7 @@ fn a_gateway_that_lost_its_listening_connection_learns_the_switches_made_meanwhi
         pg_count(&url, CONNECTED, &role) == 0
     });
     // Meanwhile Alice switches py_echo off through the first process.
-    let alice = format!("Bearer {ALICE}");
-    let (status, answer) = post(
-        &first.url,
-        &[("authorization", alice.as_str())],
-        switch_off_request("py_echo"),
-    );
+    let (status, answer) = post_as(&first.url, ALICE, switch_off_request("py_echo"));
     assert_eq!(status, 200, "{answer}");
     assert!(answer.contains("py_echo is off"), "{answer}");
     assert_eq!(listed(&first.url), py_tools_without(&["py_echo"]));
@@ -156,18 +116,9 @@ fn a_gateway_that_lost_its_listening_connection_learns_the_switches_made_meanwhi
 #[test]
 fn behind_a_round_robin_proxy_a_switch_reaches_a_listen_stream_held_by_the_other_process() {
     let Some(python) = python() else { return };
-    let Some(postgres) = crate::store_support::postgres() else {
+    let Some((_, gateways)) = Gateway::two_sharing_postgres(python, "") else {
         return;
     };
-    let (url, _) = runtime().block_on(postgres.create_database());
-    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    let gateways: Vec<Gateway> = dirs
-        .iter()
-        .map(|dir| {
-            let path = config(dir.path(), "", &python_upstream(python, "python", "py", ""));
-            Gateway::start(&with_store(&path, &url))
-        })
-        .collect();
     let proxy = RoundRobin::start([gateways[0].url.clone(), gateways[1].url.clone()]);
 
     // The official Python SDK's client holds a `subscriptions/listen` stream through the proxy.
@@ -210,12 +161,7 @@ fn behind_a_round_robin_proxy_a_switch_reaches_a_listen_stream_held_by_the_other
         });
         assert_eq!(health.as_u16(), 200);
     }
-    let alice = format!("Bearer {ALICE}");
-    let (status, answer) = post(
-        &proxy.url,
-        &[("authorization", alice.as_str())],
-        switch_off_request("py_echo"),
-    );
+    let (status, answer) = post_as(&proxy.url, ALICE, switch_off_request("py_echo"));
     assert_eq!(status, 200, "{answer}");
     assert!(answer.contains("py_echo is off"), "{answer}");
     let switched = proxy
@@ -257,33 +203,15 @@ fn behind_a_round_robin_proxy_a_switch_reaches_a_listen_stream_held_by_the_other
 #[test]
 fn a_change_one_gateway_saw_is_accepted_through_another_sharing_postgres() {
     let Some(python) = python() else { return };
-    let Some(postgres) = crate::store_support::postgres() else {
+    let Some((url, gateways)) = Gateway::two_sharing_postgres(python, "stateless = true") else {
         return;
     };
-    let (url, _) = runtime().block_on(postgres.create_database());
-    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    let gateways: Vec<Gateway> = dirs
-        .iter()
-        .map(|dir| {
-            let path = config(
-                dir.path(),
-                "stateless = true",
-                &python_upstream(python, "python", "py", ""),
-            );
-            Gateway::start(&with_store(&path, &url))
-        })
-        .collect();
     let (first, second) = (&gateways[0], &gateways[1]);
-    let alice = format!("Bearer {ALICE}");
-    let weather = |gateway: &Gateway| {
-        let body = call_request("py_weather", json!({"city": "Oslo"}));
-        post(&gateway.url, &[("authorization", alice.as_str())], body).1
-    };
+    let weather = |gateway: &Gateway| gateway.call(ALICE, "py_weather", json!({"city": "Oslo"})).1;
     assert!(weather(first).contains("sunny in Oslo"));
     assert!(weather(second).contains("sunny in Oslo"));
     // Only the second process's upstream changes the tool.
-    let body = call_request("py_redefine", json!({}));
-    let (_, answer) = post(&second.url, &[("authorization", alice.as_str())], body);
+    let (_, answer) = second.call(ALICE, "py_redefine", json!({}));
     assert!(answer.contains("redefined"), "{answer}");
     eventually("the second process to withhold the changed tool", || {
         weather(second).contains("-32602")

@@ -6,40 +6,19 @@
 //!
 //! Gateways run in this process ([`McpGateway`] over real loopback HTTP); two gateways sharing
 //! one SQLite store stand for two processes behind a load balancer, as sessions live in the
-//! store. The session helpers follow those of [`mcp_gateway`](crate::mcp_gateway), kept apart
-//! here while that module's set-up changes.
+//! store. The session helpers are those of [`mcp_gateway`](crate::mcp_gateway).
 
-use std::{
-    path::Path,
-    sync::{Arc, atomic::AtomicUsize},
-    time::Duration,
-};
+use std::sync::{Arc, atomic::AtomicUsize};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tool_core::gateway::{GatewayConfig, GatewayError, GatewayHttpServer, McpGateway, hash_token};
+use tool_core::gateway::{GatewayConfig, GatewayError, GatewayHttpServer, McpGateway};
 
+use crate::mcp_gateway::{
+    ADMIN, ALICE, BOB, LIMIT, begin, config_text, initialize_only, initialize_request,
+    initialized_notification, listed_tools, session_message, session_send,
+};
 use crate::mcp_server_access::Counted;
-
-const ALICE: &str = "alice-token-0123456789";
-const BOB: &str = "bob-token-9876543210";
-const ADMIN: &str = "admin-token-abcdef";
-const LIMIT: Duration = Duration::from_secs(30);
-const VERSION: &str = "2025-06-18";
-
-/// A configuration with the users alice and bob, the admin token, the store in `dir`, then
-/// `gateway_extra` (in `[gateway]`) and `servers`.
-fn config_text(dir: &Path, gateway_extra: &str, servers: &str) -> String {
-    format!(
-        "[gateway]\nstore = \"sqlite://{store}\"\nadmin_token_sha256 = \"{admin}\"\n{gateway_extra}\n\
-         [[users]]\nname = \"alice\"\ntoken_sha256 = \"{alice}\"\n\n\
-         [[users]]\nname = \"bob\"\ntoken_sha256 = \"{bob}\"\n\n{servers}",
-        store = dir.join("switches.db").display(),
-        admin = hash_token(ADMIN),
-        alice = hash_token(ALICE),
-        bob = hash_token(BOB),
-    )
-}
 
 /// A gateway serving HTTP on a free loopback port, with one local tool, `count`.
 struct Running {
@@ -72,132 +51,6 @@ impl Running {
     fn base(&self) -> String {
         format!("http://{}", self.http.local_addr())
     }
-}
-
-/// An answer: the status, the `mcp-session-id` answered, the body as it came, and the first
-/// JSON-RPC answer in it (its JSON, or the first one with an `id` in its event stream).
-struct Answer {
-    status: u16,
-    session: Option<String>,
-    body: String,
-    message: Option<Value>,
-}
-
-/// Sends `method` to the MCP endpoint as the user of `token`, in `session` (if any), with
-/// `headers` and `body`; a body still streaming after 5 s is read up to then.
-async fn send(
-    method: reqwest::Method,
-    url: &str,
-    token: &str,
-    session: Option<&str>,
-    headers: &[(&str, &str)],
-    body: Option<&Value>,
-) -> Answer {
-    let mut request = crate::http_client::client()
-        .request(method, url)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", VERSION)
-        .bearer_auth(token)
-        .timeout(LIMIT);
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    if let Some(body) = body {
-        request = request
-            .header("content-type", "application/json")
-            .body(body.to_string());
-    }
-    let mut response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .map(|id| id.to_str().unwrap().to_owned());
-    let mut body = String::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, response.chunk()).await {
-        body.push_str(&String::from_utf8_lossy(&chunk));
-        if body.contains("\"id\":") && body.ends_with("\n\n") {
-            break;
-        }
-    }
-    let message = serde_json::from_str(&body).ok().or_else(|| {
-        body.lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-            .find(|message| message.get("id").is_some())
-    });
-    Answer {
-        status,
-        session,
-        body,
-        message,
-    }
-}
-
-async fn post(url: &str, token: &str, session: Option<&str>, message: &Value) -> Answer {
-    send(
-        reqwest::Method::POST,
-        url,
-        token,
-        session,
-        &[],
-        Some(message),
-    )
-    .await
-}
-
-fn initialize() -> Value {
-    json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {
-            "protocolVersion": VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "trust-test", "version": "1"}
-        }
-    })
-}
-
-fn initialized() -> Value {
-    json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-}
-
-/// Sends `initialize` as the user of `token`; the new session's id.
-async fn initialize_only(url: &str, token: &str) -> String {
-    let answer = post(url, token, None, &initialize()).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    answer.session.expect("an mcp-session-id")
-}
-
-/// Begins a session as the user of `token` (`initialize`, then `initialized`); its id.
-async fn begin(url: &str, token: &str) -> String {
-    let id = initialize_only(url, token).await;
-    let answer = post(url, token, Some(&id), &initialized()).await;
-    assert_eq!(answer.status, 202, "{}", answer.body);
-    id
-}
-
-/// The tools the session lists, by name, sorted; `Err` with the answer when it lists none.
-async fn tools(url: &str, token: &str, session: &str) -> Result<Vec<String>, String> {
-    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-    let answer = post(url, token, Some(session), &list).await;
-    let listed = answer
-        .message
-        .as_ref()
-        .and_then(|message| message["result"]["tools"].as_array())
-        .filter(|_| answer.status == 200);
-    let Some(listed) = listed else {
-        return Err(format!("{}: {}", answer.status, answer.body));
-    };
-    let mut names: Vec<String> = listed
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap().to_owned())
-        .collect();
-    names.sort();
-    Ok(names)
 }
 
 fn names(names: &[&str]) -> Result<Vec<String>, String> {
@@ -235,7 +88,7 @@ async fn another_users_session_id_is_unknown_to_every_method_on_every_gateway() 
         "jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "set_tool_enabled", "arguments": {"name": "count", "enabled": false, "scope": "session"}}
     });
-    let switched = post(&url, ALICE, Some(&session), &call).await;
+    let switched = session_message(&url, ALICE, Some(&session), &call).await;
     assert_eq!(switched.status, 200, "{}", switched.body);
     assert_eq!(
         switched.message.as_ref().unwrap()["result"]["content"][0]["text"],
@@ -245,7 +98,7 @@ async fn another_users_session_id_is_unknown_to_every_method_on_every_gateway() 
     );
     let event = first_event_id(&switched.body).expect("the answer came as an event stream");
     assert_eq!(
-        tools(&url, ALICE, &session).await,
+        listed_tools(&url, ALICE, &session).await,
         names(&["set_tool_enabled"])
     );
 
@@ -253,7 +106,7 @@ async fn another_users_session_id_is_unknown_to_every_method_on_every_gateway() 
     // cancelling in it, listing its tools and ending it are answered as in no session, on
     // either gateway.
     for gateway in [&url, &other] {
-        let resume = send(
+        let resume = session_send(
             reqwest::Method::GET,
             gateway,
             BOB,
@@ -268,11 +121,11 @@ async fn another_users_session_id_is_unknown_to_every_method_on_every_gateway() 
             "jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": 2, "reason": "bob"}
         });
-        let cancelled = post(gateway, BOB, Some(&session), &cancel).await;
+        let cancelled = session_message(gateway, BOB, Some(&session), &cancel).await;
         assert_eq!(cancelled.status, 404, "{gateway}: {}", cancelled.body);
-        let listed = tools(gateway, BOB, &session).await;
+        let listed = listed_tools(gateway, BOB, &session).await;
         assert_unknown(&listed, gateway);
-        let ended = send(
+        let ended = session_send(
             reqwest::Method::DELETE,
             gateway,
             BOB,
@@ -286,14 +139,14 @@ async fn another_users_session_id_is_unknown_to_every_method_on_every_gateway() 
 
     // Alice's session goes on, with her switch, on both gateways.
     assert_eq!(
-        tools(&url, ALICE, &session).await,
+        listed_tools(&url, ALICE, &session).await,
         names(&["set_tool_enabled"])
     );
     assert_eq!(
-        tools(&other, ALICE, &session).await,
+        listed_tools(&other, ALICE, &session).await,
         names(&["set_tool_enabled"])
     );
-    let resumed = send(
+    let resumed = session_send(
         reqwest::Method::GET,
         &url,
         ALICE,
@@ -304,10 +157,10 @@ async fn another_users_session_id_is_unknown_to_every_method_on_every_gateway() 
     .await;
     assert_eq!(resumed.status, 200, "{}", resumed.body);
     // An unknown session is answered alike.
-    let unknown = tools(&url, ALICE, "no-such-session").await;
+    let unknown = listed_tools(&url, ALICE, "no-such-session").await;
     assert_unknown(&unknown, "");
     // Her own `DELETE` ends it.
-    let ended = send(
+    let ended = session_send(
         reqwest::Method::DELETE,
         &url,
         ALICE,
@@ -317,7 +170,7 @@ async fn another_users_session_id_is_unknown_to_every_method_on_every_gateway() 
     )
     .await;
     assert!(ended.status < 300, "{}", ended.body);
-    let after = tools(&url, ALICE, &session).await;
+    let after = listed_tools(&url, ALICE, &session).await;
     assert_unknown(&after, "");
 }
 
@@ -334,19 +187,19 @@ async fn a_session_is_its_users_from_its_initialize_before_the_client_says_initi
 
     // Bob cannot take it over, on the other gateway (which would restore it from the store)
     // nor on hers.
-    let listed = tools(&other, BOB, &session).await;
+    let listed = listed_tools(&other, BOB, &session).await;
     assert_unknown(&listed, "");
-    let said = post(&url, BOB, Some(&session), &initialized()).await;
+    let said = session_message(&url, BOB, Some(&session), &initialized_notification()).await;
     assert_eq!(said.status, 404, "{}", said.body);
-    let listed = tools(&url, BOB, &session).await;
+    let listed = listed_tools(&url, BOB, &session).await;
     assert_unknown(&listed, "");
 
     // It stays hers, on both gateways.
-    let said = post(&url, ALICE, Some(&session), &initialized()).await;
+    let said = session_message(&url, ALICE, Some(&session), &initialized_notification()).await;
     assert_eq!(said.status, 202, "{}", said.body);
     let all = names(&["count", "set_tool_enabled"]);
-    assert_eq!(tools(&url, ALICE, &session).await, all);
-    assert_eq!(tools(&other, ALICE, &session).await, all);
+    assert_eq!(listed_tools(&url, ALICE, &session).await, all);
+    assert_eq!(listed_tools(&other, ALICE, &session).await, all);
 }
 
 /// One raw HTTP/1.1 request to `addr`: the status of its answer and the answer.
@@ -468,7 +321,7 @@ async fn a_repeated_proxy_user_header_names_nobody() {
                 .header("accept", "application/json, text/event-stream")
                 .header("content-type", "application/json")
                 .timeout(LIMIT)
-                .body(initialize().to_string());
+                .body(initialize_request().to_string());
             for user in users {
                 request = request.header("x-user", *user);
             }

@@ -222,6 +222,17 @@ pub(crate) struct ExampleServer {
     pub(crate) url: String,
 }
 
+/// The URL a server names on the first line of its `stdout`, `listening on URL`; `Err` with
+/// the line when it says something else.
+pub(crate) fn listening_url(stdout: impl std::io::Read) -> Result<String, String> {
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    match line.trim().strip_prefix("listening on ") {
+        Some(url) => Ok(url.to_owned()),
+        None => Err(line),
+    }
+}
+
 impl ExampleServer {
     pub(crate) fn start(root: &Path, stateless: bool) -> Self {
         Self::start_with_env(root, stateless, &[])
@@ -236,15 +247,8 @@ impl ExampleServer {
             command.arg("--stateless");
         }
         let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
-        let mut first_line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first_line)
-            .unwrap();
-        let url = first_line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line from the server: {first_line:?}"))
-            .to_owned();
+        let url = listening_url(child.stdout.take().unwrap())
+            .unwrap_or_else(|line| panic!("unexpected first line from the server: {line:?}"));
         assert!(url.starts_with("http://127.0.0.1:"), "{url}");
         Self { child, url }
     }
