@@ -15,7 +15,9 @@ use tool_core::{
     tool,
 };
 
-use crate::agent_support::{Echo, Log, assert_every_call_answered, tool_results};
+use crate::agent_support::{
+    Echo, Log, assert_every_call_answered, scripted_agent_with, tool_results,
+};
 
 /// The user a chat belongs to: an application dependency, never in a schema.
 struct User(&'static str);
@@ -62,22 +64,10 @@ async fn even(number: i64) -> Result<String, ToolError> {
     }
 }
 
-fn agent_with(
-    options: AgentOptions,
-    dir: &std::path::Path,
-    script: impl IntoIterator<Item = ScriptedResponse>,
-) -> (Agent, ScriptedModel) {
-    let model = ScriptedModel::new(script);
-    let options = options
-        .root_dir(dir)
-        .session_context_file_path(dir.join("session.json"));
-    (Agent::new(model.clone(), options), model)
-}
-
 #[tokio::test]
 async fn a_tool_sees_its_call_the_conversation_and_the_applications_deps() {
     let dir = tempfile::tempdir().unwrap();
-    let (agent, model) = agent_with(
+    let (agent, model) = scripted_agent_with(
         AgentOptions::new().deps(Deps::new().with(User("Ada"))),
         dir.path(),
         [
@@ -130,7 +120,7 @@ async fn a_tool_sees_its_call_the_conversation_and_the_applications_deps() {
 #[tokio::test]
 async fn a_missing_dependency_is_an_error_for_the_model_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new(),
         dir.path(),
         [
@@ -168,7 +158,7 @@ async fn called_without_an_agent_a_tool_gets_an_empty_call() {
 #[tokio::test]
 async fn progress_reaches_the_stream_as_events() {
     let dir = tempfile::tempdir().unwrap();
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new(),
         dir.path(),
         [
@@ -239,7 +229,7 @@ impl tool_core::ExecutableTool for Waiter {
 #[tokio::test]
 async fn dropping_the_stream_fires_the_calls_cancellation_signal() {
     let dir = tempfile::tempdir().unwrap();
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new(),
         dir.path(),
         [
@@ -280,7 +270,7 @@ async fn save_session_context_saves_the_chat_that_called_it_whichever_registry_i
         ToolContextOptions::new().session_context_file_path(dir.path().join("other.json")),
     );
     let shared = Arc::new(create_default_tool_registry(other));
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new().registry(shared).system_prompt("mine"),
         dir.path(),
         [
@@ -300,7 +290,7 @@ async fn save_session_context_saves_the_chat_that_called_it_whichever_registry_i
 async fn a_tool_that_needs_approval_waits_and_a_denied_call_is_told_why() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::default();
-    let (agent, model) = agent_with(
+    let (agent, model) = scripted_agent_with(
         AgentOptions::new(),
         dir.path(),
         [
@@ -361,7 +351,7 @@ async fn a_tool_that_needs_approval_waits_and_a_denied_call_is_told_why() {
 async fn an_approved_call_runs_and_the_turn_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::default();
-    let (agent, model) = agent_with(
+    let (agent, model) = scripted_agent_with(
         AgentOptions::new(),
         dir.path(),
         [
@@ -414,7 +404,7 @@ async fn the_policy_asks_for_destructive_tools_and_by_arguments() {
                     .and_then(|args| args["text"].as_str())
                     .is_some_and(|text| text.contains("secret"))
         });
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new().approval(policy),
         dir.path(),
         [
@@ -458,7 +448,7 @@ async fn the_policy_asks_for_destructive_tools_and_by_arguments() {
 async fn pending_approvals_survive_saving_and_a_new_agent_continues_from_them() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::default();
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new(),
         dir.path(),
         [ScriptedResponse::tool_call(
@@ -503,7 +493,7 @@ async fn pending_approvals_survive_saving_and_a_new_agent_continues_from_them() 
 #[tokio::test]
 async fn a_streamed_turn_asks_for_approval_after_the_calls_finished_event() {
     let dir = tempfile::tempdir().unwrap();
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new(),
         dir.path(),
         [
@@ -564,7 +554,7 @@ impl tool_core::ExecutableTool for Recorder {
 async fn a_calls_finished_event_reaches_the_consumer_before_the_call_runs() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::default();
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new(),
         dir.path(),
         [
@@ -585,7 +575,7 @@ async fn a_calls_finished_event_reaches_the_consumer_before_the_call_runs() {
 #[tokio::test]
 async fn a_tool_that_keeps_asking_for_retries_ends_the_turn_after_its_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new(),
         dir.path(),
         [
@@ -635,7 +625,7 @@ async fn a_tool_that_keeps_asking_for_retries_ends_the_turn_after_its_budget() {
 #[tokio::test]
 async fn invalid_arguments_count_against_the_agents_budget_and_a_success_resets_it() {
     let dir = tempfile::tempdir().unwrap();
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new().max_tool_retries(1),
         dir.path(),
         [
@@ -651,7 +641,7 @@ async fn invalid_arguments_count_against_the_agents_budget_and_a_success_resets_
     // Two calls had to be made again; the turn still ended well.
     assert_eq!((reply.tool_calls, reply.retried_calls), (3, 2));
 
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new().max_tool_retries(1),
         dir.path(),
         [
@@ -676,7 +666,7 @@ async fn the_retry_budget_counts_failing_steps_not_the_calls_of_one_step() {
     let five_bad = || ScriptedResponse::tool_calls(["c1", "c2", "c3", "c4", "c5"].map(bad));
     // Five bad calls in one step are one failed attempt: the model sees the five errors and
     // fixes them in the next step.
-    let (agent, model) = agent_with(
+    let (agent, model) = scripted_agent_with(
         AgentOptions::new().max_tool_retries(1),
         dir.path(),
         [
@@ -703,7 +693,7 @@ async fn the_retry_budget_counts_failing_steps_not_the_calls_of_one_step() {
     );
 
     // Failing steps in a row end the turn once they pass the budget.
-    let (agent, model) = agent_with(
+    let (agent, model) = scripted_agent_with(
         AgentOptions::new().max_tool_retries(1),
         dir.path(),
         [
@@ -728,7 +718,7 @@ async fn a_forced_tool_choice_applies_to_the_first_step_only_unless_asked() {
     use tool_core::model::ToolChoice;
 
     let dir = tempfile::tempdir().unwrap();
-    let (agent, model) = agent_with(
+    let (agent, model) = scripted_agent_with(
         AgentOptions::new().tool_choice(ToolChoice::tool("echo")),
         dir.path(),
         [
@@ -757,7 +747,7 @@ async fn a_forced_tool_choice_applies_to_the_first_step_only_unless_asked() {
         [ToolChoice::tool("echo"), ToolChoice::Auto, ToolChoice::None]
     );
 
-    let (agent, model) = agent_with(
+    let (agent, model) = scripted_agent_with(
         AgentOptions::new()
             .tool_choice(ToolChoice::Required)
             .tool_choice_every_step(true)
@@ -784,7 +774,7 @@ async fn a_forced_tool_choice_applies_to_the_first_step_only_unless_asked() {
 #[tokio::test]
 async fn active_tools_narrow_the_enabled_set_for_one_turn() {
     let dir = tempfile::tempdir().unwrap();
-    let (agent, model) = agent_with(
+    let (agent, model) = scripted_agent_with(
         AgentOptions::new(),
         dir.path(),
         [ScriptedResponse::text("one"), ScriptedResponse::text("two")],
@@ -833,7 +823,7 @@ async fn add_days(days: i64, extra: Vec<i64>) -> i64 {
 #[tokio::test]
 async fn a_lenient_tools_coercions_are_events_before_its_result() {
     let dir = tempfile::tempdir().unwrap();
-    let (agent, _model) = agent_with(
+    let (agent, _model) = scripted_agent_with(
         AgentOptions::new(),
         dir.path(),
         [

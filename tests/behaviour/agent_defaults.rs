@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 use tool_core::{
-    Agent, AgentOptions, JsonObject, Message, ToolContext, create_default_tool_registry,
+    Agent, AgentOptions, JsonObject, ToolContext, create_default_tool_registry,
     model::{ScriptedModel, ScriptedResponse, TestModel},
 };
+
+use crate::agent_support::tool_result;
 
 fn args(value: serde_json::Value) -> JsonObject {
     value.as_object().cloned().expect("an object")
@@ -68,23 +70,6 @@ async fn a_chosen_root_directory_is_used_as_it_is_and_kept() {
     assert_eq!(agent.context().root_dir(), dir.path());
     drop(agent);
     assert!(dir.path().exists());
-}
-
-/// The tool message the model got for call `id` in its last request.
-fn tool_result(model: &ScriptedModel, id: &str) -> String {
-    let request = model.last_request().expect("the model was asked");
-    request
-        .messages
-        .iter()
-        .find_map(|message| match message {
-            Message::Tool {
-                tool_call_id,
-                content,
-                ..
-            } if tool_call_id == id => Some(content.clone()),
-            _ => None,
-        })
-        .expect("the call was answered")
 }
 
 #[tokio::test]

@@ -210,6 +210,15 @@ pub(crate) fn tool_results(messages: &[Message]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The tool message the model got for call `id` in its last request.
+pub(crate) fn tool_result(model: &ScriptedModel, id: &str) -> String {
+    let request = model.last_request().expect("the model was asked");
+    tool_results(&request.messages)
+        .into_iter()
+        .find_map(|(call, content)| (call == id).then_some(content))
+        .expect("the call was answered")
+}
+
 /// The names of the tools a request offered.
 pub(crate) fn offered(request: &tool_core::model::ChatRequest) -> Vec<String> {
     request

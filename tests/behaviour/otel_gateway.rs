@@ -6,52 +6,28 @@
 //! (`tests/mcp_python/meta_upstream.py`) answers with the `_meta` it got, so the test also reads
 //! the `traceparent` the gateway put on the wire.
 
-use std::{
-    path::{Path, PathBuf},
-    sync::Arc,
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::{Value, json};
 use tool_core::{
-    Agent, AgentOptions, Message, ToolRegistry,
+    Agent, AgentOptions, ToolRegistry,
     mcp::{McpClient, McpServerConfig},
     model::{ScriptedModel, ScriptedResponse, ToolCall},
 };
 
 use crate::{
-    mcp_gateway::{ALICE, Gateway, config},
+    agent_support::tool_result,
+    mcp_gateway::{ALICE, Gateway, config, python_server},
     mcp_python::{SERVER, python},
     otel_support::{
         CLIENT, INTERNAL, SERVER_KIND, attributes, export_to, named, only_child, start_receiver,
     },
 };
 
-fn meta_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/meta_upstream.py")
-}
-
 /// Hex, as W3C `traceparent` writes ids.
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-/// The tool message the model got for call `id` in its last request.
-fn tool_result(model: &ScriptedModel, id: &str) -> String {
-    let request = model.last_request().expect("the model was asked");
-    request
-        .messages
-        .iter()
-        .find_map(|message| match message {
-            Message::Tool {
-                tool_call_id,
-                content,
-                ..
-            } if tool_call_id == id => Some(content.clone()),
-            _ => None,
-        })
-        .expect("the call was answered")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,10 +41,13 @@ async fn one_trace_runs_from_the_agent_through_the_gateway_to_its_upstream_serve
     // The Python SDK's server, when there is a Python to run it.
     let python = python();
     if let Some(python) = python {
-        servers.push_str(&format!(
-            "[[servers]]\nname = \"python\"\nprefix = \"py\"\ncommand = {:?}\nargs = [{:?}]\n\n",
-            python.display().to_string(),
-            meta_script().display().to_string(),
+        let prefix = "prefix = \"py\"";
+        servers.push_str(&python_server(
+            python,
+            "meta_upstream.py",
+            "python",
+            prefix,
+            &[],
         ));
     }
     let config = config(dir.path(), "", &servers);

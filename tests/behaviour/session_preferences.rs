@@ -12,7 +12,7 @@ use tool_core::{
 };
 
 /// The default tools plus `extra` (enabled by default) and `opt_in` (disabled by default).
-fn registry() -> Arc<ToolRegistry> {
+pub(crate) fn registry() -> Arc<ToolRegistry> {
     let registry = create_default_tool_registry(ToolContext::default());
     let config =
         ToolConfig::from_value(json!([mock("extra", true), mock("opt_in", false),])).unwrap();

@@ -1,19 +1,13 @@
 //! Tool preferences in every kind of store (memory, JSON file, SQLite, PostgreSQL): one suite
 //! run on each. Persistence across restarts, per-user isolation, 32 concurrent writers across
 //! two OS processes, and a store that goes away under an open session.
-
-use std::sync::Arc;
-
-use serde_json::{Value, json};
 use tool_core::{
-    ToolContext, ToolRegistry,
-    config::{HandlerTable, ToolConfig},
-    create_default_tool_registry,
     session::{ChatSession, Preferences},
     store::open_preference_store,
 };
 use tool_tests::store_writers::{self, SHARED_KEYS, WRITERS};
 
+use crate::session_preferences::registry;
 use crate::store_support::{Backend, Stores, spawn_writer, wait_writer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -45,27 +39,6 @@ async fn preference_suite(backend: Backend) {
     survives_a_restart(&stores).await;
     users_are_isolated(&stores).await;
     a_store_that_goes_away_fails_with_the_reason(&stores).await;
-}
-
-/// The default tools plus `extra` (enabled by default) and `opt_in` (disabled by default).
-fn registry() -> Arc<ToolRegistry> {
-    let registry = create_default_tool_registry(ToolContext::default());
-    let config =
-        ToolConfig::from_value(json!([mock("extra", true), mock("opt_in", false)])).unwrap();
-    assert!(config.register(&registry, &HandlerTable::new()).is_clean());
-    Arc::new(registry)
-}
-
-fn mock(name: &str, default_enabled: bool) -> Value {
-    json!({
-        "name": name,
-        "description": format!("The {name} tool."),
-        "type": "function",
-        "handler": name,
-        "parameters": { "type": "object" },
-        "implementation": { "type": "mock", "mock_response": name },
-        "metadata": { "default_enabled": default_enabled }
-    })
 }
 
 fn preferences(entries: &[(&str, bool)]) -> Preferences {

@@ -986,22 +986,20 @@ async fn run_call<'c>(
             tracing::warn!(tool = %call.name, "the model called a deferred tool it did not search for");
             return Err((text, ToolResultKind::Error, "search_required"));
         }
-        if snapshot.metadata(&call.name).is_none() {
+        let unavailable = if snapshot.metadata(&call.name).is_none() {
             tracing::warn!(tool = %call.name, "the model called a tool that does not exist");
-            let error = ExecuteError::NotFound {
+            Some(ExecuteError::NotFound {
                 name: call.name.clone(),
-            };
-            return Err((
-                search::not_available(&error, snapshot, &call.name),
-                ToolResultKind::Error,
-                error_type(&error),
-            ));
-        }
-        if !snapshot.is_enabled(&call.name) {
+            })
+        } else if !snapshot.is_enabled(&call.name) {
             tracing::warn!(tool = %call.name, "the model called a disabled tool");
-            let error = ExecuteError::Disabled {
+            Some(ExecuteError::Disabled {
                 name: call.name.clone(),
-            };
+            })
+        } else {
+            None
+        };
+        if let Some(error) = unavailable {
             return Err((
                 search::not_available(&error, snapshot, &call.name),
                 ToolResultKind::Error,
