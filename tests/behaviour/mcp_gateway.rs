@@ -19,7 +19,7 @@ use crate::mcp_python::{json_report, python};
 
 const GATEWAY: &str = env!("CARGO_BIN_EXE_mcp_gateway_example");
 pub(crate) const ALICE: &str = "alice-token-0123456789";
-const BOB: &str = "bob-token-9876543210";
+pub(crate) const BOB: &str = "bob-token-9876543210";
 const ADMIN: &str = "admin-token-abcdef";
 pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
@@ -85,7 +85,7 @@ impl Gateway {
 
     /// The gateway in front of the Python upstream, with `gateway_extra` in its `[gateway]`
     /// table, its configuration and SQLite store in a folder of its own.
-    fn with_python(python: &Path, gateway_extra: &str) -> Self {
+    pub(crate) fn with_python(python: &Path, gateway_extra: &str) -> Self {
         let folder = tempfile::tempdir().unwrap();
         let mut gateway = Self::start(&config(folder.path(), gateway_extra, &py_upstream(python)));
         gateway.folder = Some(folder);
@@ -195,7 +195,7 @@ impl Gateway {
     }
 
     /// Switches `tool` for `user` through the admin API.
-    fn switch(&self, user: &str, tool: &str, enabled: bool) {
+    pub(crate) fn switch(&self, user: &str, tool: &str, enabled: bool) {
         let path = format!("/admin/users/{user}/tools/{tool}");
         let (status, answer) = self.admin(
             reqwest::Method::PUT,
@@ -206,7 +206,7 @@ impl Gateway {
     }
 
     /// Whether `tool` is on for `user`, as the admin API reports it (`None`: not served).
-    fn is_on(&self, user: &str, tool: &str) -> Option<bool> {
+    pub(crate) fn is_on(&self, user: &str, tool: &str) -> Option<bool> {
         let path = format!("/admin/users/{user}/tools");
         let (status, tools) = self.admin(reqwest::Method::GET, &path, None);
         assert_eq!(status, 200, "{tools}");
@@ -235,7 +235,7 @@ impl Gateway {
 
     /// Calls `tool` with a self-contained 2026-07-28 request as the user of `token`; the
     /// status and the body.
-    fn call(&self, token: &str, tool: &str, arguments: Value) -> (u16, String) {
+    pub(crate) fn call(&self, token: &str, tool: &str, arguments: Value) -> (u16, String) {
         let authorization = format!("Bearer {token}");
         post(
             &self.url,
@@ -803,12 +803,12 @@ fn with_tool_search_a_user_sees_search_and_pins_and_never_finds_a_switched_off_t
 }
 
 /// The protocol version of the session tests (one with HTTP sessions).
-const SESSION_VERSION: &str = "2025-06-18";
+pub(crate) const SESSION_VERSION: &str = "2025-06-18";
 
 /// One JSON-RPC message to the gateway in HTTP session `session` (none for `initialize`) as
 /// the user of `token`: the status, the `mcp-session-id` answered, and the JSON-RPC message
 /// of the answer (from its JSON or its event stream), if any.
-fn session_post(
+pub(crate) fn session_post(
     url: &str,
     token: &str,
     session: Option<&str>,
@@ -844,7 +844,7 @@ fn session_post(
 }
 
 /// Begins an HTTP session as the user of `token`; its id.
-fn begin_session(url: &str, token: &str) -> String {
+pub(crate) fn begin_session(url: &str, token: &str) -> String {
     let initialize = json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {
@@ -863,7 +863,7 @@ fn begin_session(url: &str, token: &str) -> String {
 }
 
 /// The tools the session lists, by name.
-fn session_tools(url: &str, token: &str, session: &str) -> Vec<String> {
+pub(crate) fn session_tools(url: &str, token: &str, session: &str) -> Vec<String> {
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let (status, _, answer) = session_post(url, token, Some(session), &list);
     assert_eq!(status, 200, "{answer:?}");
@@ -967,7 +967,12 @@ fn watch_session(
 
 /// The status of an HTTP `method` request (`GET`: for the event stream) in session `session`
 /// as the user of `token`; the body is not read.
-fn session_status(method: reqwest::Method, url: &str, token: &str, session: &str) -> u16 {
+pub(crate) fn session_status(
+    method: reqwest::Method,
+    url: &str,
+    token: &str,
+    session: &str,
+) -> u16 {
     let request = crate::http_client::client()
         .request(method, url)
         .header("accept", "application/json, text/event-stream")
