@@ -260,6 +260,9 @@ fn a_session_that_ends_idle_makes_room_for_another() {
         (status == 200).then_some(session).flatten()
     });
     assert_ne!(next, idle);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = session_post(url, ALICE, Some(&next), &initialized);
+    assert_eq!(status, 202);
     assert_eq!(session_tools(url, ALICE, &next), py_tools_without(&[]));
 }
 
