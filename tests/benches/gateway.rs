@@ -113,13 +113,7 @@ fn gateway(dir: &Path, store: &str, servers: &str) -> Served {
 /// As [`gateway`], with the gateway program at `program` and `limits` (TOML keys of
 /// `[gateway]`, beside the call limits every build knows: a build from before a key was added
 /// refuses it).
-fn gateway_program(
-    program: &Path,
-    dir: &Path,
-    store: &str,
-    limits: &str,
-    servers: &str,
-) -> Served {
+fn gateway_program(program: &Path, dir: &Path, store: &str, limits: &str, servers: &str) -> Served {
     let text = format!(
         "[gateway]\nstore = {store:?}\nadmin_token_sha256 = \"{admin}\"\nstateless = true\n\
          calls_per_minute = 100000000\nmax_concurrent_calls = 1024\n{limits}\n\
