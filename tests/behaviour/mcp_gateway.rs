@@ -106,7 +106,7 @@ impl Gateway {
 
     /// The gateway in front of the Python upstream, with `gateway_extra` in its `[gateway]`
     /// table, its configuration and SQLite store in a folder of its own.
-    fn with_python(python: &Path, gateway_extra: &str) -> Self {
+    pub(crate) fn with_python(python: &Path, gateway_extra: &str) -> Self {
         Self::in_folder(python, gateway_extra, None)
     }
 
@@ -219,7 +219,7 @@ impl Gateway {
     }
 
     /// Switches `tool` for `user` through the admin API.
-    fn switch(&self, user: &str, tool: &str, enabled: bool) {
+    pub(crate) fn switch(&self, user: &str, tool: &str, enabled: bool) {
         let path = format!("/admin/users/{user}/tools/{tool}");
         let (status, answer) = self.admin(
             reqwest::Method::PUT,
@@ -230,7 +230,7 @@ impl Gateway {
     }
 
     /// Whether `tool` is on for `user`, as the admin API reports it (`None`: not served).
-    fn is_on(&self, user: &str, tool: &str) -> Option<bool> {
+    pub(crate) fn is_on(&self, user: &str, tool: &str) -> Option<bool> {
         let path = format!("/admin/users/{user}/tools");
         let (status, tools) = self.admin(reqwest::Method::GET, &path, None);
         assert_eq!(status, 200, "{tools}");
@@ -855,7 +855,7 @@ fn with_tool_search_a_user_sees_search_and_pins_and_never_finds_a_switched_off_t
 }
 
 /// The protocol version of the session tests (one with HTTP sessions).
-const SESSION_VERSION: &str = "2025-06-18";
+pub(crate) const SESSION_VERSION: &str = "2025-06-18";
 
 /// A request of `method` to the MCP endpoint at `url` as the user of `token`, in HTTP session
 /// `session` (if any).
@@ -955,7 +955,7 @@ pub(crate) async fn session_message(
 
 /// [`session_message`] from a test without a runtime: the status, the `mcp-session-id`
 /// answered, and the JSON-RPC answer, if any.
-fn session_post(
+pub(crate) fn session_post(
     url: &str,
     token: &str,
     session: Option<&str>,
@@ -1003,7 +1003,7 @@ pub(crate) async fn begin(url: &str, token: &str) -> String {
 }
 
 /// [`begin`] from a test without a runtime.
-fn begin_session(url: &str, token: &str) -> String {
+pub(crate) fn begin_session(url: &str, token: &str) -> String {
     runtime().block_on(begin(url, token))
 }
 
@@ -1023,7 +1023,7 @@ pub(crate) async fn listed_tools(
 }
 
 /// The tools the session lists, by name, sorted.
-fn session_tools(url: &str, token: &str, session: &str) -> Vec<String> {
+pub(crate) fn session_tools(url: &str, token: &str, session: &str) -> Vec<String> {
     runtime()
         .block_on(listed_tools(url, token, session))
         .unwrap_or_else(|answer| panic!("{answer}"))
@@ -1118,7 +1118,7 @@ fn watch_session(
 
 /// The status of an HTTP `method` request (`GET`: for the event stream) in session `session`
 /// as the user of `token`; the body is not read.
-fn session_status(method: reqwest::Method, url: &str, token: &str, session: &str) -> u16 {
+pub(crate) fn session_status(method: reqwest::Method, url: &str, token: &str, session: &str) -> u16 {
     let request = session_request(method, url, token, Some(session));
     runtime().block_on(async move { request.send().await.unwrap().status().as_u16() })
 }

@@ -23,7 +23,9 @@
 //!
 //! With `TOOL_CORE_GATEWAY_BEFORE` naming another build of the `mcp_gateway` program (say, of
 //! the commit before a change), it runs beside this one as `gateway_before`, in front of the
-//! same upstream with its own store: a change's effect measured in one run.
+//! same upstream with its own store: a change's effect measured in one run. A build that
+//! knows `requests_per_minute` gets `TOOL_CORE_GATEWAY_BEFORE_LIMITS="requests_per_minute =
+//! 100000000"` too, so that its request limit is not what the bench measures.
 
 #[path = "../behaviour/store_support.rs"]
 #[allow(dead_code)]
@@ -101,16 +103,20 @@ fn upstream_http() -> Served {
     start_printing_url(command)
 }
 
-/// The gateway program with `servers` (TOML) and the store `store`, for user alice.
+/// The gateway program with `servers` (TOML) and the store `store`, for user alice, whose
+/// limits the bench does not reach.
 fn gateway(dir: &Path, store: &str, servers: &str) -> Served {
-    gateway_program(Path::new(GATEWAY), dir, store, servers)
+    let limits = "requests_per_minute = 100000000\n";
+    gateway_program(Path::new(GATEWAY), dir, store, limits, servers)
 }
 
-/// As [`gateway`], with the gateway program at `program`.
-fn gateway_program(program: &Path, dir: &Path, store: &str, servers: &str) -> Served {
+/// As [`gateway`], with the gateway program at `program` and `limits` (TOML keys of
+/// `[gateway]`, beside the call limits every build knows: a build from before a key was added
+/// refuses it).
+fn gateway_program(program: &Path, dir: &Path, store: &str, limits: &str, servers: &str) -> Served {
     let text = format!(
         "[gateway]\nstore = {store:?}\nadmin_token_sha256 = \"{admin}\"\nstateless = true\n\
-         calls_per_minute = 100000000\nmax_concurrent_calls = 1024\n\n\
+         calls_per_minute = 100000000\nmax_concurrent_calls = 1024\n{limits}\n\
          [[users]]\nname = \"alice\"\ntoken_sha256 = \"{alice}\"\n\n{servers}",
         admin = hash_token(ADMIN),
         alice = hash_token(ALICE),
@@ -426,7 +432,14 @@ fn main() {
             "sqlite://{}",
             before_dir.path().join("switches.db").display()
         );
-        let served = gateway_program(Path::new(&program), before_dir.path(), &store, &servers);
+        let limits = std::env::var("TOOL_CORE_GATEWAY_BEFORE_LIMITS").unwrap_or_default();
+        let served = gateway_program(
+            Path::new(&program),
+            before_dir.path(),
+            &store,
+            &limits,
+            &servers,
+        );
         runtime.block_on(switch_one_off(&served));
         served
     });

@@ -71,8 +71,11 @@ pub struct ServeConfig {
     pub pin_definitions: bool,
     /// The user of a stdio client (default `local`).
     pub stdio_user: String,
-    /// The user of HTTP requests without credentials, honoured only when the gateway listens
-    /// on a loopback address (default none: such requests are refused).
+    /// The user of HTTP requests without credentials from a client on this host (default
+    /// none: such requests are refused). Honoured only when the gateway listens on a loopback
+    /// address, and never for a request a proxy forwarded (one with `Forwarded`,
+    /// `X-Forwarded-For`, `X-Forwarded-Host`, `X-Forwarded-Proto`, `X-Real-IP` or `Via`) or
+    /// one from a `trusted_proxy` address.
     pub anonymous_user: Option<String>,
     /// The SHA-256 (hex) of the admin API's bearer token; without it the admin API is off.
     pub admin_token_sha256: Option<String>,
@@ -80,6 +83,20 @@ pub struct ServeConfig {
     pub trusted_proxy: Option<TrustedProxy>,
     /// Most tool calls one user may start per minute (default 600).
     pub calls_per_minute: u32,
+    /// Most HTTP requests of every kind (`initialize`, `tools/list`, `tools/call`,
+    /// notifications, `GET` streams, `DELETE`) one user may make per minute, a looser budget
+    /// than `calls_per_minute` beside it (default 1200). A request over it is answered `429`
+    /// with a JSON-RPC error and `Retry-After`.
+    pub requests_per_minute: u32,
+    /// Most HTTP sessions one user may hold at once in one process (default 16, of the 256
+    /// the process holds at most). An `initialize` over it is answered `429` with a JSON-RPC
+    /// error; a session ends with its client's `DELETE` or once idle.
+    pub max_sessions_per_user: u32,
+    /// Most streams one user may hold open at once in one process: `GET` event streams and
+    /// 2026-07-28 `subscriptions/listen` streams (default 32, of the 512 connections the
+    /// process serves at most). A `GET` over it is answered `429` with a JSON-RPC error, a
+    /// `subscriptions/listen` over it with a JSON-RPC error on its stream.
+    pub max_streams_per_user: u32,
     /// Most tool calls one user may have running at once on one server (default 16): each
     /// upstream server, and the gateway's own tools, count apart, so calls hanging on one
     /// server do not hold back the user's calls to the others.
@@ -112,6 +129,9 @@ impl Default for ServeConfig {
             admin_token_sha256: None,
             trusted_proxy: None,
             calls_per_minute: 600,
+            requests_per_minute: 1200,
+            max_sessions_per_user: 16,
+            max_streams_per_user: 32,
             max_concurrent_calls: 16,
             tool_search: false,
             pinned_tools: Vec::new(),

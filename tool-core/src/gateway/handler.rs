@@ -473,6 +473,12 @@ impl ServerHandler for GatewayHandler {
     /// switches is one `notifications/tools/list_changed`.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let user = self.ensure_user(subscription.request_context()).await?;
+        // A stream of the user's while this runs.
+        let _stream = self
+            .shared
+            .limits
+            .open_stream(&user)
+            .map_err(|reason| ErrorData::new(ErrorCode(LIMITED), reason, None))?;
         let Some(switches) = self.shared.switches.loaded(&user) else {
             return Ok(());
         };

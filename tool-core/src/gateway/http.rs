@@ -4,7 +4,9 @@
 //!
 //! Every request to the MCP endpoint passes [`gate`] first: [`Users::identify`] gives it a
 //! user or it is answered `401` (a JSON-RPC error body and `WWW-Authenticate`) before any of
-//! the MCP server sees it. A request naming an HTTP session (`Mcp-Session-Id`) that its user
+//! the MCP server sees it. A request over its user's request rate, or a `GET` stream over
+//! their open streams, is answered `429` with a JSON-RPC error (code `-32003`); a request
+//! without a user counts against nobody's limits. A request naming an HTTP session (`Mcp-Session-Id`) that its user
 //! does not own is answered `404`, as a session the server does not know, whatever its method
 //! and whichever process sharing the store gets it ([`SessionOwners`]); a session is its user's
 //! from the answer to its `initialize`. Then the MCP server's own `Host`, `Origin` and body
@@ -22,6 +24,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post, put},
 };
+use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -31,9 +34,9 @@ use super::{
     handler::GatewayHandler,
     owners::SessionOwners,
     sessions::StoredSessions,
-    users::{Refusal, Users},
+    users::{GatewayUser, Refusal, Users},
 };
-use crate::mcp::McpServerError;
+use crate::mcp::{McpServerError, SessionOwner};
 
 /// The gateway's HTTP server, from [`McpGateway::start_http`](super::McpGateway::start_http).
 /// Dropping it stops it.
@@ -158,59 +161,16 @@ pub(super) async fn start(
 /// The header naming a request's HTTP session.
 const SESSION_ID: &str = "mcp-session-id";
 
-/// Gives the request its user, or answers `401`; answers a request in a session its user does
-/// not own as in an unknown session (`404`), and records the owner of a session that begins.
-async fn gate(State(http): State<Arc<Http>>, mut request: Request, next: Next) -> Response {
+/// Gives the request its user, or answers `401`; holds the user to their limits (`429`);
+/// answers a request in a session its user does not own as in an unknown session (`404`), and
+/// records the owner of a session that begins.
+async fn gate(State(http): State<Arc<Http>>, request: Request, next: Next) -> Response {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|info| info.0);
     match http.users.identify(request.headers(), peer) {
-        Ok(user) => {
-            if http.shared.stateless {
-                request.extensions_mut().insert(user);
-                return next.run(request).await;
-            }
-            let sql = http.shared.switches.sql();
-            let session = match request.headers().get(SESSION_ID) {
-                None => None,
-                Some(id) => {
-                    let Ok(id) = id.to_str() else {
-                        return session_not_found();
-                    };
-                    match http.owners.owns(sql, id, &user.0).await {
-                        Ok(true) => Some(id.to_owned()),
-                        Ok(false) => return session_not_found(),
-                        Err(error) => {
-                            tracing::warn!(%error, "cannot read the user of an mcp session");
-                            return rpc_refusal(
-                                StatusCode::SERVICE_UNAVAILABLE,
-                                "the gateway's preference store failed; try again",
-                            );
-                        }
-                    }
-                }
-            };
-            let ends = request.method() == Method::DELETE;
-            let name = user.0.clone();
-            request.extensions_mut().insert(user);
-            let response = next.run(request).await;
-            match session {
-                // The session is its user's before its client knows its id.
-                None => {
-                    if let Some(id) = response
-                        .headers()
-                        .get(SESSION_ID)
-                        .and_then(|id| id.to_str().ok())
-                    {
-                        http.owners.began(sql, id, &name).await;
-                    }
-                }
-                Some(id) if ends && response.status().is_success() => http.owners.ended(&id),
-                Some(_) => {}
-            }
-            response
-        }
+        Ok(user) => serve_user(&http, user, request, next).await,
         Err(refusal) => {
             let challenge = match refusal {
                 Refusal::Missing => "Bearer realm=\"mcp\"",
@@ -226,6 +186,96 @@ async fn gate(State(http): State<Arc<Http>>, mut request: Request, next: Next) -
             );
             response
         }
+    }
+}
+
+/// Serves a request of `user` within their limits: their request rate (a request the MCP
+/// server then refuses for its `Host` or `Origin` is given back, so a web page cannot spend a
+/// user's requests), their open streams (a `GET` stream holds one until it closes) and their
+/// sessions (counted where sessions are made, [`SessionOwner`]).
+async fn serve_user(http: &Http, user: GatewayUser, mut request: Request, next: Next) -> Response {
+    let limits = &http.shared.limits;
+    if let Err(over) = limits.admit_request(&user.0) {
+        let mut response =
+            crate::mcp::limited_response(StatusCode::TOO_MANY_REQUESTS, &over.message);
+        let seconds = over.retry_after.as_secs_f64().ceil().max(1.0);
+        if let Ok(value) = HeaderValue::from_str(&format!("{seconds:.0}")) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return response;
+    }
+    let stream = if request.method() == Method::GET {
+        match limits.open_stream(&user.0) {
+            Ok(stream) => Some(stream),
+            Err(message) => {
+                return crate::mcp::limited_response(StatusCode::TOO_MANY_REQUESTS, &message);
+            }
+        }
+    } else {
+        None
+    };
+    let name = user.0.clone();
+    let response = if http.shared.stateless {
+        request.extensions_mut().insert(user);
+        next.run(request).await
+    } else {
+        let sql = http.shared.switches.sql();
+        let session = match request.headers().get(SESSION_ID) {
+            None => None,
+            Some(id) => {
+                let Ok(id) = id.to_str() else {
+                    return session_not_found();
+                };
+                match http.owners.owns(sql, id, &name).await {
+                    Ok(true) => Some(id.to_owned()),
+                    Ok(false) => return session_not_found(),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot read the user of an mcp session");
+                        return rpc_refusal(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            "the gateway's preference store failed; try again",
+                        );
+                    }
+                }
+            }
+        };
+        let ends = request.method() == Method::DELETE;
+        request.extensions_mut().insert(user);
+        let sessions = SessionOwner {
+            name: name.as_str().into(),
+            limit: http.shared.config.gateway.max_sessions_per_user.max(1) as usize,
+        };
+        let response = sessions.scope(next.run(request)).await;
+        match session {
+            // The session is its user's before its client knows its id.
+            None => {
+                if let Some(id) = response
+                    .headers()
+                    .get(SESSION_ID)
+                    .and_then(|id| id.to_str().ok())
+                {
+                    http.owners.began(sql, id, &name).await;
+                }
+            }
+            Some(id) if ends && response.status().is_success() => http.owners.ended(&id),
+            Some(_) => {}
+        }
+        response
+    };
+    if response.status() == StatusCode::FORBIDDEN {
+        limits.refund_request(&name);
+    }
+    match stream {
+        // The stream is the user's until its body ends or its client goes.
+        Some(stream) if response.status().is_success() => {
+            let (parts, body) = response.into_parts();
+            let body = body.into_data_stream().map(move |chunk| {
+                let _open = &stream;
+                chunk
+            });
+            Response::from_parts(parts, axum::body::Body::from_stream(body))
+        }
+        _ => response,
     }
 }
 

@@ -19,7 +19,10 @@
 //! - **Users.** Each HTTP request belongs to a user: a bearer token listed (as its SHA-256) in
 //!   `[[users]]`, or, from a `trusted_proxy` address, the proxy's user header. A request
 //!   without credentials is refused `401` unless the gateway listens on loopback and names an
-//!   `anonymous_user`; a wrong token is always refused. A stdio client is `stdio_user`. An
+//!   `anonymous_user`, and then too when it came through a proxy (it carries `Forwarded`,
+//!   `X-Forwarded-For`, `X-Forwarded-Host`, `X-Forwarded-Proto`, `X-Real-IP` or `Via`, or
+//!   comes from a `trusted_proxy` address): a reverse proxy on the same host does not make
+//!   remote clients the anonymous user. A wrong token is always refused. A stdio client is `stdio_user`. An
 //!   HTTP session is its user's from the answer to its `initialize`: a request in another
 //!   user's session, whatever its method, is answered `404`, as an unknown session, by every
 //!   process sharing the store.
@@ -58,7 +61,14 @@
 //! - **Limits and faults.** Each user may start `calls_per_minute` calls a minute and run
 //!   `max_concurrent_calls` at once on each server (each server counts apart, so calls hanging
 //!   on one do not hold back the others); a call over either is answered with a JSON-RPC error
-//!   (code `-32003`), the connection stays. Each server's `timeout_ms` bounds its calls; after
+//!   (code `-32003`), the connection stays. Over HTTP each user may also make
+//!   `requests_per_minute` requests of every kind (a looser budget, default 1200), hold
+//!   `max_sessions_per_user` sessions (default 16) and `max_streams_per_user` open streams
+//!   (`GET` and `subscriptions/listen`, default 32) in each process, so one user cannot take
+//!   the process's 256 sessions or 512 connections; a request over one is answered `429` with
+//!   a JSON-RPC error `-32003` (a `subscriptions/listen`, with that error on its stream). A
+//!   session's or stream's place is free once it ends; a request refused without a user, or
+//!   for its `Host` or `Origin`, counts for nobody. Each server's `timeout_ms` bounds its calls; after
 //!   a call timed out the server is pinged, and one that does not answer within its timeout
 //!   (kept to 1 to 10 s) hangs and is disconnected. A server that exits, drops the connection,
 //!   hangs or cannot be reached at start leaves the others serving; its tools answer
@@ -95,6 +105,9 @@
 //! admin_token_sha256 = "…"                # cargo run --example mcp_gateway -- hash-token
 //! calls_per_minute = 600
 //! max_concurrent_calls = 16
+//! requests_per_minute = 1200             # every HTTP request of one user
+//! max_sessions_per_user = 16
+//! max_streams_per_user = 32
 //!
 //! [[users]]
 //! name = "alice"
@@ -299,10 +312,7 @@ impl McpGateway {
         let shared = Arc::new(Shared {
             catalog,
             switches,
-            limits: Limits::new(
-                config.gateway.calls_per_minute,
-                config.gateway.max_concurrent_calls,
-            ),
+            limits: Limits::new(&config.gateway),
             server,
             stateless: config.gateway.stateless,
             http_sessions: sessions::InMemory::default(),

@@ -12,9 +12,15 @@
 //!   request carrying it twice is refused), and only names that a preference store keeps
 //!   (letters, digits, `-`, `_`, `.`);
 //! - without credentials, a request gets the anonymous user only when the gateway listens on
-//!   loopback and the operator named one.
+//!   loopback, the operator named one, and the request comes straight from a client on this
+//!   host: from a loopback address that is not a trusted proxy's, without a header a proxy
+//!   adds to what it forwards ([`FORWARDED`]). A reverse proxy on the same host connects
+//!   from loopback too; what it forwards from elsewhere is not the anonymous user's.
 
-use std::net::{IpAddr, SocketAddr};
+use std::{
+    net::{IpAddr, SocketAddr},
+    sync::atomic::{AtomicBool, Ordering},
+};
 
 use axum::http::{HeaderMap, HeaderName, header};
 use sha2::{Digest, Sha256};
@@ -35,12 +41,26 @@ pub(crate) enum Refusal {
     Invalid,
 }
 
+/// The headers a proxy adds to a request it forwards (RFC 7239 `Forwarded`, the common
+/// `X-Forwarded-*` and `X-Real-IP`, and RFC 9110 `Via`): a request carrying one came through a
+/// proxy, and is never the anonymous user's.
+const FORWARDED: [HeaderName; 6] = [
+    header::FORWARDED,
+    HeaderName::from_static("x-forwarded-for"),
+    HeaderName::from_static("x-forwarded-host"),
+    HeaderName::from_static("x-forwarded-proto"),
+    HeaderName::from_static("x-real-ip"),
+    header::VIA,
+];
+
 /// The users of one gateway.
 pub(crate) struct Users {
     tokens: Vec<(String, [u8; 32])>,
     proxy: Option<(Vec<IpAddr>, HeaderName)>,
     anonymous: Option<String>,
     admin: Option<[u8; 32]>,
+    /// Whether a forwarded request without credentials was refused yet (said once in the log).
+    forwarded_refused: AtomicBool,
 }
 
 impl Users {
@@ -95,6 +115,7 @@ impl Users {
             proxy,
             anonymous,
             admin,
+            forwarded_refused: AtomicBool::new(false),
         })
     }
 
@@ -132,10 +153,30 @@ impl Users {
                 return Ok(GatewayUser(name.to_owned()));
             }
         }
-        self.anonymous
+        let anonymous = self.anonymous.as_ref().ok_or(Refusal::Missing)?;
+        if !self.is_local_client(headers, peer) {
+            if !self.forwarded_refused.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "refused a request without credentials that came through a proxy (or from a \
+                     `trusted_proxy` address): `anonymous_user` is for clients on this host only"
+                );
+            }
+            return Err(Refusal::Missing);
+        }
+        Ok(GatewayUser(anonymous.clone()))
+    }
+
+    /// Whether a request came straight from a client on this host: from a loopback address
+    /// that is not a trusted proxy's, with none of the headers a proxy adds.
+    fn is_local_client(&self, headers: &HeaderMap, peer: Option<SocketAddr>) -> bool {
+        let Some(peer) = peer else { return false };
+        let from_proxy = self
+            .proxy
             .as_ref()
-            .map(|name| GatewayUser(name.clone()))
-            .ok_or(Refusal::Missing)
+            .is_some_and(|(addresses, _)| addresses.contains(&peer.ip()));
+        peer.ip().to_canonical().is_loopback()
+            && !from_proxy
+            && !FORWARDED.iter().any(|name| headers.contains_key(name))
     }
 
     /// Whether `headers` carry the admin API's token (never, without one configured).
@@ -245,13 +286,57 @@ mod tests {
             Err(Refusal::Invalid)
         );
         assert_eq!(
-            users.identify(&HeaderMap::new(), None),
+            users.identify(&HeaderMap::new(), loopback),
             Ok(GatewayUser("guest".to_owned()))
         );
         let public = Users::new(&config(&text), Some("10.0.0.1:1".parse().unwrap())).unwrap();
         assert_eq!(
-            public.identify(&HeaderMap::new(), None),
+            public.identify(&HeaderMap::new(), loopback),
             Err(Refusal::Missing)
+        );
+    }
+
+    #[test]
+    fn the_anonymous_user_is_for_clients_on_this_host_only() {
+        let text = "[gateway]\nanonymous_user = \"guest\"\n\
+                    [gateway.trusted_proxy]\naddresses = [\"127.0.0.2\"]\nuser_header = \"x-user\"\n";
+        let users = Users::new(&config(text), Some("127.0.0.1:1".parse().unwrap())).unwrap();
+        let guest = Ok(GatewayUser("guest".to_owned()));
+        for local in ["127.0.0.1:5000", "[::1]:5000", "[::ffff:127.0.0.1]:5000"] {
+            assert_eq!(
+                users.identify(&HeaderMap::new(), Some(local.parse().unwrap())),
+                guest,
+                "{local}"
+            );
+        }
+        let local = Some("127.0.0.1:5000".parse().unwrap());
+        for name in [
+            "forwarded",
+            "x-forwarded-for",
+            "x-forwarded-host",
+            "x-forwarded-proto",
+            "x-real-ip",
+            "via",
+        ] {
+            assert_eq!(
+                users.identify(&with(name, "203.0.113.7"), local),
+                Err(Refusal::Missing),
+                "{name}"
+            );
+        }
+        // Not from loopback, from the proxy, or from nowhere known: nobody.
+        for peer in [Some("10.0.0.3:5000"), Some("127.0.0.2:5000"), None] {
+            let peer = peer.map(|peer| peer.parse().unwrap());
+            assert_eq!(
+                users.identify(&HeaderMap::new(), peer),
+                Err(Refusal::Missing),
+                "{peer:?}"
+            );
+        }
+        // The proxy's user header still names its user.
+        assert_eq!(
+            users.identify(&with("x-user", "bob"), Some("127.0.0.2:1".parse().unwrap())),
+            Ok(GatewayUser("bob".to_owned()))
         );
     }
 

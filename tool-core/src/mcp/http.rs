@@ -15,13 +15,15 @@
 //!    none (as non-browser clients send) passes.
 //!
 //! A refused request runs no tool and creates no session. An `initialize` past
-//! [`McpOptions::max_sessions`] is answered `503 Service Unavailable` with a JSON-RPC error.
+//! [`McpOptions::max_sessions`] is answered `503 Service Unavailable` with a JSON-RPC error; one
+//! past the cap of its owner (a gate in front, such as the gateway's, names the user a new
+//! session belongs to: [`SessionOwner`]) `429 Too Many Requests`.
 //!
 //! [`McpOptions::allowed_hosts`]: super::McpOptions::allowed_hosts
 //! [`McpOptions::allowed_origins`]: super::McpOptions::allowed_origins
 //! [`McpOptions::max_sessions`]: super::McpOptions::max_sessions
 
-use std::{cell::Cell, fmt, io, net::SocketAddr, sync::Arc, time::Duration};
+use std::{cell::Cell, collections::HashMap, fmt, io, net::SocketAddr, sync::Arc, time::Duration};
 
 use axum::{
     extract::{Request, State},
@@ -208,11 +210,32 @@ fn same_secret(given: &str, expected: &str) -> bool {
 /// implementations).
 const REFUSED: i64 = -32001;
 
+/// The JSON-RPC error code of a request over one of its user's limits.
+const LIMITED: i64 = -32003;
+
 /// The message of a `401`.
 const UNAUTHORIZED: &str = "unauthorized: missing or invalid credentials";
 
+/// Who the sessions a request begins (or restores) belong to, and how many they may hold at
+/// once in this server: set by a gate in front of the MCP endpoint (the gateway's, which knows
+/// each request's user) around the rest of the request with [`SessionOwner::scope`].
+#[cfg_attr(not(feature = "gateway"), allow(dead_code))] // The gateway's gate sets it.
+pub(crate) struct SessionOwner {
+    pub(crate) name: Arc<str>,
+    pub(crate) limit: usize,
+}
+
+#[cfg_attr(not(feature = "gateway"), allow(dead_code))] // The gateway's gate sets it.
+impl SessionOwner {
+    /// Runs `serve` (the rest of a request) with its sessions counted as this owner's.
+    pub(crate) async fn scope<F: Future>(self, serve: F) -> F::Output {
+        SESSION_OWNER.scope(self, serve).await
+    }
+}
+
 /// The gate every request passes first: the authentication hook, then (inside) rmcp's `Host`
-/// and `Origin` rules. An `initialize` the session cap refused becomes a `503`.
+/// and `Origin` rules. An `initialize` the session cap refused becomes a `503`, one its owner's
+/// cap refused a `429`.
 async fn admit(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
     if let Some(challenge) = gate
         .auth
@@ -228,23 +251,29 @@ async fn admit(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> R
         return response;
     }
     let (response, over_cap) = SESSION_REFUSED
-        .scope(Cell::new(false), async {
+        .scope(Cell::new(None), async {
             let response = next.run(request).await;
             (response, SESSION_REFUSED.with(Cell::get))
         })
         .await;
-    if over_cap {
-        let message = SessionsError::Full {
-            limit: gate.max_sessions,
+    match over_cap {
+        None => response,
+        Some(Full::Server) => {
+            let message = SessionsError::Full {
+                limit: gate.max_sessions,
+            }
+            .to_string();
+            let mut response = refusal(StatusCode::SERVICE_UNAVAILABLE, &message);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
         }
-        .to_string();
-        let mut response = refusal(StatusCode::SERVICE_UNAVAILABLE, &message);
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
+        Some(Full::Owner { limit }) => {
+            let message = SessionsError::OwnerFull { limit }.to_string();
+            limited(StatusCode::TOO_MANY_REQUESTS, &message)
+        }
     }
-    response
 }
 
 struct Gate {
@@ -254,18 +283,39 @@ struct Gate {
 
 /// A refusal with a JSON-RPC error body, which MCP clients show as the request's error.
 fn refusal(status: StatusCode, message: &str) -> Response {
+    rpc_error(status, REFUSED, message)
+}
+
+/// The refusal of a request over one of its user's limits (JSON-RPC code `-32003`).
+pub(crate) fn limited(status: StatusCode, message: &str) -> Response {
+    rpc_error(status, LIMITED, message)
+}
+
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": {"code": REFUSED, "message": message},
+        "error": {"code": code, "message": message},
     });
     (status, axum::Json(body)).into_response()
 }
 
+/// Which session cap refused a session.
+#[derive(Clone, Copy)]
+enum Full {
+    /// The server's.
+    Server,
+    /// Its owner's, of `limit` sessions.
+    Owner { limit: usize },
+}
+
 tokio::task_local! {
     /// Set by [`CappedSessions::create_session`] when it refuses, so that [`admit`], which runs
-    /// the request in the same task, answers `503` instead of rmcp's `500`.
-    static SESSION_REFUSED: Cell<bool>;
+    /// the request in the same task, answers `503` (or `429`, over the owner's cap) instead of
+    /// rmcp's `500`.
+    static SESSION_REFUSED: Cell<Option<Full>>;
+    /// The owner of the sessions the request begins, if a gate named one.
+    static SESSION_OWNER: SessionOwner;
 }
 
 /// rmcp's in-memory sessions, at most `limit` at once. A session counts from its `initialize`
@@ -279,6 +329,9 @@ struct CappedSessions {
     /// Makes counting and creating one step, so that concurrent `initialize`s cannot pass the
     /// cap together.
     creating: tokio::sync::Mutex<()>,
+    /// The owner of each session begun with a [`SessionOwner`] (a session's entry goes when it
+    /// closes, or when it is found gone from `inner`).
+    owners: std::sync::Mutex<HashMap<SessionId, Arc<str>>>,
 }
 
 /// Why a [`CappedSessions`] call failed.
@@ -289,6 +342,11 @@ enum SessionsError {
          end one (HTTP DELETE) or wait for an idle one to expire"
     )]
     Full { limit: usize },
+    #[error(
+        "session limit: at most {limit} mcp sessions at once per user; end one (HTTP DELETE) \
+         or wait for an idle one to expire"
+    )]
+    OwnerFull { limit: usize },
     #[error(transparent)]
     Local(#[from] LocalSessionManagerError),
 }
@@ -298,16 +356,48 @@ impl CappedSessions {
     /// refusal (marked for [`admit`], and logged as `refused {what}`).
     async fn room(&self, what: &str) -> Result<tokio::sync::MutexGuard<'_, ()>, SessionsError> {
         let creating = self.creating.lock().await;
-        if self.inner.sessions.read().await.len() >= self.limit {
-            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
+        let sessions = self.inner.sessions.read().await;
+        if sessions.len() >= self.limit {
+            let _ = SESSION_REFUSED.try_with(|refused| refused.set(Some(Full::Server)));
             tracing::warn!(
                 limit = self.limit,
                 "refused {what}: the server is at its session limit"
             );
             return Err(SessionsError::Full { limit: self.limit });
         }
+        let owner = SESSION_OWNER.try_with(|owner| (owner.name.clone(), owner.limit));
+        if let Ok((owner, limit)) = owner {
+            let mut owners = lock(&self.owners);
+            // Sessions rmcp ended without a close through here are no one's any more.
+            owners.retain(|id, _| sessions.contains_key(id));
+            if owners.values().filter(|held| **held == owner).count() >= limit {
+                let _ =
+                    SESSION_REFUSED.try_with(|refused| refused.set(Some(Full::Owner { limit })));
+                tracing::warn!(
+                    user = %owner,
+                    limit,
+                    "refused {what}: the user is at their session limit"
+                );
+                return Err(SessionsError::OwnerFull { limit });
+            }
+        }
         Ok(creating)
     }
+
+    /// Records the session `id`, just made, as its [`SessionOwner`]'s, if the request named
+    /// one.
+    fn owned(&self, id: &SessionId) {
+        if let Ok(owner) = SESSION_OWNER.try_with(|owner| owner.name.clone()) {
+            lock(&self.owners).insert(id.clone(), owner);
+        }
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Each change is one insert, removal or retain.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl SessionManager for CappedSessions {
@@ -316,16 +406,22 @@ impl SessionManager for CappedSessions {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let _creating = self.room("an mcp session").await?;
-        Ok(self.inner.create_session().await?)
+        let (id, transport) = self.inner.create_session().await?;
+        self.owned(&id);
+        Ok((id, transport))
     }
 
     async fn restore_session(
         &self,
         id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
-        // A restored session counts against the cap as a new one does.
+        // A restored session counts against the caps as a new one does.
         let _creating = self.room("to restore an mcp session").await?;
-        Ok(self.inner.restore_session(id).await?)
+        let outcome = self.inner.restore_session(id.clone()).await?;
+        if matches!(outcome, RestoreOutcome::Restored(_)) {
+            self.owned(&id);
+        }
+        Ok(outcome)
     }
 
     async fn initialize_session(
@@ -341,6 +437,7 @@ impl SessionManager for CappedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        lock(&self.owners).remove(id);
         Ok(self.inner.close_session(id).await?)
     }
 
@@ -472,6 +569,7 @@ where
         inner: sessions,
         limit: options.max_sessions,
         creating: tokio::sync::Mutex::new(()),
+        owners: std::sync::Mutex::default(),
     });
     let service = StreamableHttpService::new(factory, sessions.clone(), config);
     let path = normalized_path(&options.http_path);

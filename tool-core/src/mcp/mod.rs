@@ -173,6 +173,8 @@ pub use handler::{McpApproval, McpHandler};
 #[cfg(feature = "gateway")]
 pub(crate) use http::{HttpSessions, router as http_router};
 pub use http::{McpAuth, McpHttpServer};
+#[cfg(feature = "gateway")]
+pub(crate) use http::{SessionOwner, limited as limited_response};
 use rmcp::ServiceExt;
 use tokio::{
     io::{AsyncRead, AsyncWrite},
