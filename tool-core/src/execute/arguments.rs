@@ -13,7 +13,7 @@ use std::{
     fmt,
     sync::{
         OnceLock,
-        atomic::{AtomicU8, Ordering},
+        atomic::{AtomicBool, AtomicU8, Ordering},
     },
 };
 
@@ -42,6 +42,10 @@ pub(crate) struct ArgumentChecks {
     /// Whether the tool reads text: 0 until its first text call, then [`READS_TEXT`] or
     /// [`OBJECTS_ONLY`].
     reads_text: AtomicU8,
+    /// Set once an object is known to need nothing here when the tool reads text and the
+    /// arguments are neither lenient nor unvalidated: no optional `null`s to drop, nothing its
+    /// type leaves to validate (see [`prepare`](Self::prepare)).
+    objects_ready: AtomicBool,
 }
 
 const READS_TEXT: u8 = 1;
@@ -165,7 +169,31 @@ impl ArgumentChecks {
     /// fail that check are validated whole, and arguments the typed arguments refuse are
     /// explained by the tool in the schema's words, so the model reads the same message
     /// either way.
+    #[inline]
     pub(crate) fn prepare(
+        &self,
+        tool: &dyn ExecutableTool,
+        name: &str,
+        parameters: &Value,
+        args: JsonObject,
+        lenient: bool,
+        validate: bool,
+    ) -> Result<JsonObject, ExecuteError> {
+        // The common case, a typed tool whose type checks everything its schema says, costs
+        // two loads: what the slow path found once, and that the tool still reads text.
+        if validate
+            && !lenient
+            && self.objects_ready.load(Ordering::Relaxed)
+            && self.reads_text.load(Ordering::Relaxed) == READS_TEXT
+        {
+            return Ok(args);
+        }
+        self.prepare_slowly(tool, name, parameters, args, lenient, validate)
+    }
+
+    /// [`prepare`](Self::prepare) in full.
+    #[inline(never)]
+    fn prepare_slowly(
         &self,
         tool: &dyn ExecutableTool,
         name: &str,
@@ -184,7 +212,12 @@ impl ArgumentChecks {
         }
         if !lenient && self.reads_text(tool) {
             match self.residue(parameters) {
-                ResidueCheck::Nothing => return Ok(args),
+                ResidueCheck::Nothing => {
+                    if self.optional_nulls(parameters).is_empty() {
+                        self.objects_ready.store(true, Ordering::Relaxed);
+                    }
+                    return Ok(args);
+                }
                 ResidueCheck::Keywords(validator) => {
                     let value = Value::Object(args);
                     let valid = validator.is_valid(&value);

@@ -169,23 +169,35 @@ fn panicked(name: &str, payload: &(dyn Any + Send)) -> ExecuteError {
     }
 }
 
-/// The registry's outcome for what a tool returned.
+/// The registry's outcome for what a tool returned: a result as it is (inlined, the common
+/// case), an error in its own function.
 #[inline]
 fn outcome(name: &str, result: Result<String, ToolError>) -> Result<String, ExecuteError> {
     match result {
         Ok(text) => Ok(text),
-        Err(error) if error.is_retry() => Err(ExecuteError::RetryRequested {
+        Err(error) => Err(failure(name, error)),
+    }
+}
+
+/// The registry's outcome for an error a tool returned.
+#[cold]
+#[inline(never)]
+fn failure(name: &str, error: ToolError) -> ExecuteError {
+    if error.is_retry() {
+        ExecuteError::RetryRequested {
             name: name.to_owned(),
             message: error.message().to_owned(),
-        }),
-        Err(error) if error.is_invalid_arguments() => Err(ExecuteError::InvalidArguments {
+        }
+    } else if error.is_invalid_arguments() {
+        ExecuteError::InvalidArguments {
             name: name.to_owned(),
             message: strip_invalid_prefix(name, error.message()).to_owned(),
-        }),
-        Err(error) => Err(ExecuteError::Failed {
+        }
+    } else {
+        ExecuteError::Failed {
             name: name.to_owned(),
             error,
-        }),
+        }
     }
 }
 

@@ -149,6 +149,7 @@ impl ToolEntry {
     /// ([`ExecutableTool::execute_object`], under the panic guard); a call still running is
     /// awaited by the caller, so a registry call is one small state machine around the tool's
     /// own future, and a call that finished at once is handed out as it is.
+    #[inline]
     pub(super) fn call(
         &self,
         args: JsonObject,

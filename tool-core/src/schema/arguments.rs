@@ -79,7 +79,6 @@ impl OptionalNulls {
 
     /// Whether there is no `null` to drop for this schema, so [`drop_from`](Self::drop_from)
     /// does nothing.
-    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
