@@ -19,7 +19,7 @@ use crate::mcp_python::{json_report, python};
 
 const GATEWAY: &str = env!("CARGO_BIN_EXE_mcp_gateway_example");
 pub(crate) const ALICE: &str = "alice-token-0123456789";
-const BOB: &str = "bob-token-9876543210";
+pub(crate) const BOB: &str = "bob-token-9876543210";
 const ADMIN: &str = "admin-token-abcdef";
 pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
@@ -195,7 +195,7 @@ impl Gateway {
     }
 
     /// Switches `tool` for `user` through the admin API.
-    fn switch(&self, user: &str, tool: &str, enabled: bool) {
+    pub(crate) fn switch(&self, user: &str, tool: &str, enabled: bool) {
         let path = format!("/admin/users/{user}/tools/{tool}");
         let (status, answer) = self.admin(
             reqwest::Method::PUT,
@@ -206,7 +206,7 @@ impl Gateway {
     }
 
     /// Whether `tool` is on for `user`, as the admin API reports it (`None`: not served).
-    fn is_on(&self, user: &str, tool: &str) -> Option<bool> {
+    pub(crate) fn is_on(&self, user: &str, tool: &str) -> Option<bool> {
         let path = format!("/admin/users/{user}/tools");
         let (status, tools) = self.admin(reqwest::Method::GET, &path, None);
         assert_eq!(status, 200, "{tools}");
@@ -235,7 +235,7 @@ impl Gateway {
 
     /// Calls `tool` with a self-contained 2026-07-28 request as the user of `token`; the
     /// status and the body.
-    fn call(&self, token: &str, tool: &str, arguments: Value) -> (u16, String) {
+    pub(crate) fn call(&self, token: &str, tool: &str, arguments: Value) -> (u16, String) {
         let authorization = format!("Bearer {token}");
         post(
             &self.url,

@@ -10,8 +10,9 @@
 //!   can shadow another's tool or a local one by choosing its name;
 //! - the gateway's own names ([`RESERVED`]) are never an upstream's: such a tool is refused
 //!   (an error names its server) and the gateway's own tool is served;
-//! - with pinning on, a tool whose definition (description, input schema, title) differs from
-//!   the one first served is withheld until an operator accepts it
+//! - with pinning on, a tool whose definition (description, input and output schemas, title,
+//!   annotations: see [`fingerprint`]) differs from the one first served is withheld until an
+//!   operator accepts it
 //!   ([`Catalog::accept`]), so an upstream cannot change what a tool claims to do under users
 //!   who already switched it on.
 //!
@@ -29,6 +30,16 @@
 //! only. Stored state that does not parse is never overwritten quietly: a pins file that is not
 //! valid JSON is renamed aside (`….corrupt`) with an error in the log, and a stored pin that is
 //! not a SHA-256 matches no definition, so its tool is withheld until an operator accepts it.
+//!
+//! # Pins of the former format
+//!
+//! Pins written before they covered the output schema and the annotations hash the
+//! description, input schema and title alone ([`Fingerprint::former`]). A stored pin equal to
+//! that hash of the definition offered now is taken over: pinned again in the current format,
+//! with a log line, and the tool stays served (a change of only its output schema or
+//! annotations made while the gateway was being upgraded is taken over with it). Every process
+//! sharing a store should run the same version: an older one withholds the tools a newer one
+//! pinned again.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -63,8 +74,18 @@ pub(crate) const RESERVED: [&str; 2] = [SET_TOOL_ENABLED, SEARCH_TOOLS];
 #[derive(Clone)]
 pub(crate) struct Offered {
     pub(crate) tool: Arc<dyn ExecutableTool>,
-    /// The definition's hash, for upstream tools (pinned); `None` for local tools.
-    pub(crate) fingerprint: Option<String>,
+    /// The definition's hashes, for upstream tools (pinned); `None` for local tools.
+    pub(crate) fingerprint: Option<Fingerprint>,
+}
+
+/// What an upstream tool's definition is pinned by; see [`fingerprint`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Fingerprint {
+    /// The SHA-256 of all a client relies on, pinned.
+    pub(crate) sha256: String,
+    /// The SHA-256 of the former format (description, input schema and title alone): a pin
+    /// equal to it is taken over in the current format.
+    pub(crate) former: String,
 }
 
 /// A definition change waiting for an operator.
@@ -98,6 +119,9 @@ struct State {
     /// Changes of `pending` not yet written to the store: a tool's new change, or (`None`) the
     /// change it no longer has, with the hash that change offered.
     unsaved: Vec<(String, Option<Pending>, String)>,
+    /// Pins of the former format taken over and not yet written to the store: the tool, the
+    /// former pin and the current one.
+    taken_over: Vec<(String, String, String)>,
 }
 
 /// Where the pins are kept; see the [module docs](self).
@@ -142,6 +166,7 @@ impl Catalog {
                 pins,
                 pending: BTreeMap::new(),
                 unsaved: Vec::new(),
+                taken_over: Vec::new(),
             }),
             store,
             pinning,
@@ -173,7 +198,7 @@ impl Catalog {
                         (!state.pins.tools.contains_key(tool)).then(|| PinRow {
                             tool: tool.to_owned(),
                             server: source.to_owned(),
-                            sha256: fingerprint.clone(),
+                            sha256: fingerprint.sha256.clone(),
                         })
                     })
                     .collect()
@@ -200,13 +225,24 @@ impl Catalog {
     }
 
     /// With the pins in the store: writes there the changes of the waiting definition changes
-    /// that `sync` made.
+    /// and the pins taken over that `sync` made.
     async fn save_pending(&self) {
         let _saving = self.saving.lock().await;
-        let unsaved = std::mem::take(&mut lock(&self.state).unsaved);
+        let (unsaved, taken_over) = {
+            let mut state = lock(&self.state);
+            (
+                std::mem::take(&mut state.unsaved),
+                std::mem::take(&mut state.taken_over),
+            )
+        };
         let PinStore::Sql(sql) = &self.store else {
             return;
         };
+        for (tool, former, current) in taken_over {
+            if let Err(error) = sql.gateway_pin_take_over(&tool, &former, &current).await {
+                tracing::error!(%error, "cannot store a pin taken over in the current format");
+            }
+        }
         for (tool, change, offered) in unsaved {
             let saved = match change {
                 Some(change) => {
@@ -445,7 +481,7 @@ impl Catalog {
         state: &mut State,
         name: &str,
         source: &str,
-        fingerprint: &str,
+        fingerprint: &Fingerprint,
         pins_changed: &mut bool,
     ) -> bool {
         let Some(pin) = state.pins.tools.get(name) else {
@@ -453,13 +489,34 @@ impl Catalog {
                 name.to_owned(),
                 Pin {
                     server: source.to_owned(),
-                    sha256: fingerprint.to_owned(),
+                    sha256: fingerprint.sha256.clone(),
                 },
             );
             *pins_changed = true;
             return true;
         };
-        if pin.sha256 == fingerprint {
+        let mut pinned = pin.sha256.clone();
+        if pinned == fingerprint.former && pinned != fingerprint.sha256 {
+            tracing::info!(
+                tool = %name,
+                server = %source,
+                "the tool's pin, of the former format, is taken over in the current one"
+            );
+            let server = pin.server.clone();
+            state
+                .taken_over
+                .push((name.to_owned(), pinned, fingerprint.sha256.clone()));
+            state.pins.tools.insert(
+                name.to_owned(),
+                Pin {
+                    server,
+                    sha256: fingerprint.sha256.clone(),
+                },
+            );
+            *pins_changed = true;
+            pinned = fingerprint.sha256.clone();
+        }
+        if pinned == fingerprint.sha256 {
             if let Some(gone) = state.pending.remove(name) {
                 state.unsaved.push((name.to_owned(), None, gone.offered));
             }
@@ -467,8 +524,8 @@ impl Catalog {
         }
         let pending = Pending {
             server: source.to_owned(),
-            pinned: pin.sha256.clone(),
-            offered: fingerprint.to_owned(),
+            pinned,
+            offered: fingerprint.sha256.clone(),
         };
         if state.pending.get(name) != Some(&pending) {
             tracing::warn!(
@@ -555,18 +612,35 @@ fn is_sha256(text: &str) -> bool {
             .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
 }
 
-/// The SHA-256 (hex) of what a tool claims: its description, input schema and title, with
-/// object keys sorted so the hash depends on the content alone.
-pub(crate) fn fingerprint(info: &McpToolInfo) -> String {
-    use std::fmt::Write as _;
-
-    let claim = serde_json::json!({
+/// The SHA-256s (hex) of what a tool claims, with object keys sorted so each depends on the
+/// content alone: everything a client relies on (its description, input schema, output
+/// schema, title and annotations as the server declared them, whether the gateway trusts
+/// them or not), and the former format's (description, input schema and title).
+pub(crate) fn fingerprint(info: &McpToolInfo) -> Fingerprint {
+    let former = serde_json::json!({
         "description": info.definition.description(),
         "inputSchema": info.definition.parameters(),
         "title": info.metadata.title,
     });
+    let claim = serde_json::json!({
+        "fingerprint": 2,
+        "description": info.definition.description(),
+        "inputSchema": info.definition.parameters(),
+        "outputSchema": info.output_schema,
+        "title": info.metadata.title,
+        "annotations": info.annotations,
+    });
+    Fingerprint {
+        sha256: sha256_hex(&claim),
+        former: sha256_hex(&former),
+    }
+}
+
+fn sha256_hex(claim: &Value) -> String {
+    use std::fmt::Write as _;
+
     let mut text = String::new();
-    canonical(&claim, &mut text);
+    canonical(claim, &mut text);
     Sha256::digest(text.as_bytes())
         .iter()
         .fold(String::with_capacity(64), |mut hex, byte| {

@@ -39,12 +39,15 @@
 //!   A server with `deferred = true` has its tools left out of every `tools/list`, tool search
 //!   on or off: `search_tools` is listed to each user with one of them switched on, finds
 //!   them, and they are called by name (with tool search on, a pinned one is listed).
-//! - **Pinned definitions.** The SHA-256 of each upstream tool's description, input schema and
-//!   title is recorded (in the store, or in `pins_file` when one is named) when the tool is
+//! - **Pinned definitions.** The SHA-256 of each upstream tool's description, input and output
+//!   schemas, title and annotations is recorded (in the store, or in `pins_file` when one is named) when the tool is
 //!   first served. A tool whose definition changes later is withheld from every user, with a
 //!   warning in the log and a [`GatewayEvent::DefinitionChanged`], until an operator accepts
 //!   the change (`POST /admin/pins/{tool}/accept`, through any process sharing the store).
-//!   `pin_definitions = false` turns this off.
+//!   `pin_definitions = false` turns this off. A pin written before pins covered the output
+//!   schema and the annotations is taken over in the current format when it matches the
+//!   definition offered, and the tool stays served (every process sharing a store should
+//!   run the same version).
 //! - **Several processes.** With the store in PostgreSQL (feature `postgres`), any number of
 //!   gateway processes can serve behind a load balancer: a switch made through one (a user's,
 //!   a session's, or an accepted definition) is announced with PostgreSQL `NOTIFY`, and every

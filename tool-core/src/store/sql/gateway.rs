@@ -255,6 +255,26 @@ impl SqlStore {
         Ok(())
     }
 
+    /// Replaces the tool's pin `former` by `current` (the same definition's hash in the current
+    /// format), unless the pin changed meanwhile.
+    pub(crate) async fn gateway_pin_take_over(
+        &self,
+        tool: &str,
+        former: &str,
+        current: &str,
+    ) -> Result<(), StoreError> {
+        on_pool!(self, pool => {
+            sqlx::query("UPDATE tool_gateway_pins SET sha256 = $3 WHERE tool = $1 AND sha256 = $2")
+                .bind(tool)
+                .bind(former)
+                .bind(current)
+                .execute(pool)
+                .await
+                .map(drop)
+        })
+        .map_err(|error| self.error("take over a pin of the former format", error))
+    }
+
     /// Pins `pin` in place of the tool's pin (an operator accepted it), and forgets the tool's
     /// waiting change, in one transaction.
     pub(crate) async fn gateway_pin_replace(&self, pin: &PinRow) -> Result<(), StoreError> {

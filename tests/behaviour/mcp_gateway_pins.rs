@@ -1,0 +1,181 @@
+//! The gateway's pinned definitions, tool search index and listen streams, in front of a server
+//! written with the official Python SDK (`tests/mcp_python/gateway_pins_upstream.py`) whose
+//! `forecast` tool changes one part of its definition at a time.
+
+use std::{
+    path::Path,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+use crate::mcp_gateway::{
+    ALICE, BOB, Gateway, LIMIT, config, eventually, pg_count, post, runtime, with_store,
+};
+use crate::mcp_python::python;
+
+const POST: reqwest::Method = reqwest::Method::POST;
+const GET: reqwest::Method = reqwest::Method::GET;
+const DELETE: reqwest::Method = reqwest::Method::DELETE;
+
+/// A `[[servers]]` entry for the pins upstream: server `pins`, prefix `pn`; `block` (TOML
+/// array items) names tools the gateway does not serve.
+fn pins_upstream(python: &Path, block: &str) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/gateway_pins_upstream.py");
+    format!(
+        "[[servers]]\nname = \"pins\"\nprefix = \"pn\"\ncommand = {python:?}\nargs = [{script:?}]\nblock = [{block}]\n\n",
+        python = python.display().to_string(),
+        script = script.display().to_string(),
+    )
+}
+
+/// The definition changes waiting for an operator, as the admin API lists them.
+fn pending(gateway: &Gateway) -> Value {
+    let (status, pins) = gateway.admin(GET, "/admin/pins", None);
+    assert_eq!(status, 200, "{pins}");
+    pins["pending"].clone()
+}
+
+/// Alice's call of `pn_forecast` for Oslo: the answer's body.
+fn forecast(gateway: &Gateway) -> String {
+    gateway
+        .call(ALICE, "pn_forecast", json!({"city": "Oslo"}))
+        .1
+}
+
+/// Calls `tool` (one of the upstream's redefining tools) and waits until the forecast is
+/// withheld as changed.
+fn change_and_wait(gateway: &Gateway, tool: &str) {
+    let (status, answer) = gateway.call(ALICE, tool, json!({}));
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains("redefined"), "{answer}");
+    eventually(&format!("the forecast to be withheld after {tool}"), || {
+        forecast(gateway).contains("-32602")
+    });
+}
+
+fn accept_forecast(gateway: &Gateway) {
+    let (status, answer) = gateway.admin(POST, "/admin/pins/pn_forecast/accept", None);
+    assert_eq!(status, 200, "{answer}");
+    assert!(forecast(gateway).contains("sunny in Oslo"));
+}
+
+/// Runs `query` on the SQLite store in `dir`; its first column's text values.
+fn sqlite(dir: &Path, query: &'static str) -> Vec<String> {
+    use sqlx::Connection as _;
+    let database = format!("sqlite://{}", dir.join("switches.db").display());
+    runtime().block_on(async move {
+        let mut connection = sqlx::SqliteConnection::connect(&database).await.unwrap();
+        sqlx::query_scalar::<_, String>(query)
+            .fetch_all(&mut connection)
+            .await
+            .unwrap()
+    })
+}
+
+#[test]
+fn a_change_of_only_the_output_schema_or_the_annotations_is_withheld_until_accepted() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(&config(
+        dir.path(),
+        "stateless = true",
+        &pins_upstream(python, ""),
+    ));
+    assert!(forecast(&gateway).contains("sunny in Oslo"));
+    // The output schema alone changes (a field more in the result).
+    change_and_wait(&gateway, "pn_reshape");
+    let waiting = pending(&gateway);
+    assert_eq!(waiting["pn_forecast"]["server"], "pins", "{waiting}");
+    accept_forecast(&gateway);
+    assert_eq!(pending(&gateway), json!({}));
+    // Back as at start: a change from the accepted definition.
+    change_and_wait(&gateway, "pn_revert");
+    accept_forecast(&gateway);
+    // The annotations alone change (the tool now says it is destructive).
+    change_and_wait(&gateway, "pn_rehint");
+    accept_forecast(&gateway);
+    // The title alone changes.
+    change_and_wait(&gateway, "pn_retitle");
+    accept_forecast(&gateway);
+    assert_eq!(pending(&gateway), json!({}));
+}
+
+/// The hex SHA-256 of what the gateway pinned before pins covered the output schema and the
+/// annotations: `{"description", "inputSchema", "title"}` with sorted keys, no spaces.
+fn former_pin(description: &str, input_schema: &Value, title: &str) -> String {
+    fn canonical(value: &Value) -> String {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                let entries: Vec<String> = keys
+                    .into_iter()
+                    .map(|key| format!("{}:{}", Value::String(key.clone()), canonical(&map[key])))
+                    .collect();
+                format!("{{{}}}", entries.join(","))
+            }
+            Value::Array(items) => {
+                let items: Vec<String> = items.iter().map(canonical).collect();
+                format!("[{}]", items.join(","))
+            }
+            other => other.to_string(),
+        }
+    }
+    let claim = json!({"description": description, "inputSchema": input_schema, "title": title});
+    Sha256::digest(canonical(&claim).as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+#[test]
+fn pins_in_the_former_format_are_taken_over_without_withholding_a_tool() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "stateless = true", &pins_upstream(python, ""));
+    drop(Gateway::start(&config));
+    // The forecast's pin as the former format wrote it (the schema as the upstream lists it).
+    let schema = json!({
+        "properties": {"city": {"title": "City", "type": "string"}},
+        "required": ["city"],
+        "type": "object",
+        "title": "forecastArguments"
+    });
+    let former = former_pin("The forecast for a city.", &schema, "Forecast");
+    let forecast_pin = "SELECT sha256 FROM tool_gateway_pins WHERE tool = 'pn_forecast'";
+    {
+        use sqlx::Connection as _;
+        let database = format!("sqlite://{}", dir.path().join("switches.db").display());
+        let former = former.clone();
+        runtime().block_on(async move {
+            let mut connection = sqlx::SqliteConnection::connect(&database).await.unwrap();
+            sqlx::query("UPDATE tool_gateway_pins SET sha256 = $1 WHERE tool = 'pn_forecast'")
+                .bind(former)
+                .execute(&mut connection)
+                .await
+                .unwrap();
+        });
+    }
+
+    let gateway = Gateway::start(&config);
+    assert!(forecast(&gateway).contains("sunny in Oslo"));
+    assert_eq!(pending(&gateway), json!({}));
+    let log = gateway.log();
+    assert!(
+        !log.contains("the upstream changed the tool's definition"),
+        "{log}"
+    );
+    // Pinned again in the current format, which covers the output schema.
+    let pinned = sqlite(dir.path(), forecast_pin);
+    assert_eq!(pinned.len(), 1);
+    assert_ne!(pinned[0], former, "still the former pin");
+    assert_eq!(pinned[0].len(), 64, "{pinned:?}");
+    change_and_wait(&gateway, "pn_reshape");
+}
