@@ -179,3 +179,77 @@ fn pins_in_the_former_format_are_taken_over_without_withholding_a_tool() {
     assert_eq!(pinned[0].len(), 64, "{pinned:?}");
     change_and_wait(&gateway, "pn_reshape");
 }
+
+#[test]
+fn a_change_the_upstream_took_back_is_no_longer_pending_also_after_a_restart() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "stateless = true", &pins_upstream(python, ""));
+    let gateway = Gateway::start(&config);
+    assert!(forecast(&gateway).contains("sunny in Oslo"));
+    let stored = "SELECT tool FROM tool_gateway_pending";
+
+    // Taken back while the gateway runs.
+    change_and_wait(&gateway, "pn_reshape");
+    assert_eq!(pending(&gateway)["pn_forecast"]["server"], "pins");
+    let (_, answer) = gateway.call(ALICE, "pn_revert", json!({}));
+    assert!(answer.contains("redefined"), "{answer}");
+    eventually("the forecast to be served again", || {
+        forecast(&gateway).contains("sunny in Oslo")
+    });
+    assert_eq!(pending(&gateway), json!({}));
+    assert_eq!(sqlite(dir.path(), stored), Vec::<String>::new());
+
+    // Taken back while the gateway was stopped: the restarted upstream serves the pinned
+    // definition.
+    change_and_wait(&gateway, "pn_reshape");
+    assert_eq!(sqlite(dir.path(), stored), ["pn_forecast"]);
+    drop(gateway);
+    let gateway = Gateway::start(&config);
+    assert!(forecast(&gateway).contains("sunny in Oslo"));
+    eventually("the taken back change to be forgotten", || {
+        pending(&gateway) == json!({})
+    });
+    assert_eq!(sqlite(dir.path(), stored), Vec::<String>::new());
+}
+
+#[test]
+fn a_change_another_gateway_still_sees_stays_pending_when_one_serves_the_pin() {
+    let Some(python) = python() else { return };
+    let Some(postgres) = crate::store_support::postgres() else {
+        return;
+    };
+    let (url, _) = runtime().block_on(postgres.create_database());
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let gateways: Vec<Gateway> = dirs
+        .iter()
+        .map(|dir| {
+            let path = config(dir.path(), "stateless = true", &pins_upstream(python, ""));
+            Gateway::start(&with_store(&path, &url))
+        })
+        .collect();
+    let (first, second) = (&gateways[0], &gateways[1]);
+    assert!(forecast(first).contains("sunny in Oslo"));
+    // Only the second process's upstream changes the forecast.
+    change_and_wait(second, "pn_reshape");
+    let change = pending(second)["pn_forecast"].clone();
+    assert_eq!(change["server"], "pins");
+    // The first process's upstream lists its tools again (with the forecast as pinned).
+    let (_, answer) = first.call(ALICE, "pn_grow", json!({"count": 1}));
+    assert!(answer.contains("grew 1"), "{answer}");
+    eventually("the first process to serve the new tool", || {
+        first
+            .call(ALICE, "pn_extra_0", json!({}))
+            .1
+            .contains("extra 0")
+    });
+    assert!(forecast(first).contains("sunny in Oslo"));
+    // The second one still sees the change: it stays listed, by both.
+    let stored = "SELECT count(*) FROM tool_gateway_pending WHERE tool = $1";
+    eventually("the change to be stored still", || {
+        pg_count(&url, stored, "pn_forecast") == 1
+    });
+    eventually("both processes to list the change", || {
+        pending(first)["pn_forecast"] == change && pending(second)["pn_forecast"] == change
+    });
+}

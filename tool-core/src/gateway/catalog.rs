@@ -185,8 +185,11 @@ impl Catalog {
 
     /// Replaces what `source` offers and brings the registry in line. With the pins in the
     /// store, the tools seen for the first time are pinned there first, and served with the
-    /// pin the store keeps (another process may have pinned them before).
-    pub(crate) async fn offer(&self, source: &str, tools: Vec<Offered>) {
+    /// pin the store keeps (another process may have pinned them before); and the stored
+    /// changes of the tools `source` now offers as pinned are forgotten (its upstream took
+    /// them back): `true` then, for the other processes sharing the store to be told, so that
+    /// those still seeing such a change record it again ([`reload_pins`](Self::reload_pins)).
+    pub(crate) async fn offer(&self, source: &str, tools: Vec<Offered>) -> bool {
         if let (true, PinStore::Sql(sql)) = (self.pinning, &self.store) {
             let fresh: Vec<PinRow> = {
                 let state = lock(&self.state);
@@ -222,6 +225,56 @@ impl Catalog {
             self.save_pin_file();
         }
         self.save_pending().await;
+        self.forget_taken_back(source).await
+    }
+
+    /// With the pins in the store: forgets the stored changes of the tools `source` serves as
+    /// pinned, which this process does not see as changed (its upstream took the change back,
+    /// maybe while no process ran); whether any was forgotten.
+    async fn forget_taken_back(&self, source: &str) -> bool {
+        let (true, PinStore::Sql(sql)) = (self.pinning, &self.store) else {
+            return false;
+        };
+        let stored = match sql.gateway_pending().await {
+            Ok(stored) => stored,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the stored definition changes");
+                return false;
+            }
+        };
+        let taken_back: Vec<PendingRow> = {
+            let state = lock(&self.state);
+            stored
+                .into_iter()
+                .filter(|change| {
+                    change.server == source
+                        && !state.pending.contains_key(&change.tool)
+                        && state
+                            .served
+                            .get(&change.tool)
+                            .is_some_and(|(server, _)| server == source)
+                })
+                .collect()
+        };
+        let mut forgot = false;
+        for change in taken_back {
+            match sql
+                .gateway_pending_remove(&change.tool, &change.offered)
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!(
+                        tool = %change.tool,
+                        server = %source,
+                        "the upstream offers the tool's pinned definition again; its waiting \
+                         change is forgotten"
+                    );
+                    forgot = true;
+                }
+                Err(error) => tracing::error!(%error, "cannot forget a waiting definition change"),
+            }
+        }
+        forgot
     }
 
     /// With the pins in the store: writes there the changes of the waiting definition changes
@@ -270,9 +323,22 @@ impl Catalog {
         };
         match sql.gateway_pins().await {
             Ok(rows) => {
-                if self.take_pins(rows) {
+                let changed = self.take_pins(rows);
+                {
                     let mut state = lock(&self.state);
-                    self.sync(&mut state);
+                    if changed {
+                        self.sync(&mut state);
+                    }
+                    // The changes this process sees are recorded again: another process whose
+                    // upstream offers the pinned definition may have forgotten them.
+                    let seen: Vec<_> = state
+                        .pending
+                        .iter()
+                        .map(|(tool, change)| {
+                            (tool.clone(), Some(change.clone()), change.offered.clone())
+                        })
+                        .collect();
+                    state.unsaved.extend(seen);
                 }
                 self.save_pending().await;
             }

@@ -522,7 +522,9 @@ async fn run_upstream(
             next.insert(info.local_name.clone(), (info.clone(), tool));
         }
         made = next;
-        shared.catalog.offer(&upstream.name, offered).await;
+        if shared.catalog.offer(&upstream.name, offered).await {
+            shared.switches.announce_pin(&upstream.name).await;
+        }
         if let Some(done) = first_attempt.take() {
             let _ = done.send(());
         }

@@ -181,7 +181,8 @@ pub(crate) struct Switches {
     sessions: Mutex<HashMap<String, Weak<SessionSwitches>>>,
 }
 
-/// The channel an accepted definition is announced on; the payload is the tool's name.
+/// The channel a change of the pins is announced on (an accepted definition, a forgotten
+/// change); the payload names the tool or the server.
 pub(crate) const PINS_CHANNEL: &str = "tool_core_gateway_pins";
 /// The channel an ended session is announced on; the payload is the session's id.
 const ENDED_CHANNEL: &str = "tool_core_gateway_sessions_ended";
@@ -232,7 +233,8 @@ impl Switches {
     #[allow(clippy::unused_self)] // With PostgreSQL it reads the store.
     fn announcer(&self) -> Announce {}
 
-    /// Tells the other processes that an operator accepted a tool's definition.
+    /// Tells the other processes that the pins changed: an operator accepted the definition of
+    /// `tool`, or the changes of a server's tools were forgotten (`tool` names the server).
     pub(crate) async fn announce_pin(&self, tool: &str) {
         announce(&self.announcer(), PINS_CHANNEL, tool).await;
     }
