@@ -253,3 +253,82 @@ fn a_change_another_gateway_still_sees_stays_pending_when_one_serves_the_pin() {
         pending(first)["pn_forecast"] == change && pending(second)["pn_forecast"] == change
     });
 }
+
+/// The JSON-RPC message of an answer (its JSON, or its event stream's first message).
+fn message_of(answer: &str) -> Value {
+    let start = answer.find('{').unwrap_or_else(|| panic!("{answer}"));
+    serde_json::Deserializer::from_str(&answer[start..])
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("{answer}"))
+}
+
+/// How many times the gateway's log says it built a user's tool search index.
+fn index_builds(gateway: &Gateway) -> usize {
+    gateway.log().matches("built the tool search index").count()
+}
+
+/// The names `search_tools` finds for the user of `token`.
+fn search(gateway: &Gateway, token: &str, query: &str) -> Vec<String> {
+    let (status, answer) =
+        gateway.call(token, "search_tools", json!({"query": query, "limit": 50}));
+    assert_eq!(status, 200, "{answer}");
+    let message = message_of(&answer);
+    let text = message["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"));
+    let found: Value = serde_json::from_str(text).unwrap();
+    found["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_search_index_is_built_again_only_when_the_catalog_or_the_users_switches_change() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(
+        dir.path(),
+        "stateless = true\ntool_search = true",
+        &pins_upstream(python, ""),
+    );
+    let gateway = Gateway::start_with(
+        &path,
+        &[],
+        &[("RUST_LOG", "warn,rmcp=error,tool_core::gateway=debug")],
+    );
+    let forecasts = |token| search(&gateway, token, "forecast for a city");
+    assert_eq!(forecasts(ALICE)[0], "pn_forecast");
+    assert_eq!(index_builds(&gateway), 1);
+    for _ in 0..3 {
+        assert_eq!(forecasts(ALICE)[0], "pn_forecast");
+    }
+    assert_eq!(index_builds(&gateway), 1, "the same catalog and switches");
+
+    // A switch of Alice's: her index is built again, and never finds the tool switched off.
+    gateway.switch("alice", "pn_forecast", false);
+    assert!(!forecasts(ALICE).contains(&"pn_forecast".to_owned()));
+    assert_eq!(index_builds(&gateway), 2);
+    assert!(!forecasts(ALICE).contains(&"pn_forecast".to_owned()));
+    assert_eq!(index_builds(&gateway), 2);
+    // Bob has his own.
+    assert_eq!(forecasts(BOB)[0], "pn_forecast");
+    assert_eq!(index_builds(&gateway), 3);
+    gateway.switch("alice", "pn_forecast", true);
+    assert_eq!(forecasts(ALICE)[0], "pn_forecast");
+    assert_eq!(index_builds(&gateway), 4);
+
+    // The catalog changes: the new tools are found.
+    let (_, answer) = gateway.call(ALICE, "pn_grow", json!({"count": 2}));
+    assert!(answer.contains("grew 2"), "{answer}");
+    eventually("the new tools to be found", || {
+        search(&gateway, ALICE, "extra tool number").contains(&"pn_extra_1".to_owned())
+    });
+    let builds = index_builds(&gateway);
+    assert!(search(&gateway, ALICE, "extra tool number").contains(&"pn_extra_1".to_owned()));
+    assert_eq!(index_builds(&gateway), builds);
+}

@@ -29,8 +29,6 @@ use super::{
 use crate::{
     mcp::McpHandler,
     registry::{RegistrySnapshot, ToolToggles},
-    search::ToolIndex,
-    tool::ChatTool,
 };
 
 /// The name of the gateway's own switch tool.
@@ -252,14 +250,17 @@ impl GatewayHandler {
                 }
             },
         };
-        let snapshot = self.snapshot(user);
-        let definitions: Vec<ChatTool> = snapshot
-            .definitions()
-            .into_iter()
-            .filter(|tool| tool.name() != SEARCH_TOOLS)
-            .collect();
-        let index = ToolIndex::new(definitions.iter().map(|tool| (tool, None)));
-        let matches = match index.search(query, usize::try_from(limit).unwrap_or(10)) {
+        // `ensure_user` loaded the user's switches.
+        let Some(switches) = self.shared.switches.loaded(user) else {
+            return error_result("Error: no tools to search");
+        };
+        let searched =
+            switches.search_index(&self.shared.catalog.registry, &self.session, SEARCH_TOOLS);
+        let definitions = &searched.definitions;
+        let matches = match searched
+            .index
+            .search(query, usize::try_from(limit).unwrap_or(10))
+        {
             Ok(matches) => matches,
             Err(error) => return error_result(&format!("Error: {error}")),
         };

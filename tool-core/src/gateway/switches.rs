@@ -23,8 +23,10 @@ use super::{
 };
 use crate::{
     registry::{RegistrySnapshot, ToolRegistry, ToolToggles},
+    search::ToolIndex,
     session::{MemoryPreferenceStore, PreferenceStore},
     store::SqlStore,
+    tool::ChatTool,
 };
 
 /// The pool changes are announced on to the other gateway processes (PostgreSQL only).
@@ -84,7 +86,19 @@ pub(crate) struct ScopedSwitches<O> {
     /// The payload of an announced change: the user's name or the session's id.
     name: String,
     announce: Announce,
+    /// The tool search index built last ([`UserSwitches::search_index`]).
+    search: Mutex<Option<Arc<SearchIndex>>>,
     owner: PhantomData<O>,
+}
+
+/// A tool search index of one view of the registry.
+pub(crate) struct SearchIndex {
+    /// The tools of the view it ranks.
+    pub(crate) definitions: Vec<ChatTool>,
+    pub(crate) index: ToolIndex,
+    /// The view it was built for: the user's snapshot, and the session's switches on top.
+    user: Arc<RegistrySnapshot>,
+    session: HashMap<String, bool>,
 }
 
 /// One user's switches.
@@ -110,6 +124,7 @@ impl<O: Owner> ScopedSwitches<O> {
             changed,
             name: name.to_owned(),
             announce,
+            search: Mutex::new(None),
             owner: PhantomData,
         })
     }
@@ -161,6 +176,57 @@ impl UserSwitches {
                 .copied()
                 .unwrap_or(enabled)
         }))
+    }
+}
+
+impl UserSwitches {
+    /// The search index of the registry as this user sees it with `session`'s switches on top,
+    /// `except` left out: the one built last while neither the registry, this user's switches
+    /// nor the session's changed since (the user's snapshot is the same one then), else one
+    /// built now.
+    pub(crate) fn search_index(
+        &self,
+        registry: &ToolRegistry,
+        session: &ToolToggles,
+        except: &str,
+    ) -> Arc<SearchIndex> {
+        let user = self.toggles.snapshot(registry);
+        let overrides = session.overrides();
+        if let Some(built) = lock(&self.search).as_ref() {
+            if Arc::ptr_eq(&built.user, &user) && built.session == overrides {
+                return built.clone();
+            }
+        }
+        let view = if overrides.is_empty() {
+            user.clone()
+        } else {
+            // From the switches read above, so the index is of the view it is kept for.
+            Arc::new(registry.snapshot_with(|name, _, _| {
+                overrides
+                    .get(name)
+                    .copied()
+                    .unwrap_or_else(|| user.is_enabled(name))
+            }))
+        };
+        let definitions: Vec<ChatTool> = view
+            .definitions()
+            .into_iter()
+            .filter(|tool| tool.name() != except)
+            .collect();
+        let index = ToolIndex::new(definitions.iter().map(|tool| (tool, None)));
+        tracing::debug!(
+            user = %self.name,
+            tools = definitions.len(),
+            "built the tool search index"
+        );
+        let built = Arc::new(SearchIndex {
+            definitions,
+            index,
+            user,
+            session: overrides,
+        });
+        *lock(&self.search) = Some(built.clone());
+        built
     }
 }
 
