@@ -332,3 +332,141 @@ fn the_search_index_is_built_again_only_when_the_catalog_or_the_users_switches_c
     assert!(search(&gateway, ALICE, "extra tool number").contains(&"pn_extra_1".to_owned()));
     assert_eq!(index_builds(&gateway), builds);
 }
+
+/// A 2026-07-28 `subscriptions/listen` stream of Alice's, counting the
+/// `notifications/tools/list_changed` it receives until dropped.
+struct Listener {
+    notified: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Listener {
+    fn open(url: &str) -> Self {
+        let notified = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready, opened) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn({
+            let (url, notified, stop) = (url.to_owned(), notified.clone(), stop.clone());
+            move || {
+                runtime().block_on(async move {
+                    let request = json!({
+                        "jsonrpc": "2.0",
+                        "id": 7,
+                        "method": "subscriptions/listen",
+                        "params": {
+                            "notifications": {"toolsListChanged": true},
+                            "_meta": {
+                                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+                                "io.modelcontextprotocol/clientCapabilities": {}
+                            }
+                        }
+                    });
+                    let response = crate::http_client::client()
+                        .post(&url)
+                        .header("content-type", "application/json")
+                        .header("accept", "application/json, text/event-stream")
+                        .header("mcp-protocol-version", "2026-07-28")
+                        .header("mcp-method", "subscriptions/listen")
+                        .bearer_auth(ALICE)
+                        .body(request.to_string())
+                        .send()
+                        .await
+                        .unwrap();
+                    assert!(response.status().is_success(), "{}", response.status());
+                    let mut stream = response.bytes_stream();
+                    let mut seen = String::new();
+                    let deadline = Instant::now() + LIMIT;
+                    let mut told = false;
+                    while !stop.load(Ordering::Acquire) && Instant::now() < deadline {
+                        let next =
+                            tokio::time::timeout(Duration::from_millis(100), stream.next()).await;
+                        if let Ok(Some(Ok(bytes))) = next {
+                            seen.push_str(&String::from_utf8_lossy(&bytes));
+                            let count = seen.matches("notifications/tools/list_changed").count();
+                            notified.store(count, Ordering::Release);
+                        } else if matches!(next, Ok(None | Some(Err(_)))) {
+                            return;
+                        }
+                        if !told {
+                            told = true;
+                            let _ = ready.send(());
+                        }
+                    }
+                });
+            }
+        });
+        opened.recv_timeout(LIMIT).expect("the stream to open");
+        Self {
+            notified,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn notified(&self) -> usize {
+        self.notified.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Alice's `tools/list`, as a self-contained 2026-07-28 request.
+fn alices_tools(gateway: &Gateway) -> Vec<String> {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/list",
+        "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }}
+    })
+    .to_string();
+    let authorization = format!("Bearer {ALICE}");
+    let (status, answer) = post(&gateway.url, &[("authorization", &authorization)], body);
+    assert_eq!(status, 200, "{answer}");
+    message_of(&answer)["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_burst_of_changes_is_one_list_changed_on_a_listen_stream_and_the_last_state_is_listed() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start(&config(dir.path(), "", &pins_upstream(python, "")));
+    let listener = Listener::open(&gateway.url);
+    assert_eq!(listener.notified(), 0);
+
+    // Forty tools come at once.
+    let (_, answer) = gateway.call(ALICE, "pn_grow", json!({"count": 40}));
+    assert!(answer.contains("grew 40"), "{answer}");
+    eventually("a list_changed", || listener.notified() > 0);
+    let tools = alices_tools(&gateway);
+    assert!(tools.contains(&"pn_extra_39".to_owned()), "{tools:?}");
+    // Give the stream time for any further notification of the burst.
+    std::thread::sleep(Duration::from_millis(500));
+    let burst = listener.notified();
+    assert!(
+        burst <= 2,
+        "{burst} notifications for one burst of 40 tools"
+    );
+
+    // A switch later is a notification of its own; the list shows it.
+    gateway.switch("alice", "pn_extra_39", false);
+    eventually("the switch's list_changed", || listener.notified() > burst);
+    assert!(!alices_tools(&gateway).contains(&"pn_extra_39".to_owned()));
+}
