@@ -470,3 +470,55 @@ fn a_burst_of_changes_is_one_list_changed_on_a_listen_stream_and_the_last_state_
     eventually("the switch's list_changed", || listener.notified() > burst);
     assert!(!alices_tools(&gateway).contains(&"pn_extra_39".to_owned()));
 }
+
+#[test]
+fn an_operator_drops_the_pin_of_a_tool_no_server_offers() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pins = "SELECT tool FROM tool_gateway_pins WHERE tool LIKE 'pn_%' ORDER BY tool";
+    let gateway = Gateway::start(&config(
+        dir.path(),
+        "stateless = true",
+        &pins_upstream(python, ""),
+    ));
+    // A served tool's pin stays: dropping it would accept whatever the server offers next.
+    let (status, answer) = gateway.admin(DELETE, "/admin/pins/pn_forecast", None);
+    assert_eq!(status, 409, "{answer}");
+    let (status, answer) = gateway.admin(DELETE, "/admin/pins/pn_nothing", None);
+    assert_eq!(status, 404, "{answer}");
+    drop(gateway);
+
+    // The operator blocks the forecast: no server offers it now.
+    let gateway = Gateway::start(&config(
+        dir.path(),
+        "stateless = true",
+        &pins_upstream(python, "\"forecast\""),
+    ));
+    assert!(
+        sqlite(dir.path(), pins).contains(&"pn_forecast".to_owned()),
+        "the pin outlives its tool until dropped"
+    );
+    let (status, answer) = gateway.admin(DELETE, "/admin/pins/pn_forecast", None);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer, json!({"dropped": "pn_forecast"}));
+    assert_eq!(
+        sqlite(dir.path(), pins),
+        [
+            "pn_grow",
+            "pn_rehint",
+            "pn_reshape",
+            "pn_retitle",
+            "pn_revert"
+        ]
+    );
+    drop(gateway);
+
+    // Offered again, the forecast is pinned as first seen again.
+    let gateway = Gateway::start(&config(
+        dir.path(),
+        "stateless = true",
+        &pins_upstream(python, ""),
+    ));
+    assert!(forecast(&gateway).contains("sunny in Oslo"));
+    assert!(sqlite(dir.path(), pins).contains(&"pn_forecast".to_owned()));
+}

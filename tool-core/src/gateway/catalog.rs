@@ -96,6 +96,17 @@ pub(crate) struct Pending {
     pub(crate) offered: String,
 }
 
+/// What [`Catalog::drop_pin`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dropped {
+    /// The pin is gone.
+    Dropped,
+    /// A source offers the tool: its pin stays.
+    Offered,
+    /// The tool has no pin.
+    Unknown,
+}
+
 /// What is pinned, as stored in the pins file: tool name to its server and definition hash.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 struct PinFile {
@@ -346,10 +357,17 @@ impl Catalog {
         }
     }
 
-    /// Takes the stored pins over the ones in memory; whether any changed.
+    /// Takes the stored pins over the ones in memory (forgetting those no longer stored);
+    /// whether any changed.
     fn take_pins(&self, rows: Vec<PinRow>) -> bool {
         let mut state = lock(&self.state);
-        let mut changed = false;
+        let stored: BTreeSet<&str> = rows.iter().map(|row| row.tool.as_str()).collect();
+        let before = state.pins.tools.len();
+        state
+            .pins
+            .tools
+            .retain(|tool, _| stored.contains(tool.as_str()));
+        let mut changed = state.pins.tools.len() != before;
         for row in rows {
             if !is_sha256(&row.sha256)
                 && state
@@ -451,6 +469,42 @@ impl Catalog {
         self.save_pin_file();
         self.save_pending().await;
         Ok(true)
+    }
+
+    /// Forgets the pin of `tool` and its waiting change (in the store first, when the pins are
+    /// there): an operator pruning the pins of tools no server offers any more. Refused while
+    /// a source of this process offers the tool, served or withheld: forgetting its pin would
+    /// accept whatever it offers next.
+    pub(crate) async fn drop_pin(&self, tool: &str) -> Result<Dropped, GatewayError> {
+        // Pins another process stored since this one last read them.
+        self.reload_pins().await;
+        {
+            let state = lock(&self.state);
+            let offered = state
+                .sources
+                .values()
+                .flatten()
+                .any(|offered| offered.tool.name() == tool);
+            if offered {
+                return Ok(Dropped::Offered);
+            }
+            if !state.pins.tools.contains_key(tool) {
+                return Ok(Dropped::Unknown);
+            }
+        }
+        if let PinStore::Sql(sql) = &self.store {
+            sql.gateway_pin_delete(tool)
+                .await
+                .map_err(|error| GatewayError::Store(error.to_string()))?;
+        }
+        {
+            let mut state = lock(&self.state);
+            state.pins.tools.remove(tool);
+            state.pending.remove(tool);
+        }
+        tracing::info!(tool, "an operator dropped the tool's pin");
+        self.save_pin_file();
+        Ok(Dropped::Dropped)
     }
 
     /// Brings the registry in line with the sources and the pins; whether a tool was pinned

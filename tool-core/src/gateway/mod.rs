@@ -86,6 +86,7 @@
 //! | `PUT /admin/users/{user}/tools/{tool}` with `{"enabled": bool}` | switches a tool for the user |
 //! | `GET /admin/pins` | `{"pending": {tool: {"server", "pinned", "offered"}}}` |
 //! | `POST /admin/pins/{tool}/accept` | serves the tool's new definition |
+//! | `DELETE /admin/pins/{tool}` | forgets the pin of a tool no server offers (`409` while one does) |
 //! | `GET /healthz` (no token) | `{"status": "ok" \| "degraded", "servers": {name: {"state"}}}` |
 //! | `GET /healthz` with the admin token | also each server's `protocol_version` and `tools`, or its last `error` |
 //!
@@ -234,6 +235,16 @@ impl Shared {
             self.switches.announce_pin(tool).await;
         }
         Ok(accepted)
+    }
+
+    /// Drops the pin of `tool`, which no source of this process offers, and tells the other
+    /// processes sharing the store.
+    pub(crate) async fn drop_pin(&self, tool: &str) -> Result<catalog::Dropped, GatewayError> {
+        let dropped = self.catalog.drop_pin(tool).await?;
+        if dropped == catalog::Dropped::Dropped {
+            self.switches.announce_pin(tool).await;
+        }
+        Ok(dropped)
     }
 }
 

@@ -301,6 +301,24 @@ impl SqlStore {
         .map_err(|error| self.error("replace a pinned tool definition", error))
     }
 
+    /// Forgets the tool's pin and its waiting change, in one transaction.
+    pub(crate) async fn gateway_pin_delete(&self, tool: &str) -> Result<(), StoreError> {
+        on_pool!(self, pool => {
+            async {
+                let mut tx = pool.begin().await?;
+                for statement in [
+                    "DELETE FROM tool_gateway_pins WHERE tool = $1",
+                    "DELETE FROM tool_gateway_pending WHERE tool = $1",
+                ] {
+                    sqlx::query(statement).bind(tool).execute(&mut *tx).await?;
+                }
+                tx.commit().await
+            }
+            .await
+        })
+        .map_err(|error| self.error("drop a pinned tool definition", error))
+    }
+
     /// Every definition change waiting for an operator.
     pub(crate) async fn gateway_pending(&self) -> Result<Vec<PendingRow>, StoreError> {
         on_pool!(self, pool => {
