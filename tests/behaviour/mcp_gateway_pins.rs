@@ -264,8 +264,16 @@ fn message_of(answer: &str) -> Value {
         .unwrap_or_else(|| panic!("{answer}"))
 }
 
-/// How many times the gateway's log says it built a user's tool search index.
+/// How many times the gateway's log says it built a user's tool search index, once every line
+/// logged before is read: an operator's switch (of a user who never searches) is logged after
+/// them, and its line is waited for.
 fn index_builds(gateway: &Gateway) -> usize {
+    const SWITCHED: &str = "an operator switched a tool";
+    let marks = gateway.log().matches(SWITCHED).count();
+    gateway.switch("carol", "pn_revert", marks % 2 == 1);
+    eventually("the gateway's log to be read", || {
+        gateway.log().matches(SWITCHED).count() > marks
+    });
     gateway.log().matches("built the tool search index").count()
 }
 
