@@ -1,12 +1,10 @@
 //! The MCP gateway's rows: its HTTP sessions (for another process to restore them, with their
 //! owner and the time a process last held them) and its pinned tool definitions.
 
-use sqlx::Row;
-
 use super::{Pool, SqlStore, StoreError};
 
 /// One stored gateway session.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub(crate) struct GatewaySessionRow {
     /// The user who began the session, once the gateway recorded it.
     pub(crate) owner: Option<String>,
@@ -15,7 +13,7 @@ pub(crate) struct GatewaySessionRow {
 }
 
 /// One pinned tool definition.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub(crate) struct PinRow {
     pub(crate) tool: String,
     pub(crate) server: String,
@@ -23,7 +21,7 @@ pub(crate) struct PinRow {
 }
 
 /// One definition change waiting for an operator.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub(crate) struct PendingRow {
     pub(crate) tool: String,
     pub(crate) server: String,
@@ -62,19 +60,10 @@ impl SqlStore {
         id: &str,
     ) -> Result<Option<GatewaySessionRow>, StoreError> {
         on_pool!(self, pool => {
-            sqlx::query("SELECT owner, state FROM tool_gateway_sessions WHERE id = $1")
+            sqlx::query_as::<_, GatewaySessionRow>("SELECT owner, state FROM tool_gateway_sessions WHERE id = $1")
                 .bind(id)
                 .fetch_optional(pool)
                 .await
-                .and_then(|row| {
-                    row.map(|row| {
-                        Ok(GatewaySessionRow {
-                            owner: row.try_get(0)?,
-                            state: row.try_get(1)?,
-                        })
-                    })
-                    .transpose()
-                })
         })
         .map_err(|error| self.error("load a gateway session", error))
     }
@@ -217,20 +206,9 @@ impl SqlStore {
     /// Every pinned tool definition.
     pub(crate) async fn gateway_pins(&self) -> Result<Vec<PinRow>, StoreError> {
         on_pool!(self, pool => {
-            sqlx::query("SELECT tool, server, sha256 FROM tool_gateway_pins")
+            sqlx::query_as::<_, PinRow>("SELECT tool, server, sha256 FROM tool_gateway_pins")
                 .fetch_all(pool)
                 .await
-                .and_then(|rows| {
-                    rows.iter()
-                        .map(|row| {
-                            Ok(PinRow {
-                                tool: row.try_get(0)?,
-                                server: row.try_get(1)?,
-                                sha256: row.try_get(2)?,
-                            })
-                        })
-                        .collect::<Result<Vec<_>, sqlx::Error>>()
-                })
         })
         .map_err(|error| self.error("load the gateway's pins", error))
     }
@@ -322,21 +300,9 @@ impl SqlStore {
     /// Every definition change waiting for an operator.
     pub(crate) async fn gateway_pending(&self) -> Result<Vec<PendingRow>, StoreError> {
         on_pool!(self, pool => {
-            sqlx::query("SELECT tool, server, pinned, offered FROM tool_gateway_pending")
+            sqlx::query_as::<_, PendingRow>("SELECT tool, server, pinned, offered FROM tool_gateway_pending")
                 .fetch_all(pool)
                 .await
-                .and_then(|rows| {
-                    rows.iter()
-                        .map(|row| {
-                            Ok(PendingRow {
-                                tool: row.try_get(0)?,
-                                server: row.try_get(1)?,
-                                pinned: row.try_get(2)?,
-                                offered: row.try_get(3)?,
-                            })
-                        })
-                        .collect::<Result<Vec<_>, sqlx::Error>>()
-                })
         })
         .map_err(|error| self.error("load the gateway's waiting definition changes", error))
     }
