@@ -98,7 +98,7 @@ pub(crate) struct Pending {
 
 /// What [`Catalog::drop_pin`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Dropped {
+pub(crate) enum PinDrop {
     /// The pin is gone.
     Dropped,
     /// A source offers the tool: its pin stays.
@@ -475,7 +475,7 @@ impl Catalog {
     /// there): an operator pruning the pins of tools no server offers any more. Refused while
     /// a source of this process offers the tool, served or withheld: forgetting its pin would
     /// accept whatever it offers next.
-    pub(crate) async fn drop_pin(&self, tool: &str) -> Result<Dropped, GatewayError> {
+    pub(crate) async fn drop_pin(&self, tool: &str) -> Result<PinDrop, GatewayError> {
         // Pins another process stored since this one last read them.
         self.reload_pins().await;
         {
@@ -486,10 +486,10 @@ impl Catalog {
                 .flatten()
                 .any(|offered| offered.tool.name() == tool);
             if offered {
-                return Ok(Dropped::Offered);
+                return Ok(PinDrop::Offered);
             }
             if !state.pins.tools.contains_key(tool) {
-                return Ok(Dropped::Unknown);
+                return Ok(PinDrop::Unknown);
             }
         }
         if let PinStore::Sql(sql) = &self.store {
@@ -504,7 +504,7 @@ impl Catalog {
         }
         tracing::info!(tool, "an operator dropped the tool's pin");
         self.save_pin_file();
-        Ok(Dropped::Dropped)
+        Ok(PinDrop::Dropped)
     }
 
     /// Brings the registry in line with the sources and the pins; whether a tool was pinned
@@ -623,9 +623,10 @@ impl Catalog {
                 "the tool's pin, of the former format, is taken over in the current one"
             );
             let server = pin.server.clone();
+            let former = std::mem::replace(&mut pinned, fingerprint.sha256.clone());
             state
                 .taken_over
-                .push((name.to_owned(), pinned, fingerprint.sha256.clone()));
+                .push((name.to_owned(), former, fingerprint.sha256.clone()));
             state.pins.tools.insert(
                 name.to_owned(),
                 Pin {
@@ -634,7 +635,6 @@ impl Catalog {
                 },
             );
             *pins_changed = true;
-            pinned = fingerprint.sha256.clone();
         }
         if pinned == fingerprint.sha256 {
             if let Some(gone) = state.pending.remove(name) {

@@ -413,12 +413,12 @@ async fn drop_pin(
         return refusal;
     }
     match http.shared.drop_pin(&tool).await {
-        Ok(super::catalog::Dropped::Dropped) => Json(json!({"dropped": tool})).into_response(),
-        Ok(super::catalog::Dropped::Offered) => admin_error(
+        Ok(super::catalog::PinDrop::Dropped) => Json(json!({"dropped": tool})).into_response(),
+        Ok(super::catalog::PinDrop::Offered) => admin_error(
             StatusCode::CONFLICT,
             "a server offers the tool: its pin stays (accept a change of it instead)",
         ),
-        Ok(super::catalog::Dropped::Unknown) => {
+        Ok(super::catalog::PinDrop::Unknown) => {
             admin_error(StatusCode::NOT_FOUND, "the tool has no pin")
         }
         Err(error) => admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),

@@ -239,9 +239,9 @@ impl Shared {
 
     /// Drops the pin of `tool`, which no source of this process offers, and tells the other
     /// processes sharing the store.
-    pub(crate) async fn drop_pin(&self, tool: &str) -> Result<catalog::Dropped, GatewayError> {
+    pub(crate) async fn drop_pin(&self, tool: &str) -> Result<catalog::PinDrop, GatewayError> {
         let dropped = self.catalog.drop_pin(tool).await?;
-        if dropped == catalog::Dropped::Dropped {
+        if dropped == catalog::PinDrop::Dropped {
             self.switches.announce_pin(tool).await;
         }
         Ok(dropped)
