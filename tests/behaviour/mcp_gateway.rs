@@ -45,7 +45,7 @@ pub(crate) fn config(dir: &Path, gateway_extra: &str, servers: &str) -> PathBuf 
 }
 
 /// The configuration at `path` with its store at `url` (so several processes share it).
-fn with_store(path: &Path, url: &str) -> PathBuf {
+pub(crate) fn with_store(path: &Path, url: &str) -> PathBuf {
     let text = std::fs::read_to_string(path).unwrap();
     let store = text
         .lines()

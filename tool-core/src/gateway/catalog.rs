@@ -10,8 +10,9 @@
 //!   can shadow another's tool or a local one by choosing its name;
 //! - the gateway's own names ([`RESERVED`]) are never an upstream's: such a tool is refused
 //!   (an error names its server) and the gateway's own tool is served;
-//! - with pinning on, a tool whose definition (description, input schema, title) differs from
-//!   the one first served is withheld until an operator accepts it
+//! - with pinning on, a tool whose definition (description, input and output schemas, title,
+//!   annotations: see [`fingerprint`]) differs from the one first served is withheld until an
+//!   operator accepts it
 //!   ([`Catalog::accept`]), so an upstream cannot change what a tool claims to do under users
 //!   who already switched it on.
 //!
@@ -29,6 +30,16 @@
 //! only. Stored state that does not parse is never overwritten quietly: a pins file that is not
 //! valid JSON is renamed aside (`….corrupt`) with an error in the log, and a stored pin that is
 //! not a SHA-256 matches no definition, so its tool is withheld until an operator accepts it.
+//!
+//! # Pins of the former format
+//!
+//! Pins written before they covered the output schema and the annotations hash the
+//! description, input schema and title alone ([`Fingerprint::former`]). A stored pin equal to
+//! that hash of the definition offered now is taken over: pinned again in the current format,
+//! with a log line, and the tool stays served (a change of only its output schema or
+//! annotations made while the gateway was being upgraded is taken over with it). Every process
+//! sharing a store should run the same version: an older one withholds the tools a newer one
+//! pinned again.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -63,8 +74,18 @@ pub(crate) const RESERVED: [&str; 2] = [SET_TOOL_ENABLED, SEARCH_TOOLS];
 #[derive(Clone)]
 pub(crate) struct Offered {
     pub(crate) tool: Arc<dyn ExecutableTool>,
-    /// The definition's hash, for upstream tools (pinned); `None` for local tools.
-    pub(crate) fingerprint: Option<String>,
+    /// The definition's hashes, for upstream tools (pinned); `None` for local tools.
+    pub(crate) fingerprint: Option<Fingerprint>,
+}
+
+/// What an upstream tool's definition is pinned by; see [`fingerprint`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Fingerprint {
+    /// The SHA-256 of all a client relies on, pinned.
+    pub(crate) sha256: String,
+    /// The SHA-256 of the former format (description, input schema and title alone): a pin
+    /// equal to it is taken over in the current format.
+    pub(crate) former: String,
 }
 
 /// A definition change waiting for an operator.
@@ -73,6 +94,17 @@ pub(crate) struct Pending {
     pub(crate) server: String,
     pub(crate) pinned: String,
     pub(crate) offered: String,
+}
+
+/// What [`Catalog::drop_pin`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PinDrop {
+    /// The pin is gone.
+    Dropped,
+    /// A source offers the tool: its pin stays.
+    Offered,
+    /// The tool has no pin.
+    Unknown,
 }
 
 /// What is pinned, as stored in the pins file: tool name to its server and definition hash.
@@ -98,6 +130,9 @@ struct State {
     /// Changes of `pending` not yet written to the store: a tool's new change, or (`None`) the
     /// change it no longer has, with the hash that change offered.
     unsaved: Vec<(String, Option<Pending>, String)>,
+    /// Pins of the former format taken over and not yet written to the store: the tool, the
+    /// former pin and the current one.
+    taken_over: Vec<(String, String, String)>,
 }
 
 /// Where the pins are kept; see the [module docs](self).
@@ -142,6 +177,7 @@ impl Catalog {
                 pins,
                 pending: BTreeMap::new(),
                 unsaved: Vec::new(),
+                taken_over: Vec::new(),
             }),
             store,
             pinning,
@@ -160,8 +196,11 @@ impl Catalog {
 
     /// Replaces what `source` offers and brings the registry in line. With the pins in the
     /// store, the tools seen for the first time are pinned there first, and served with the
-    /// pin the store keeps (another process may have pinned them before).
-    pub(crate) async fn offer(&self, source: &str, tools: Vec<Offered>) {
+    /// pin the store keeps (another process may have pinned them before); and the stored
+    /// changes of the tools `source` now offers as pinned are forgotten (its upstream took
+    /// them back): `true` then, for the other processes sharing the store to be told, so that
+    /// those still seeing such a change record it again ([`reload_pins`](Self::reload_pins)).
+    pub(crate) async fn offer(&self, source: &str, tools: Vec<Offered>) -> bool {
         if let (true, PinStore::Sql(sql)) = (self.pinning, &self.store) {
             let fresh: Vec<PinRow> = {
                 let state = lock(&self.state);
@@ -173,7 +212,7 @@ impl Catalog {
                         (!state.pins.tools.contains_key(tool)).then(|| PinRow {
                             tool: tool.to_owned(),
                             server: source.to_owned(),
-                            sha256: fingerprint.clone(),
+                            sha256: fingerprint.sha256.clone(),
                         })
                     })
                     .collect()
@@ -197,16 +236,77 @@ impl Catalog {
             self.save_pin_file();
         }
         self.save_pending().await;
+        self.forget_taken_back(source).await
+    }
+
+    /// With the pins in the store: forgets the stored changes of the tools `source` serves as
+    /// pinned, which this process does not see as changed (its upstream took the change back,
+    /// maybe while no process ran); whether any was forgotten.
+    async fn forget_taken_back(&self, source: &str) -> bool {
+        let (true, PinStore::Sql(sql)) = (self.pinning, &self.store) else {
+            return false;
+        };
+        let stored = match sql.gateway_pending().await {
+            Ok(stored) => stored,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the stored definition changes");
+                return false;
+            }
+        };
+        let taken_back: Vec<PendingRow> = {
+            let state = lock(&self.state);
+            stored
+                .into_iter()
+                .filter(|change| {
+                    change.server == source
+                        && !state.pending.contains_key(&change.tool)
+                        && state
+                            .served
+                            .get(&change.tool)
+                            .is_some_and(|(server, _)| server == source)
+                })
+                .collect()
+        };
+        let mut forgot = false;
+        for change in taken_back {
+            match sql
+                .gateway_pending_remove(&change.tool, &change.offered)
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!(
+                        tool = %change.tool,
+                        server = %source,
+                        "the upstream offers the tool's pinned definition again; its waiting \
+                         change is forgotten"
+                    );
+                    forgot = true;
+                }
+                Err(error) => tracing::error!(%error, "cannot forget a waiting definition change"),
+            }
+        }
+        forgot
     }
 
     /// With the pins in the store: writes there the changes of the waiting definition changes
-    /// that `sync` made.
+    /// and the pins taken over that `sync` made.
     async fn save_pending(&self) {
         let _saving = self.saving.lock().await;
-        let unsaved = std::mem::take(&mut lock(&self.state).unsaved);
+        let (unsaved, taken_over) = {
+            let mut state = lock(&self.state);
+            (
+                std::mem::take(&mut state.unsaved),
+                std::mem::take(&mut state.taken_over),
+            )
+        };
         let PinStore::Sql(sql) = &self.store else {
             return;
         };
+        for (tool, former, current) in taken_over {
+            if let Err(error) = sql.gateway_pin_take_over(&tool, &former, &current).await {
+                tracing::error!(%error, "cannot store a pin taken over in the current format");
+            }
+        }
         for (tool, change, offered) in unsaved {
             let saved = match change {
                 Some(change) => {
@@ -234,9 +334,22 @@ impl Catalog {
         };
         match sql.gateway_pins().await {
             Ok(rows) => {
-                if self.take_pins(rows) {
+                let changed = self.take_pins(rows);
+                {
                     let mut state = lock(&self.state);
-                    self.sync(&mut state);
+                    if changed {
+                        self.sync(&mut state);
+                    }
+                    // The changes this process sees are recorded again: another process whose
+                    // upstream offers the pinned definition may have forgotten them.
+                    let seen: Vec<_> = state
+                        .pending
+                        .iter()
+                        .map(|(tool, change)| {
+                            (tool.clone(), Some(change.clone()), change.offered.clone())
+                        })
+                        .collect();
+                    state.unsaved.extend(seen);
                 }
                 self.save_pending().await;
             }
@@ -244,10 +357,17 @@ impl Catalog {
         }
     }
 
-    /// Takes the stored pins over the ones in memory; whether any changed.
+    /// Takes the stored pins over the ones in memory (forgetting those no longer stored);
+    /// whether any changed.
     fn take_pins(&self, rows: Vec<PinRow>) -> bool {
         let mut state = lock(&self.state);
-        let mut changed = false;
+        let stored: BTreeSet<&str> = rows.iter().map(|row| row.tool.as_str()).collect();
+        let before = state.pins.tools.len();
+        state
+            .pins
+            .tools
+            .retain(|tool, _| stored.contains(tool.as_str()));
+        let mut changed = state.pins.tools.len() != before;
         for row in rows {
             if !is_sha256(&row.sha256)
                 && state
@@ -351,6 +471,42 @@ impl Catalog {
         Ok(true)
     }
 
+    /// Forgets the pin of `tool` and its waiting change (in the store first, when the pins are
+    /// there): an operator pruning the pins of tools no server offers any more. Refused while
+    /// a source of this process offers the tool, served or withheld: forgetting its pin would
+    /// accept whatever it offers next.
+    pub(crate) async fn drop_pin(&self, tool: &str) -> Result<PinDrop, GatewayError> {
+        // Pins another process stored since this one last read them.
+        self.reload_pins().await;
+        {
+            let state = lock(&self.state);
+            let offered = state
+                .sources
+                .values()
+                .flatten()
+                .any(|offered| offered.tool.name() == tool);
+            if offered {
+                return Ok(PinDrop::Offered);
+            }
+            if !state.pins.tools.contains_key(tool) {
+                return Ok(PinDrop::Unknown);
+            }
+        }
+        if let PinStore::Sql(sql) = &self.store {
+            sql.gateway_pin_delete(tool)
+                .await
+                .map_err(|error| GatewayError::Store(error.to_string()))?;
+        }
+        {
+            let mut state = lock(&self.state);
+            state.pins.tools.remove(tool);
+            state.pending.remove(tool);
+        }
+        tracing::info!(tool, "an operator dropped the tool's pin");
+        self.save_pin_file();
+        Ok(PinDrop::Dropped)
+    }
+
     /// Brings the registry in line with the sources and the pins; whether a tool was pinned
     /// (seen for the first time).
     fn sync(&self, state: &mut State) -> bool {
@@ -445,7 +601,7 @@ impl Catalog {
         state: &mut State,
         name: &str,
         source: &str,
-        fingerprint: &str,
+        fingerprint: &Fingerprint,
         pins_changed: &mut bool,
     ) -> bool {
         let Some(pin) = state.pins.tools.get(name) else {
@@ -453,13 +609,34 @@ impl Catalog {
                 name.to_owned(),
                 Pin {
                     server: source.to_owned(),
-                    sha256: fingerprint.to_owned(),
+                    sha256: fingerprint.sha256.clone(),
                 },
             );
             *pins_changed = true;
             return true;
         };
-        if pin.sha256 == fingerprint {
+        let mut pinned = pin.sha256.clone();
+        if pinned == fingerprint.former && pinned != fingerprint.sha256 {
+            tracing::info!(
+                tool = %name,
+                server = %source,
+                "the tool's pin, of the former format, is taken over in the current one"
+            );
+            let server = pin.server.clone();
+            let former = std::mem::replace(&mut pinned, fingerprint.sha256.clone());
+            state
+                .taken_over
+                .push((name.to_owned(), former, fingerprint.sha256.clone()));
+            state.pins.tools.insert(
+                name.to_owned(),
+                Pin {
+                    server,
+                    sha256: fingerprint.sha256.clone(),
+                },
+            );
+            *pins_changed = true;
+        }
+        if pinned == fingerprint.sha256 {
             if let Some(gone) = state.pending.remove(name) {
                 state.unsaved.push((name.to_owned(), None, gone.offered));
             }
@@ -467,8 +644,8 @@ impl Catalog {
         }
         let pending = Pending {
             server: source.to_owned(),
-            pinned: pin.sha256.clone(),
-            offered: fingerprint.to_owned(),
+            pinned,
+            offered: fingerprint.sha256.clone(),
         };
         if state.pending.get(name) != Some(&pending) {
             tracing::warn!(
@@ -555,18 +732,35 @@ fn is_sha256(text: &str) -> bool {
             .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
 }
 
-/// The SHA-256 (hex) of what a tool claims: its description, input schema and title, with
-/// object keys sorted so the hash depends on the content alone.
-pub(crate) fn fingerprint(info: &McpToolInfo) -> String {
-    use std::fmt::Write as _;
-
-    let claim = serde_json::json!({
+/// The SHA-256s (hex) of what a tool claims, with object keys sorted so each depends on the
+/// content alone: everything a client relies on (its description, input schema, output
+/// schema, title and annotations as the server declared them, whether the gateway trusts
+/// them or not), and the former format's (description, input schema and title).
+pub(crate) fn fingerprint(info: &McpToolInfo) -> Fingerprint {
+    let former = serde_json::json!({
         "description": info.definition.description(),
         "inputSchema": info.definition.parameters(),
         "title": info.metadata.title,
     });
+    let claim = serde_json::json!({
+        "fingerprint": 2,
+        "description": info.definition.description(),
+        "inputSchema": info.definition.parameters(),
+        "outputSchema": info.output_schema,
+        "title": info.metadata.title,
+        "annotations": info.annotations,
+    });
+    Fingerprint {
+        sha256: sha256_hex(&claim),
+        former: sha256_hex(&former),
+    }
+}
+
+fn sha256_hex(claim: &Value) -> String {
+    use std::fmt::Write as _;
+
     let mut text = String::new();
-    canonical(&claim, &mut text);
+    canonical(claim, &mut text);
     Sha256::digest(text.as_bytes())
         .iter()
         .fold(String::with_capacity(64), |mut hex, byte| {

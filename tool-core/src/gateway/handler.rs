@@ -29,8 +29,6 @@ use super::{
 use crate::{
     mcp::McpHandler,
     registry::{RegistrySnapshot, ToolToggles},
-    search::ToolIndex,
-    tool::ChatTool,
 };
 
 /// The name of the gateway's own switch tool.
@@ -252,14 +250,17 @@ impl GatewayHandler {
                 }
             },
         };
-        let snapshot = self.snapshot(user);
-        let definitions: Vec<ChatTool> = snapshot
-            .definitions()
-            .into_iter()
-            .filter(|tool| tool.name() != SEARCH_TOOLS)
-            .collect();
-        let index = ToolIndex::new(definitions.iter().map(|tool| (tool, None)));
-        let matches = match index.search(query, usize::try_from(limit).unwrap_or(10)) {
+        // `ensure_user` loaded the user's switches.
+        let Some(switches) = self.shared.switches.loaded(user) else {
+            return error_result("Error: no tools to search");
+        };
+        let searched =
+            switches.search_index(&self.shared.catalog.registry, &self.session, SEARCH_TOOLS);
+        let definitions = &searched.definitions;
+        let matches = match searched
+            .index
+            .search(query, usize::try_from(limit).unwrap_or(10))
+        {
             Ok(matches) => matches,
             Err(error) => return error_result(&format!("Error: {error}")),
         };
@@ -347,6 +348,15 @@ impl GatewayHandler {
     }
 }
 
+/// Takes every message already queued in `events` (a lagging receiver's gap included).
+fn drain<T: Clone>(events: &mut broadcast::Receiver<T>) {
+    use broadcast::error::TryRecvError;
+    while !matches!(
+        events.try_recv(),
+        Err(TryRecvError::Empty | TryRecvError::Closed)
+    ) {}
+}
+
 fn error_result(text: &str) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text.to_owned())])
 }
@@ -407,6 +417,9 @@ impl ServerHandler for GatewayHandler {
                     change = changes.recv() => if matches!(change, Err(RecvError::Closed)) { return },
                     change = session_changes.recv() => if matches!(change, Err(RecvError::Closed)) { return },
                 }
+                // A burst of switches is one notification.
+                drain(&mut changes);
+                drain(&mut session_changes);
                 if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
                     return;
                 }
@@ -469,8 +482,8 @@ impl ServerHandler for GatewayHandler {
         self.inner.accepted_subscription_filter(requested)
     }
 
-    /// 2026-07-28 listen streams: every registry change and every change of the user's
-    /// switches is one `notifications/tools/list_changed`.
+    /// 2026-07-28 listen streams: every burst of registry changes and changes of the user's or
+    /// the session's switches is one `notifications/tools/list_changed`.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let user = self.ensure_user(subscription.request_context()).await?;
         // A stream of the user's while this runs.
@@ -493,6 +506,11 @@ impl ServerHandler for GatewayHandler {
                 change = changes.recv() => if matches!(change, Err(RecvError::Closed)) { return Ok(()) },
                 change = session_changes.recv() => if matches!(change, Err(RecvError::Closed)) { return Ok(()) },
             }
+            // What came with it is told with it: the client's next `tools/list` shows the last
+            // state, and a change after the drain is a notification of its own.
+            drain(&mut registry_events);
+            drain(&mut changes);
+            drain(&mut session_changes);
             if subscription
                 .sink()
                 .notify_tool_list_changed()
@@ -516,4 +534,29 @@ impl ServerHandler for GatewayHandler {
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // The guarded values are replaced whole.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_drain_takes_a_burst_and_leaves_the_next_change_to_be_told() {
+        let (sender, mut events) = broadcast::channel(16);
+        for change in 0..40 {
+            // More than the channel holds: the receiver lags, and that is a change too.
+            let _ = sender.send(change);
+        }
+        assert!(events.recv().await.is_err(), "lagged");
+        drain(&mut events);
+        assert_eq!(
+            events.try_recv(),
+            Err(broadcast::error::TryRecvError::Empty)
+        );
+        sender.send(41).unwrap();
+        assert_eq!(events.recv().await, Ok(41));
+        drop(sender);
+        drain(&mut events);
+        assert_eq!(events.recv().await, Err(RecvError::Closed));
+    }
 }

@@ -22,7 +22,7 @@ use axum::{
     http::{HeaderMap, HeaderValue, Method, StatusCode, header},
     middleware::Next,
     response::{IntoResponse, Response},
-    routing::{get, post, put},
+    routing::{delete, get, post, put},
 };
 use futures::StreamExt as _;
 use serde_json::{Value, json};
@@ -140,6 +140,7 @@ pub(super) async fn start(
         .route("/admin/users/{user}/tools/{tool}", put(switch_tool))
         .route("/admin/pins", get(pins))
         .route("/admin/pins/{tool}/accept", post(accept_pin))
+        .route("/admin/pins/{tool}", delete(drop_pin))
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(rules, same_site));
     let router = mcp.merge(admin);
@@ -449,6 +450,27 @@ async fn accept_pin(
     match http.shared.accept_pin(&tool).await {
         Ok(true) => Json(json!({"accepted": tool})).into_response(),
         Ok(false) => admin_error(StatusCode::NOT_FOUND, "no change of that tool is pending"),
+        Err(error) => admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
+    }
+}
+
+async fn drop_pin(
+    State(http): State<Arc<Http>>,
+    Path(tool): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(refusal) = refuse_non_admin(&http, &headers) {
+        return refusal;
+    }
+    match http.shared.drop_pin(&tool).await {
+        Ok(super::catalog::PinDrop::Dropped) => Json(json!({"dropped": tool})).into_response(),
+        Ok(super::catalog::PinDrop::Offered) => admin_error(
+            StatusCode::CONFLICT,
+            "a server offers the tool: its pin stays (accept a change of it instead)",
+        ),
+        Ok(super::catalog::PinDrop::Unknown) => {
+            admin_error(StatusCode::NOT_FOUND, "the tool has no pin")
+        }
         Err(error) => admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
     }
 }

@@ -42,12 +42,15 @@
 //!   A server with `deferred = true` has its tools left out of every `tools/list`, tool search
 //!   on or off: `search_tools` is listed to each user with one of them switched on, finds
 //!   them, and they are called by name (with tool search on, a pinned one is listed).
-//! - **Pinned definitions.** The SHA-256 of each upstream tool's description, input schema and
-//!   title is recorded (in the store, or in `pins_file` when one is named) when the tool is
+//! - **Pinned definitions.** The SHA-256 of each upstream tool's description, input and output
+//!   schemas, title and annotations is recorded (in the store, or in `pins_file` when one is named) when the tool is
 //!   first served. A tool whose definition changes later is withheld from every user, with a
 //!   warning in the log and a [`GatewayEvent::DefinitionChanged`], until an operator accepts
 //!   the change (`POST /admin/pins/{tool}/accept`, through any process sharing the store).
-//!   `pin_definitions = false` turns this off.
+//!   `pin_definitions = false` turns this off. A pin written before pins covered the output
+//!   schema and the annotations is taken over in the current format when it matches the
+//!   definition offered, and the tool stays served (every process sharing a store should
+//!   run the same version).
 //! - **Several processes.** With the store in PostgreSQL (feature `postgres`), any number of
 //!   gateway processes can serve behind a load balancer: a switch made through one (a user's,
 //!   a session's, or an accepted definition) is announced with PostgreSQL `NOTIFY`, and every
@@ -93,6 +96,7 @@
 //! | `PUT /admin/users/{user}/tools/{tool}` with `{"enabled": bool}` | switches a tool for the user |
 //! | `GET /admin/pins` | `{"pending": {tool: {"server", "pinned", "offered"}}}` |
 //! | `POST /admin/pins/{tool}/accept` | serves the tool's new definition |
+//! | `DELETE /admin/pins/{tool}` | forgets the pin of a tool no server offers (`409` while one does) |
 //! | `GET /healthz` (no token) | `{"status": "ok" \| "degraded", "servers": {name: {"state"}}}` |
 //! | `GET /healthz` with the admin token | also each server's `protocol_version` and `tools`, or its last `error` |
 //!
@@ -244,6 +248,16 @@ impl Shared {
             self.switches.announce_pin(tool).await;
         }
         Ok(accepted)
+    }
+
+    /// Drops the pin of `tool`, which no source of this process offers, and tells the other
+    /// processes sharing the store.
+    pub(crate) async fn drop_pin(&self, tool: &str) -> Result<catalog::PinDrop, GatewayError> {
+        let dropped = self.catalog.drop_pin(tool).await?;
+        if dropped == catalog::PinDrop::Dropped {
+            self.switches.announce_pin(tool).await;
+        }
+        Ok(dropped)
     }
 }
 
@@ -529,7 +543,9 @@ async fn run_upstream(
             next.insert(info.local_name.clone(), (info.clone(), tool));
         }
         made = next;
-        shared.catalog.offer(&upstream.name, offered).await;
+        if shared.catalog.offer(&upstream.name, offered).await {
+            shared.switches.announce_pin(&upstream.name).await;
+        }
         if let Some(done) = first_attempt.take() {
             let _ = done.send(());
         }

@@ -23,8 +23,10 @@ use super::{
 };
 use crate::{
     registry::{RegistrySnapshot, ToolRegistry, ToolToggles},
+    search::ToolIndex,
     session::{MemoryPreferenceStore, PreferenceStore},
     store::SqlStore,
+    tool::ChatTool,
 };
 
 /// The pool changes are announced on to the other gateway processes (PostgreSQL only).
@@ -84,7 +86,19 @@ pub(crate) struct ScopedSwitches<O> {
     /// The payload of an announced change: the user's name or the session's id.
     name: String,
     announce: Announce,
+    /// The tool search index built last ([`UserSwitches::search_index`]).
+    search: Mutex<Option<Arc<SearchIndex>>>,
     owner: PhantomData<O>,
+}
+
+/// A tool search index of one view of the registry.
+pub(crate) struct SearchIndex {
+    /// The tools of the view it ranks.
+    pub(crate) definitions: Vec<ChatTool>,
+    pub(crate) index: ToolIndex,
+    /// The view it was built for: the user's snapshot, and the session's switches on top.
+    user: Arc<RegistrySnapshot>,
+    session: HashMap<String, bool>,
 }
 
 /// One user's switches.
@@ -110,6 +124,7 @@ impl<O: Owner> ScopedSwitches<O> {
             changed,
             name: name.to_owned(),
             announce,
+            search: Mutex::new(None),
             owner: PhantomData,
         })
     }
@@ -164,6 +179,57 @@ impl UserSwitches {
     }
 }
 
+impl UserSwitches {
+    /// The search index of the registry as this user sees it with `session`'s switches on top,
+    /// `except` left out: the one built last while neither the registry, this user's switches
+    /// nor the session's changed since (the user's snapshot is the same one then), else one
+    /// built now.
+    pub(crate) fn search_index(
+        &self,
+        registry: &ToolRegistry,
+        session: &ToolToggles,
+        except: &str,
+    ) -> Arc<SearchIndex> {
+        let user = self.toggles.snapshot(registry);
+        let overrides = session.overrides();
+        if let Some(built) = lock(&self.search).as_ref() {
+            if Arc::ptr_eq(&built.user, &user) && built.session == overrides {
+                return built.clone();
+            }
+        }
+        let view = if overrides.is_empty() {
+            user.clone()
+        } else {
+            // From the switches read above, so the index is of the view it is kept for.
+            Arc::new(registry.snapshot_with(|name, _, _| {
+                overrides
+                    .get(name)
+                    .copied()
+                    .unwrap_or_else(|| user.is_enabled(name))
+            }))
+        };
+        let definitions: Vec<ChatTool> = view
+            .definitions()
+            .into_iter()
+            .filter(|tool| tool.name() != except)
+            .collect();
+        let index = ToolIndex::new(definitions.iter().map(|tool| (tool, None)));
+        tracing::debug!(
+            user = %self.name,
+            tools = definitions.len(),
+            "built the tool search index"
+        );
+        let built = Arc::new(SearchIndex {
+            definitions,
+            index,
+            user,
+            session: overrides,
+        });
+        *lock(&self.search) = Some(built.clone());
+        built
+    }
+}
+
 fn store_error(error: impl std::fmt::Display) -> GatewayError {
     GatewayError::Store(error.to_string())
 }
@@ -181,7 +247,8 @@ pub(crate) struct Switches {
     sessions: Mutex<HashMap<String, Weak<SessionSwitches>>>,
 }
 
-/// The channel an accepted definition is announced on; the payload is the tool's name.
+/// The channel a change of the pins is announced on (an accepted definition, a forgotten
+/// change); the payload names the tool or the server.
 pub(crate) const PINS_CHANNEL: &str = "tool_core_gateway_pins";
 /// The channel an ended session is announced on; the payload is the session's id.
 const ENDED_CHANNEL: &str = "tool_core_gateway_sessions_ended";
@@ -232,7 +299,8 @@ impl Switches {
     #[allow(clippy::unused_self)] // With PostgreSQL it reads the store.
     fn announcer(&self) -> Announce {}
 
-    /// Tells the other processes that an operator accepted a tool's definition.
+    /// Tells the other processes that the pins changed: an operator accepted the definition of
+    /// `tool`, or the changes of a server's tools were forgotten (`tool` names the server).
     pub(crate) async fn announce_pin(&self, tool: &str) {
         announce(&self.announcer(), PINS_CHANNEL, tool).await;
     }

@@ -1079,6 +1079,12 @@ fn tool_info(server: &str, config: &McpServerConfig, tool: Tool, local: String) 
         local_name: local,
         remote_name: tool.name.into_owned(),
         metadata,
+        output_schema: tool
+            .output_schema
+            .map(|schema| Value::Object((*schema).clone())),
+        annotations: tool
+            .annotations
+            .and_then(|annotations| serde_json::to_value(annotations).ok()),
     }
 }
 

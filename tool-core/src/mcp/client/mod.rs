@@ -151,6 +151,13 @@ pub struct McpToolInfo {
     /// [call timeout](McpServerConfig::call_timeout) is the client's own, not set here, so a
     /// registry's or an agent's shorter timeout still applies.
     pub metadata: ToolMetadata,
+    /// The tool's `outputSchema` as the server declared it (`None`: it declared none). Not
+    /// registered (calls answer the result as text); kept for whoever checks what the server
+    /// claims, as the MCP gateway pins it.
+    pub output_schema: Option<serde_json::Value>,
+    /// The tool's `annotations` as the server declared them, trusted or not (`None`: it
+    /// declared none).
+    pub annotations: Option<serde_json::Value>,
 }
 
 /// A connection to one MCP server; see the [module docs](crate::mcp).

@@ -1,12 +1,10 @@
 //! The MCP gateway's rows: its HTTP sessions (for another process to restore them, with their
 //! owner and the time a process last held them) and its pinned tool definitions.
 
-use sqlx::Row;
-
 use super::{Pool, SqlStore, StoreError};
 
 /// One stored gateway session.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub(crate) struct GatewaySessionRow {
     /// The user who began the session, once the gateway recorded it.
     pub(crate) owner: Option<String>,
@@ -15,7 +13,7 @@ pub(crate) struct GatewaySessionRow {
 }
 
 /// One pinned tool definition.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub(crate) struct PinRow {
     pub(crate) tool: String,
     pub(crate) server: String,
@@ -23,7 +21,7 @@ pub(crate) struct PinRow {
 }
 
 /// One definition change waiting for an operator.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub(crate) struct PendingRow {
     pub(crate) tool: String,
     pub(crate) server: String,
@@ -62,19 +60,10 @@ impl SqlStore {
         id: &str,
     ) -> Result<Option<GatewaySessionRow>, StoreError> {
         on_pool!(self, pool => {
-            sqlx::query("SELECT owner, state FROM tool_gateway_sessions WHERE id = $1")
+            sqlx::query_as::<_, GatewaySessionRow>("SELECT owner, state FROM tool_gateway_sessions WHERE id = $1")
                 .bind(id)
                 .fetch_optional(pool)
                 .await
-                .and_then(|row| {
-                    row.map(|row| {
-                        Ok(GatewaySessionRow {
-                            owner: row.try_get(0)?,
-                            state: row.try_get(1)?,
-                        })
-                    })
-                    .transpose()
-                })
         })
         .map_err(|error| self.error("load a gateway session", error))
     }
@@ -217,20 +206,9 @@ impl SqlStore {
     /// Every pinned tool definition.
     pub(crate) async fn gateway_pins(&self) -> Result<Vec<PinRow>, StoreError> {
         on_pool!(self, pool => {
-            sqlx::query("SELECT tool, server, sha256 FROM tool_gateway_pins")
+            sqlx::query_as::<_, PinRow>("SELECT tool, server, sha256 FROM tool_gateway_pins")
                 .fetch_all(pool)
                 .await
-                .and_then(|rows| {
-                    rows.iter()
-                        .map(|row| {
-                            Ok(PinRow {
-                                tool: row.try_get(0)?,
-                                server: row.try_get(1)?,
-                                sha256: row.try_get(2)?,
-                            })
-                        })
-                        .collect::<Result<Vec<_>, sqlx::Error>>()
-                })
         })
         .map_err(|error| self.error("load the gateway's pins", error))
     }
@@ -253,6 +231,26 @@ impl SqlStore {
             .map_err(|error| self.error("pin a tool definition", error))?;
         }
         Ok(())
+    }
+
+    /// Replaces the tool's pin `former` by `current` (the same definition's hash in the current
+    /// format), unless the pin changed meanwhile.
+    pub(crate) async fn gateway_pin_take_over(
+        &self,
+        tool: &str,
+        former: &str,
+        current: &str,
+    ) -> Result<(), StoreError> {
+        on_pool!(self, pool => {
+            sqlx::query("UPDATE tool_gateway_pins SET sha256 = $3 WHERE tool = $1 AND sha256 = $2")
+                .bind(tool)
+                .bind(former)
+                .bind(current)
+                .execute(pool)
+                .await
+                .map(drop)
+        })
+        .map_err(|error| self.error("take over a pin of the former format", error))
     }
 
     /// Pins `pin` in place of the tool's pin (an operator accepted it), and forgets the tool's
@@ -281,24 +279,30 @@ impl SqlStore {
         .map_err(|error| self.error("replace a pinned tool definition", error))
     }
 
+    /// Forgets the tool's pin and its waiting change, in one transaction.
+    pub(crate) async fn gateway_pin_delete(&self, tool: &str) -> Result<(), StoreError> {
+        on_pool!(self, pool => {
+            async {
+                let mut tx = pool.begin().await?;
+                for statement in [
+                    "DELETE FROM tool_gateway_pins WHERE tool = $1",
+                    "DELETE FROM tool_gateway_pending WHERE tool = $1",
+                ] {
+                    sqlx::query(statement).bind(tool).execute(&mut *tx).await?;
+                }
+                tx.commit().await
+            }
+            .await
+        })
+        .map_err(|error| self.error("drop a pinned tool definition", error))
+    }
+
     /// Every definition change waiting for an operator.
     pub(crate) async fn gateway_pending(&self) -> Result<Vec<PendingRow>, StoreError> {
         on_pool!(self, pool => {
-            sqlx::query("SELECT tool, server, pinned, offered FROM tool_gateway_pending")
+            sqlx::query_as::<_, PendingRow>("SELECT tool, server, pinned, offered FROM tool_gateway_pending")
                 .fetch_all(pool)
                 .await
-                .and_then(|rows| {
-                    rows.iter()
-                        .map(|row| {
-                            Ok(PendingRow {
-                                tool: row.try_get(0)?,
-                                server: row.try_get(1)?,
-                                pinned: row.try_get(2)?,
-                                offered: row.try_get(3)?,
-                            })
-                        })
-                        .collect::<Result<Vec<_>, sqlx::Error>>()
-                })
         })
         .map_err(|error| self.error("load the gateway's waiting definition changes", error))
     }
