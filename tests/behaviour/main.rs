@@ -36,6 +36,7 @@ mod mcp_client_everything;
 mod mcp_client_misbehaving;
 mod mcp_client_secrets;
 mod mcp_gateway;
+mod mcp_gateway_http;
 mod mcp_node;
 mod mcp_progress;
 mod mcp_python;

@@ -204,7 +204,7 @@ impl McpTool {
             ));
         };
         shared
-            .call(&self.info.local_name, &self.info.remote_name, args, context)
+            .call(&self.info.local_name, &self.info.remote_name, args, context, false)
             .await
     }
 }
