@@ -505,12 +505,15 @@ impl Shared {
         let Some((generation, peer)) = lock(&self.peer).clone() else {
             return Err(self.not_connected());
         };
-        if direct {
-            if let Some(http) = lock(&self.direct).clone() {
-                return self
-                    .call_direct(&http, generation, peer, local, remote, args, context)
-                    .await;
-            }
+        let http = if direct {
+            lock(&self.direct).clone()
+        } else {
+            None
+        };
+        if let Some(http) = http {
+            return self
+                .call_direct(&http, generation, peer, local, remote, args, context)
+                .await;
         }
         self.call_through_rmcp(generation, peer, local, remote, args, context)
             .await

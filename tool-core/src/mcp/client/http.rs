@@ -202,11 +202,12 @@ impl StreamableHttpClient for ReportingClient {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let id = request_id(&message);
-        let mut session = lock(&self.reports.session);
-        if *session != session_id {
-            session.clone_from(&session_id);
+        {
+            let mut session = lock(&self.reports.session);
+            if *session != session_id {
+                session.clone_from(&session_id);
+            }
         }
-        drop(session);
         let response = self
             .inner
             .post_message_with_response_limits(
