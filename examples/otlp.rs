@@ -1,13 +1,17 @@
-//! OpenTelemetry export for the examples: tool-core's spans (through `tracing-opentelemetry`)
-//! and metrics sent over OTLP/HTTP (protobuf) to a collector.
+//! The examples' logs and OpenTelemetry export: logs on stderr, and with `--otlp URL` tool-core's
+//! spans (through `tracing-opentelemetry`) and metrics sent over OTLP/HTTP (protobuf) to a
+//! collector.
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig as _};
 use opentelemetry_sdk::{Resource, metrics::SdkMeterProvider, trace::SdkTracerProvider};
-use tracing_subscriber::{Layer, Registry, filter::Targets};
+use tracing_subscriber::{
+    EnvFilter, Layer, Registry, filter::Targets, layer::SubscriberExt as _,
+    util::SubscriberInitExt as _,
+};
 
 /// The standard variable naming the collector's base URL, used when no `--otlp` is given.
-pub(crate) const ENDPOINT_VARIABLE: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+const ENDPOINT_VARIABLE: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 
 /// The exporters of a running program; [`shutdown`](Self::shutdown) sends what is left.
 pub(crate) struct Otlp {
@@ -15,8 +19,39 @@ pub(crate) struct Otlp {
     metrics: SdkMeterProvider,
 }
 
+/// Sets up the program's output: its logs on stderr, filtered by `RUST_LOG` (else by
+/// `default_filter`), and, when the `--otlp` flag or the standard variable names a collector,
+/// tool-core's spans and metrics exported to it under the service name `service`. Returns the
+/// exporters, which [`Otlp::shutdown`] flushes before the program ends; an error, with nothing
+/// set up, when the exporters cannot be built.
+pub(crate) fn init(
+    flag: Option<String>,
+    service: &'static str,
+    default_filter: &str,
+) -> Result<Option<Otlp>, String> {
+    let (otlp, otel_layer) = match endpoint(flag) {
+        None => (None, None),
+        Some(url) => {
+            let (otlp, layer) = start(&url, service)?;
+            (Some(otlp), Some(layer))
+        }
+    };
+    tracing_subscriber::registry()
+        .with(otel_layer)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(
+                    EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| EnvFilter::new(default_filter)),
+                ),
+        )
+        .init();
+    Ok(otlp)
+}
+
 /// The collector's base URL: the flag's, else the standard variable's, else none.
-pub(crate) fn endpoint(flag: Option<String>) -> Option<String> {
+fn endpoint(flag: Option<String>) -> Option<String> {
     flag.or_else(|| std::env::var(ENDPOINT_VARIABLE).ok())
         .filter(|url| !url.trim().is_empty())
 }
@@ -25,7 +60,7 @@ pub(crate) fn endpoint(flag: Option<String>) -> Option<String> {
 /// `/v1/traces`, metrics to `/v1/metrics`), and returns the layer that turns tool-core's spans
 /// into OpenTelemetry spans, for the program's subscriber. The metrics go through the global
 /// meter provider, which the agent's telemetry reads when it is built.
-pub(crate) fn start(
+fn start(
     base: &str,
     service: &'static str,
 ) -> Result<(Otlp, Box<dyn Layer<Registry> + Send + Sync>), String> {

@@ -62,7 +62,6 @@ use tool_core::{
     otel::Telemetry,
     session::SessionError,
 };
-use tracing_subscriber::{Layer as _, layer::SubscriberExt as _, util::SubscriberInitExt as _};
 
 #[path = "../otlp.rs"]
 mod otlp;
@@ -271,27 +270,13 @@ fn is_inside(path: &Path, root: &Path) -> bool {
 async fn main() -> ExitCode {
     // Usage errors (an unknown or misspelt flag, a missing value) exit with code 2.
     let args = <Args as clap::Parser>::parse();
-    let (otlp, otel_layer) = match otlp::endpoint(args.otlp.clone()) {
-        None => (None, None),
-        Some(url) => match otlp::start(&url, "agent") {
-            Ok((otlp, layer)) => (Some(otlp), Some(layer)),
-            Err(error) => {
-                eprintln!("{}", printable(&error));
-                return ExitCode::FAILURE;
-            }
-        },
+    let otlp = match otlp::init(args.otlp.clone(), "agent", "warn") {
+        Ok(otlp) => otlp,
+        Err(error) => {
+            eprintln!("{}", printable(&error));
+            return ExitCode::FAILURE;
+        }
     };
-    tracing_subscriber::registry()
-        .with(otel_layer)
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_filter(
-                    tracing_subscriber::EnvFilter::try_from_default_env()
-                        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-                ),
-        )
-        .init();
     let code = run(args).await;
     // What is left of the spans and metrics goes out before the program ends.
     if let Some(otlp) = otlp {

@@ -17,8 +17,6 @@
 
 use std::{io::Read as _, path::PathBuf, process::ExitCode};
 
-use tracing_subscriber::{Layer as _, layer::SubscriberExt as _, util::SubscriberInitExt as _};
-
 use tool_core::gateway::{GatewayConfig, McpGateway, hash_token};
 
 #[path = "../otlp.rs"]
@@ -40,27 +38,13 @@ async fn main() -> ExitCode {
         eprintln!("error: --config FILE is required");
         return ExitCode::from(2);
     };
-    let (otlp, otel_layer) = match otlp::endpoint(arguments.otlp) {
-        None => (None, None),
-        Some(url) => match otlp::start(&url, "mcp_gateway") {
-            Ok((otlp, layer)) => (Some(otlp), Some(layer)),
-            Err(error) => {
-                eprintln!("error: {error}");
-                return ExitCode::FAILURE;
-            }
-        },
+    let otlp = match otlp::init(arguments.otlp, "mcp_gateway", "warn,rmcp::service=error") {
+        Ok(otlp) => otlp,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
     };
-    tracing_subscriber::registry()
-        .with(otel_layer)
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_filter(
-                    tracing_subscriber::EnvFilter::try_from_default_env()
-                        .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
-                ),
-        )
-        .init();
     let outcome = run(path, arguments.listen, arguments.stdio).await;
     if let Some(otlp) = otlp {
         otlp.shutdown();

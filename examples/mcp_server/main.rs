@@ -25,8 +25,6 @@ use std::{
     sync::{Arc, Weak},
 };
 
-use tracing_subscriber::{Layer as _, layer::SubscriberExt as _, util::SubscriberInitExt as _};
-
 use tool_core::{
     ExecutableTool, ToolContext, ToolContextOptions, ToolRegistry, create_default_tool_registry,
     mcp::{McpOptions, McpServer},
@@ -41,28 +39,18 @@ async fn main() -> ExitCode {
     // Usage errors (an unknown or misspelt flag, a missing value) exit with code 2.
     let arguments = <Arguments as clap::Parser>::parse();
 
-    let (otlp, otel_layer) = match otlp::endpoint(arguments.otlp.clone()) {
-        None => (None, None),
-        Some(url) => match otlp::start(&url, "mcp_server") {
-            Ok((otlp, layer)) => (Some(otlp), Some(layer)),
-            Err(error) => {
-                eprintln!("error: {error}");
-                return ExitCode::FAILURE;
-            }
-        },
+    // rmcp logs every JSON-RPC error answer (an unknown tool, say) as a warning.
+    let otlp = match otlp::init(
+        arguments.otlp.clone(),
+        "mcp_server",
+        "warn,rmcp::service=error",
+    ) {
+        Ok(otlp) => otlp,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
     };
-    tracing_subscriber::registry()
-        .with(otel_layer)
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_filter(
-                    // rmcp logs every JSON-RPC error answer (an unknown tool, say) as a warning.
-                    tracing_subscriber::EnvFilter::try_from_default_env()
-                        .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
-                ),
-        )
-        .init();
 
     let registry = Arc::new(build_registry(arguments.root));
     let switchboard = Arc::new(Switchboard {

@@ -40,8 +40,8 @@ pub(crate) fn llama_files(test: &str) -> Option<LlamaFiles> {
 }
 
 /// What provisioning found, or `None` after saying loudly that `test` is skipped because of
-/// `missing` (`hint`: how to get it). With `TOOL_CORE_REQUIRE_LLAMA_SERVER` set, the test
-/// fails instead.
+/// `missing` (`hint`: how to get it). With `TOOL_CORE_REQUIRE_LLAMA_SERVER` (or
+/// [`crate::real_parts::REQUIRE`]) set, the test fails instead.
 pub(crate) fn or_skip<T: Clone>(
     test: &str,
     found: &Result<T, String>,
@@ -50,7 +50,10 @@ pub(crate) fn or_skip<T: Clone>(
 ) -> Option<T> {
     match found {
         Ok(found) => Some(found.clone()),
-        Err(why) if std::env::var_os("TOOL_CORE_REQUIRE_LLAMA_SERVER").is_some() => {
+        Err(why)
+            if std::env::var_os("TOOL_CORE_REQUIRE_LLAMA_SERVER").is_some()
+                || crate::real_parts::required() =>
+        {
             panic!("{test}: {missing}, and TOOL_CORE_REQUIRE_LLAMA_SERVER is set: {why}")
         }
         Err(why) => {

@@ -171,3 +171,117 @@ async fn with_validation_on_the_schema_reports_the_same_shape() {
         "sunny in Oslo in 3 days"
     );
 }
+
+/// Arguments with a bounded string read before the fields that go wrong.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct TripArgs {
+    /// The city.
+    #[schemars(length(min = 2))]
+    city: String,
+    /// How many nights.
+    nights: u8,
+    /// A note.
+    note: String,
+    /// Places to see.
+    #[schemars(length(min = 1))]
+    sights: Vec<String>,
+}
+
+/// Plan a trip.
+#[tool]
+async fn trip(#[args] args: TripArgs) -> String {
+    format!(
+        "{} nights in {} ({}; {})",
+        args.nights,
+        args.city,
+        args.note,
+        args.sights.join(", ")
+    )
+}
+
+#[tokio::test]
+async fn strings_read_before_a_mismatch_are_not_reported_as_wrong() {
+    // The object path moves the strings it reads into the arguments; when a later field does
+    // not fit, what the model is told is about that field alone, on every way in.
+    let object = args(json!({
+        "city": "Oslo",
+        "nights": "three",
+        "note": "quiet",
+        "sights": ["fjord"],
+    }));
+    let expected = "at /nights: expected an integer, got \"three\"";
+    for registry in [
+        ToolRegistry::new(),
+        ToolRegistry::with_options(RegistryOptions::new().validate_arguments(false)),
+    ] {
+        registry.register(Trip).unwrap();
+        assert_eq!(
+            registry.execute("trip", object.clone()).await,
+            format!("Error: invalid arguments for trip: {expected}")
+        );
+    }
+    let error = tool_core::ExecutableTool::execute(&Trip, object)
+        .await
+        .unwrap_err();
+    assert!(error.is_invalid_arguments());
+    assert_eq!(
+        error.message(),
+        format!("invalid arguments for trip: {expected}")
+    );
+}
+
+#[tokio::test]
+async fn every_wrong_field_is_named_after_strings_were_read() {
+    let registry = unvalidated();
+    registry.register(Trip).unwrap();
+    assert_eq!(
+        registry
+            .execute(
+                "trip",
+                args(json!({"city": "Oslo", "nights": "three", "note": 5, "sights": ["fjord"]}))
+            )
+            .await,
+        "Error: invalid arguments for trip: at /nights: expected an integer, got \"three\"; \
+         at /note: expected a string, got 5"
+    );
+    // A number the schema takes and the type does not keeps serde's words, at its place.
+    assert_eq!(
+        registry
+            .execute(
+                "trip",
+                args(json!({"city": "Oslo", "nights": 2.0, "note": "", "sights": [""]}))
+            )
+            .await,
+        "Error: invalid arguments for trip: at /nights: expected an integer from 0 to 255, got 2.0"
+    );
+    assert_eq!(
+        registry
+            .execute(
+                "trip",
+                args(json!({"city": "Oslo", "nights": 2, "note": "quiet", "sights": ["fjord"]}))
+            )
+            .await,
+        "2 nights in Oslo (quiet; fjord)"
+    );
+}
+
+#[test]
+fn a_tool_whose_body_never_waits_finishes_when_its_object_call_is_made() {
+    use tool_core::{ExecutableTool, TextCall};
+
+    let call = Trip.execute_object(
+        args(json!({"city": "Oslo", "nights": 2, "note": "quiet", "sights": ["fjord"]})),
+        None,
+    );
+    assert!(
+        matches!(&call, TextCall::Finished(Ok(text)) if text == "2 nights in Oslo (quiet; fjord)"),
+        "{call:?}"
+    );
+    let call = Trip.execute_object(args(json!({"city": "Oslo"})), None);
+    assert!(
+        matches!(&call, TextCall::Finished(Err(error)) if error.message()
+            == "invalid arguments for trip: missing required argument 'nights'; \
+                missing required argument 'note'; missing required argument 'sights'"),
+        "{call:?}"
+    );
+}

@@ -21,7 +21,7 @@ const GATEWAY: &str = env!("CARGO_BIN_EXE_mcp_gateway_example");
 pub(crate) const ALICE: &str = "alice-token-0123456789";
 const BOB: &str = "bob-token-9876543210";
 const ADMIN: &str = "admin-token-abcdef";
-const LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
 fn upstream_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/gateway_upstream.py")
@@ -44,7 +44,7 @@ pub(crate) fn config(dir: &Path, gateway_extra: &str, servers: &str) -> PathBuf 
 }
 
 /// The configuration at `path` with its store at `url` (so several processes share it).
-fn with_store(path: &Path, url: &str) -> PathBuf {
+pub(crate) fn with_store(path: &Path, url: &str) -> PathBuf {
     let text = std::fs::read_to_string(path).unwrap();
     let store = text
         .lines()
@@ -55,7 +55,7 @@ fn with_store(path: &Path, url: &str) -> PathBuf {
 }
 
 /// A `[[servers]]` entry for the Python upstream.
-fn python_upstream(python: &Path, name: &str, prefix: &str, extra: &str) -> String {
+pub(crate) fn python_upstream(python: &Path, name: &str, prefix: &str, extra: &str) -> String {
     format!(
         "[[servers]]\nname = \"{name}\"\nprefix = \"{prefix}\"\ncommand = {python:?}\nargs = [{script:?}{extra}]\n\n",
         python = python.display().to_string(),
@@ -63,18 +63,57 @@ fn python_upstream(python: &Path, name: &str, prefix: &str, extra: &str) -> Stri
     )
 }
 
+/// The Python upstream as most tests have it: server `python`, prefix `py`.
+fn py_upstream(python: &Path) -> String {
+    python_upstream(python, "python", "py", "")
+}
+
 /// The gateway program serving HTTP on a free loopback port; its stderr is kept for the
-/// tests to read; killed on drop.
+/// tests to read; killed on drop (then its folder, if it has one of its own, is removed).
 pub(crate) struct Gateway {
     child: Child,
     pub(crate) url: String,
     base: String,
     log: Arc<Mutex<String>>,
+    folder: Option<tempfile::TempDir>,
 }
 
 impl Gateway {
-    fn start(config: &Path) -> Self {
+    pub(crate) fn start(config: &Path) -> Self {
         Self::start_with(config, &[], &[])
+    }
+
+    /// The gateway in front of the Python upstream, with `gateway_extra` in its `[gateway]`
+    /// table, its configuration and SQLite store in a folder of its own.
+    fn with_python(python: &Path, gateway_extra: &str) -> Self {
+        let folder = tempfile::tempdir().unwrap();
+        let mut gateway = Self::start(&config(folder.path(), gateway_extra, &py_upstream(python)));
+        gateway.folder = Some(folder);
+        gateway
+    }
+
+    /// Two gateways in front of the Python upstream (each its own), with `gateway_extra`,
+    /// sharing a new PostgreSQL database; its URL. `None` (the test skips) without PostgreSQL.
+    fn two_sharing_postgres(python: &Path, gateway_extra: &str) -> Option<(String, [Self; 2])> {
+        let postgres = crate::store_support::postgres()?;
+        let (url, _) = runtime().block_on(postgres.create_database());
+        let start = || {
+            let folder = tempfile::tempdir().unwrap();
+            let path = config(folder.path(), gateway_extra, &py_upstream(python));
+            let mut gateway = Self::start(&with_store(&path, &url));
+            gateway.folder = Some(folder);
+            gateway
+        };
+        let gateways = [start(), start()];
+        Some((url, gateways))
+    }
+
+    /// The folder the gateway was given by [`with_python`](Self::with_python).
+    fn folder(&self) -> &Path {
+        self.folder
+            .as_ref()
+            .expect("a gateway with a folder")
+            .path()
     }
 
     /// Like [`start`](Self::start), with more arguments and environment variables.
@@ -126,6 +165,7 @@ impl Gateway {
             url,
             base,
             log,
+            folder: None,
         }
     }
 
@@ -133,7 +173,12 @@ impl Gateway {
         self.log.lock().unwrap().clone()
     }
 
-    fn admin(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub(crate) fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let url = format!("{}{path}", self.base);
         runtime().block_on(async move {
             let mut request = crate::http_client::client()
@@ -148,6 +193,56 @@ impl Gateway {
             (status, response.json().await.unwrap_or(Value::Null))
         })
     }
+
+    /// Switches `tool` for `user` through the admin API.
+    fn switch(&self, user: &str, tool: &str, enabled: bool) {
+        let path = format!("/admin/users/{user}/tools/{tool}");
+        let (status, answer) = self.admin(
+            reqwest::Method::PUT,
+            &path,
+            Some(json!({"enabled": enabled})),
+        );
+        assert_eq!(status, 200, "{answer}");
+    }
+
+    /// Whether `tool` is on for `user`, as the admin API reports it (`None`: not served).
+    fn is_on(&self, user: &str, tool: &str) -> Option<bool> {
+        let path = format!("/admin/users/{user}/tools");
+        let (status, tools) = self.admin(reqwest::Method::GET, &path, None);
+        assert_eq!(status, 200, "{tools}");
+        tools["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{tools}"))
+            .iter()
+            .find(|listed| listed["name"] == tool)
+            .and_then(|listed| listed["enabled"].as_bool())
+    }
+
+    /// `GET /healthz`.
+    fn health(&self) -> Value {
+        runtime().block_on(async {
+            crate::http_client::client()
+                .get(format!("{}/healthz", self.base))
+                .timeout(LIMIT)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        })
+    }
+
+    /// Calls `tool` with a self-contained 2026-07-28 request as the user of `token`; the
+    /// status and the body.
+    fn call(&self, token: &str, tool: &str, arguments: Value) -> (u16, String) {
+        let authorization = format!("Bearer {token}");
+        post(
+            &self.url,
+            &[("authorization", authorization.as_str())],
+            call_request(tool, arguments),
+        )
+    }
 }
 
 impl Drop for Gateway {
@@ -157,7 +252,7 @@ impl Drop for Gateway {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -181,7 +276,7 @@ fn gateway_client(
 }
 
 /// Polls `check` every 50 ms until it holds, for at most `LIMIT`.
-fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+pub(crate) fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + LIMIT;
     while !check() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -198,17 +293,12 @@ fn two_users_see_their_own_tools_and_a_switch_reaches_only_its_user() {
     let dir = tempfile::tempdir().unwrap();
     let servers = format!(
         "{}[[servers]]\nname = \"everything\"\nprefix = \"ev\"\ncommand = \"node\"\nargs = [{:?}]\nallow = [\"echo\", \"get-sum\"]\n",
-        python_upstream(python, "python", "py", ""),
+        py_upstream(python),
         everything.display().to_string(),
     );
     let gateway = Gateway::start(&config(dir.path(), "", &servers));
     // Bob has ev_echo switched off by an operator; Alice has not.
-    let (status, answer) = gateway.admin(
-        reqwest::Method::PUT,
-        "/admin/users/bob/tools/ev_echo",
-        Some(json!({"enabled": false})),
-    );
-    assert_eq!(status, 200, "{answer}");
+    gateway.switch("bob", "ev_echo", false);
 
     for version in ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"] {
         let report = gateway_client(python, &gateway, version, "py_echo", &json!({"text": "hi"}));
@@ -251,25 +341,8 @@ fn two_users_see_their_own_tools_and_a_switch_reaches_only_its_user() {
         assert_eq!(report["alice_tools_on"], every, "{report}");
     }
     // Bob cannot call the tool his switches hide.
-    let (status, tools) = gateway.admin(reqwest::Method::GET, "/admin/users/bob/tools", None);
-    assert_eq!(status, 200);
-    assert!(
-        tools["tools"]
-            .as_array()
-            .unwrap()
-            .contains(&json!({"name": "ev_echo", "enabled": false})),
-        "{tools}"
-    );
-    let health = runtime().block_on(async {
-        crate::http_client::client()
-            .get(format!("{}/healthz", gateway.base))
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    });
+    assert_eq!(gateway.is_on("bob", "ev_echo"), Some(false));
+    let health = gateway.health();
     assert_eq!(health["status"], "ok", "{health}");
     assert_eq!(health["servers"]["everything"]["state"], "connected");
     assert_eq!(health["servers"]["python"]["state"], "connected");
@@ -277,7 +350,7 @@ fn two_users_see_their_own_tools_and_a_switch_reaches_only_its_user() {
 
 /// One MCP request to the gateway over plain HTTP (a stateless 2026-07-28 request, or an
 /// `initialize`), with `headers`; the status and the body.
-fn post(url: &str, headers: &[(&str, &str)], body: String) -> (u16, String) {
+pub(crate) fn post(url: &str, headers: &[(&str, &str)], body: String) -> (u16, String) {
     // 2026-07-28 repeats the method and the tool's name in headers.
     let message: Value = serde_json::from_str(&body).unwrap();
     let method = message["method"].as_str().unwrap_or_default().to_owned();
@@ -305,7 +378,7 @@ fn post(url: &str, headers: &[(&str, &str)], body: String) -> (u16, String) {
 }
 
 /// A `tools/call` as a self-contained 2026-07-28 request.
-fn call_request(tool: &str, arguments: Value) -> String {
+pub(crate) fn call_request(tool: &str, arguments: Value) -> String {
     json!({
         "jsonrpc": "2.0",
         "id": 1,
@@ -324,7 +397,7 @@ fn call_request(tool: &str, arguments: Value) -> String {
 }
 
 /// A `tools/call` of `set_tool_enabled` switching `tool` off.
-fn switch_off_request(tool: &str) -> String {
+pub(crate) fn switch_off_request(tool: &str) -> String {
     call_request("set_tool_enabled", json!({"name": tool, "enabled": false}))
 }
 
@@ -334,12 +407,7 @@ type Refused<'a> = (&'a str, Vec<(&'a str, &'a str)>, String, u16);
 #[test]
 fn refused_requests_get_their_status_and_change_nothing() {
     let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let gateway = Gateway::start(&config(
-        dir.path(),
-        "max_request_bytes = 4096\nstateless = true",
-        &python_upstream(python, "python", "py", ""),
-    ));
+    let gateway = Gateway::with_python(python, "max_request_bytes = 4096\nstateless = true");
     let switch = switch_off_request("py_echo");
     let alice = format!("Bearer {ALICE}");
     let cases: [Refused<'_>; 4] = [
@@ -370,26 +438,12 @@ fn refused_requests_get_their_status_and_change_nothing() {
         let (status, answer) = post(&gateway.url, &headers, body);
         assert_eq!(status, expected, "{what}: {answer}");
     }
-    let (_, tools) = gateway.admin(reqwest::Method::GET, "/admin/users/alice/tools", None);
-    assert!(
-        tools["tools"]
-            .as_array()
-            .unwrap()
-            .contains(&json!({"name": "py_echo", "enabled": true})),
-        "{tools}"
-    );
+    assert_eq!(gateway.is_on("alice", "py_echo"), Some(true));
     // The same request with Alice's token does switch.
     let (status, answer) = post(&gateway.url, &[("authorization", alice.as_str())], switch);
     assert_eq!(status, 200, "{answer}");
     assert!(answer.contains("py_echo is off"), "{answer}");
-    let (_, tools) = gateway.admin(reqwest::Method::GET, "/admin/users/alice/tools", None);
-    assert!(
-        tools["tools"]
-            .as_array()
-            .unwrap()
-            .contains(&json!({"name": "py_echo", "enabled": false})),
-        "{tools}"
-    );
+    assert_eq!(gateway.is_on("alice", "py_echo"), Some(false));
     // The admin API wants the admin token, not a user's.
     let (status, _) = runtime().block_on(async {
         let response = crate::http_client::client()
@@ -430,16 +484,8 @@ fn a_name_two_servers_offer_is_served_by_neither() {
 fn a_changed_definition_is_withheld_until_an_operator_accepts_it() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let config = config(
-        dir.path(),
-        "stateless = true",
-        &python_upstream(python, "python", "py", ""),
-    );
-    let alice = format!("Bearer {ALICE}");
-    let call = |gateway: &Gateway, tool: &str, args: Value| {
-        let body = call_request(tool, args);
-        post(&gateway.url, &[("authorization", alice.as_str())], body)
-    };
+    let config = config(dir.path(), "stateless = true", &py_upstream(python));
+    let call = |gateway: &Gateway, tool: &str, args: Value| gateway.call(ALICE, tool, args);
     let gateway = Gateway::start(&config);
     let (status, answer) = call(&gateway, "py_weather", json!({"city": "Oslo"}));
     assert_eq!(status, 200, "{answer}");
@@ -489,11 +535,7 @@ fn an_upstream_killed_mid_call_fails_the_call_and_the_others_keep_serving() {
         python_upstream(python, "healthy", "ok", "")
     );
     let gateway = Gateway::start(&config(dir.path(), "stateless = true", &servers));
-    let alice = format!("Bearer {ALICE}");
-    let call = |tool: &str, args: Value| {
-        let body = call_request(tool, args);
-        post(&gateway.url, &[("authorization", alice.as_str())], body)
-    };
+    let call = |tool: &str, args: Value| gateway.call(ALICE, tool, args);
     let (_, answer) = call("doomed_pid", json!({}));
     let pid: Value = serde_json::from_str(&answer).unwrap();
     let pid = pid["result"]["content"][0]["text"]
@@ -501,18 +543,13 @@ fn an_upstream_killed_mid_call_fails_the_call_and_the_others_keep_serving() {
         .unwrap()
         .to_owned();
     std::fs::write(&block, "").unwrap();
-    let slow = std::thread::spawn({
-        let url = gateway.url.clone();
-        let alice = alice.clone();
-        move || {
-            let body = call_request("doomed_slow", json!({"seconds": 30}));
-            post(&url, &[("authorization", alice.as_str())], body)
-        }
+    let (status, answer) = std::thread::scope(|scope| {
+        let slow = scope.spawn(|| call("doomed_slow", json!({"seconds": 30})));
+        std::thread::sleep(Duration::from_millis(500));
+        let killed = Command::new("kill").args(["-9", &pid]).status().unwrap();
+        assert!(killed.success());
+        slow.join().unwrap()
     });
-    std::thread::sleep(Duration::from_millis(500));
-    let killed = Command::new("kill").args(["-9", &pid]).status().unwrap();
-    assert!(killed.success());
-    let (status, answer) = slow.join().unwrap();
     assert_eq!(status, 200, "{answer}");
     let answer: Value = serde_json::from_str(&answer).unwrap();
     assert_eq!(answer["result"]["isError"], true, "{answer}");
@@ -521,16 +558,7 @@ fn an_upstream_killed_mid_call_fails_the_call_and_the_others_keep_serving() {
     let (_, answer) = call("doomed_echo", json!({"text": "hi"}));
     assert!(answer.contains("temporarily unavailable"), "{answer}");
     eventually("the health report to show the dead server", || {
-        let health = runtime().block_on(async {
-            crate::http_client::client()
-                .get(format!("{}/healthz", gateway.base))
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        });
+        let health = gateway.health();
         health["status"] == "degraded" && health["servers"]["doomed"]["state"] == "disconnected"
     });
     std::fs::remove_file(&block).unwrap();
@@ -544,29 +572,14 @@ fn an_upstream_killed_mid_call_fails_the_call_and_the_others_keep_serving() {
 #[test]
 fn calls_over_a_users_rate_limit_get_a_json_rpc_error() {
     let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let gateway = Gateway::start(&config(
-        dir.path(),
-        "calls_per_minute = 2\nstateless = true",
-        &python_upstream(python, "python", "py", ""),
-    ));
-    let body = call_request("py_echo", json!({"text": "hi"}));
-    let alice = format!("Bearer {ALICE}");
-    let bob = format!("Bearer {BOB}");
+    let gateway = Gateway::with_python(python, "calls_per_minute = 2\nstateless = true");
+    let echo = |token: &str| gateway.call(token, "py_echo", json!({"text": "hi"}));
     for _ in 0..2 {
-        let (status, answer) = post(
-            &gateway.url,
-            &[("authorization", alice.as_str())],
-            body.clone(),
-        );
+        let (status, answer) = echo(ALICE);
         assert_eq!(status, 200);
         assert!(answer.contains("\"hi\""), "{answer}");
     }
-    let (status, answer) = post(
-        &gateway.url,
-        &[("authorization", alice.as_str())],
-        body.clone(),
-    );
+    let (status, answer) = echo(ALICE);
     assert_eq!(status, 200, "{answer}");
     let answer: Value = serde_json::from_str(&answer).unwrap();
     assert_eq!(answer["error"]["code"], -32003, "{answer}");
@@ -578,7 +591,7 @@ fn calls_over_a_users_rate_limit_get_a_json_rpc_error() {
         "{answer}"
     );
     // Bob's calls are his own.
-    let (_, answer) = post(&gateway.url, &[("authorization", bob.as_str())], body);
+    let (_, answer) = echo(BOB);
     assert!(answer.contains("\"hi\""), "{answer}");
 }
 
@@ -653,7 +666,7 @@ fn the_sdk_clients_use_the_gateway_over_stdio_and_http() {
     let config = config(
         dir.path(),
         "anonymous_user = \"local\"",
-        &format!("{}{ADD_TOOL}", python_upstream(python, "python", "py", "")),
+        &format!("{}{ADD_TOOL}", py_upstream(python)),
     );
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/client.py");
     for version in ["2026-07-28", "2025-06-18"] {
@@ -694,18 +707,9 @@ fn the_sdk_clients_use_the_gateway_over_stdio_and_http() {
 #[test]
 fn a_switch_made_through_one_gateway_reaches_a_stream_on_another_through_postgres() {
     let Some(python) = python() else { return };
-    let Some(postgres) = crate::store_support::postgres() else {
+    let Some((_, gateways)) = Gateway::two_sharing_postgres(python, "") else {
         return;
     };
-    let (url, _) = runtime().block_on(postgres.create_database());
-    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    let gateways: Vec<Gateway> = dirs
-        .iter()
-        .map(|dir| {
-            let path = config(dir.path(), "", &python_upstream(python, "python", "py", ""));
-            Gateway::start(&with_store(&path, &url))
-        })
-        .collect();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/gateway_client.py");
     let mut listener = Command::new(python)
         .arg(script)
@@ -719,12 +723,7 @@ fn a_switch_made_through_one_gateway_reaches_a_stream_on_another_through_postgre
     stdout.read_line(&mut ready).unwrap();
     assert_eq!(ready.trim(), "ready");
     // The switch goes to the first process; the stream is held by the second.
-    let (status, answer) = gateways[0].admin(
-        reqwest::Method::PUT,
-        "/admin/users/alice/tools/py_echo",
-        Some(json!({"enabled": false})),
-    );
-    assert_eq!(status, 200, "{answer}");
+    gateways[0].switch("alice", "py_echo", false);
     let mut report = String::new();
     stdout.read_line(&mut report).unwrap();
     let status = listener.wait().unwrap();
@@ -751,18 +750,8 @@ fn search_client(python: &Path, gateway: &Gateway, token: &str, query: &str) -> 
 #[test]
 fn with_tool_search_a_user_sees_search_and_pins_and_never_finds_a_switched_off_tool() {
     let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let gateway = Gateway::start(&config(
-        dir.path(),
-        "tool_search = true\npinned_tools = [\"py_echo\"]",
-        &python_upstream(python, "python", "py", ""),
-    ));
-    let (status, answer) = gateway.admin(
-        reqwest::Method::PUT,
-        "/admin/users/bob/tools/py_weather",
-        Some(json!({"enabled": false})),
-    );
-    assert_eq!(status, 200, "{answer}");
+    let gateway = Gateway::with_python(python, "tool_search = true\npinned_tools = [\"py_echo\"]");
+    gateway.switch("bob", "py_weather", false);
     let listed = json!(["py_echo", "search_tools", "set_tool_enabled"]);
 
     let alice = search_client(python, &gateway, ALICE, "weather in a city");
@@ -918,7 +907,7 @@ const PY_TOOLS: [&str; 6] = [
 ];
 
 /// `PY_TOOLS` without `off`.
-fn py_tools_without(off: &[&str]) -> Vec<String> {
+pub(crate) fn py_tools_without(off: &[&str]) -> Vec<String> {
     PY_TOOLS
         .iter()
         .filter(|name| !off.contains(name))
@@ -926,15 +915,25 @@ fn py_tools_without(off: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// How a session's event stream went.
+#[derive(Debug, PartialEq, Eq)]
+enum Watched {
+    /// A `notifications/tools/list_changed` came.
+    Notified,
+    /// The server ended the stream.
+    Ended,
+    /// Neither, within 30 s.
+    Quiet,
+}
+
 /// Opens the session's standalone event stream (HTTP `GET`) on `url` in a thread; the thread
-/// sends on `ready` once the stream is open and answers whether a
-/// `notifications/tools/list_changed` came within 30 s.
+/// sends on `ready` once the stream is open and answers how it went.
 fn watch_session(
     url: String,
     token: &'static str,
     session: String,
     ready: std::sync::mpsc::Sender<()>,
-) -> std::thread::JoinHandle<bool> {
+) -> std::thread::JoinHandle<Watched> {
     std::thread::spawn(move || {
         runtime().block_on(async move {
             let mut response = crate::http_client::client()
@@ -955,19 +954,33 @@ fn watch_session(
                     Ok(Ok(Some(chunk))) => {
                         seen.push_str(&String::from_utf8_lossy(&chunk));
                         if seen.contains("notifications/tools/list_changed") {
-                            return true;
+                            return Watched::Notified;
                         }
                     }
-                    _ => return false,
+                    Ok(Ok(None) | Err(_)) => return Watched::Ended,
+                    Err(_) => return Watched::Quiet,
                 }
             }
         })
     })
 }
 
+/// The status of an HTTP `method` request (`GET`: for the event stream) in session `session`
+/// as the user of `token`; the body is not read.
+fn session_status(method: reqwest::Method, url: &str, token: &str, session: &str) -> u16 {
+    let request = crate::http_client::client()
+        .request(method, url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", SESSION_VERSION)
+        .header("mcp-session-id", session)
+        .bearer_auth(token)
+        .timeout(LIMIT);
+    runtime().block_on(async move { request.send().await.unwrap().status().as_u16() })
+}
+
 /// Counts the rows `query` (a `SELECT count(*)` with `$1` bound to `key`) finds in the
 /// PostgreSQL database at `url`.
-fn pg_count(url: &str, query: &'static str, key: &str) -> i64 {
+pub(crate) fn pg_count(url: &str, query: &'static str, key: &str) -> i64 {
     use sqlx::Connection as _;
     runtime().block_on(async {
         let mut connection = sqlx::PgConnection::connect(url).await.unwrap();
@@ -982,18 +995,9 @@ fn pg_count(url: &str, query: &'static str, key: &str) -> i64 {
 #[test]
 fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_with_it() {
     let Some(python) = python() else { return };
-    let Some(postgres) = crate::store_support::postgres() else {
+    let Some((url, gateways)) = Gateway::two_sharing_postgres(python, "") else {
         return;
     };
-    let (url, _) = runtime().block_on(postgres.create_database());
-    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    let gateways: Vec<Gateway> = dirs
-        .iter()
-        .map(|dir| {
-            let path = config(dir.path(), "", &python_upstream(python, "python", "py", ""));
-            Gateway::start(&with_store(&path, &url))
-        })
-        .collect();
     let (first, second) = (&gateways[0].url, &gateways[1].url);
 
     // Alice begins a session on the first process and switches py_echo off in it only.
@@ -1021,14 +1025,7 @@ fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_wit
     // Alice's other sessions, and her user's switches, are untouched.
     let other = begin_session(second, ALICE);
     assert_eq!(session_tools(second, ALICE, &other), py_tools_without(&[]));
-    let (_, tools) = gateways[1].admin(reqwest::Method::GET, "/admin/users/alice/tools", None);
-    assert!(
-        tools["tools"]
-            .as_array()
-            .unwrap()
-            .contains(&json!({"name": "py_echo", "enabled": true})),
-        "{tools}"
-    );
+    assert_eq!(gateways[1].is_on("alice", "py_echo"), Some(true));
 
     // A switch made in the session on the second process reaches the session's stream on the
     // first, and the first process's view.
@@ -1043,8 +1040,9 @@ fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_wit
         json!({"name": "py_weather", "enabled": false, "scope": "session"}),
     );
     assert_eq!(result_text(&answer), "py_weather is off", "{answer}");
-    assert!(
+    assert_eq!(
         watcher.join().unwrap(),
+        Watched::Notified,
         "no list_changed on the first process's stream"
     );
     assert_eq!(
@@ -1055,42 +1053,137 @@ fn a_sessions_switches_follow_it_to_another_gateway_through_postgres_and_end_wit
     let switches = "SELECT count(*) FROM tool_preferences WHERE scope = $1";
     assert_eq!(pg_count(&url, switches, &scope), 2);
 
-    // Bob cannot take Alice's session over on a process that does not hold it.
-    let alices = begin_session(first, ALICE);
-    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-    let (status, _, answer) = session_post(second, BOB, Some(&alices), &list);
-    assert_eq!(status, 500, "{answer:?}");
-    let owned = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1 AND owner = 'alice'";
-    assert_eq!(pg_count(&url, owned, &alices), 1);
-
     // Ending the session (through either process) removes it and its switches from the store.
-    let (status, _) = runtime().block_on(async {
-        let response = crate::http_client::client()
-            .delete(second.as_str())
-            .header("mcp-protocol-version", SESSION_VERSION)
-            .header("mcp-session-id", &session)
-            .bearer_auth(ALICE)
-            .timeout(LIMIT)
-            .send()
-            .await
-            .unwrap();
-        (response.status().as_u16(), ())
-    });
-    assert_eq!(status, 202);
+    assert_eq!(
+        session_status(reqwest::Method::DELETE, second, ALICE, &session),
+        202
+    );
     assert_eq!(pg_count(&url, switches, &scope), 0);
     let rows = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1";
     assert_eq!(pg_count(&url, rows, &session), 0);
 }
 
 #[test]
-fn an_idle_session_ends_with_its_switches_and_not_while_used() {
+fn another_users_or_an_unknown_session_id_gets_the_same_answer_from_every_gateway() {
+    let Some(python) = python() else { return };
+    let Some((url, gateways)) = Gateway::two_sharing_postgres(python, "") else {
+        return;
+    };
+    let (first, second) = (&gateways[0].url, &gateways[1].url);
+    let alices = begin_session(first, ALICE);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let sessions = "SELECT count(*) FROM tool_gateway_sessions WHERE id <> $1";
+    let owned = "SELECT count(*) FROM tool_gateway_sessions WHERE id = $1 AND owner = 'alice'";
+    let unknown = "6f1c2a40-0000-4000-8000-000000000000";
+    // Bob presents Alice's session to the process holding it, to one that does not, and to
+    // that one again once Alice's own request made it hold the session too: to him it is an
+    // unknown session.
+    for (what, gateway) in [
+        ("holding", first),
+        ("not holding", second),
+        ("holding since", second),
+    ] {
+        let foreign = session_post(gateway, BOB, Some(&alices), &list);
+        assert_eq!(foreign.0, 404, "{what}: {foreign:?}");
+        assert_eq!(
+            foreign,
+            session_post(gateway, BOB, Some(unknown), &list),
+            "{what}"
+        );
+        for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+            assert_eq!(
+                session_status(method.clone(), gateway, BOB, &alices),
+                404,
+                "{what}: {method}"
+            );
+        }
+        // Nothing changed: Alice's session is hers and serves her, and Bob got none.
+        assert_eq!(pg_count(&url, owned, &alices), 1, "{what}");
+        assert_eq!(pg_count(&url, sessions, &alices), 0, "{what}");
+        assert_eq!(
+            session_tools(gateway, ALICE, &alices),
+            py_tools_without(&[])
+        );
+    }
+    // An id no process knows, one no server would make, and an over-long one: not found.
+    let long = "a".repeat(10_000);
+    for unknown in [unknown, "x' OR '1'='1", &long] {
+        for gateway in [first, second] {
+            let (status, _, answer) = session_post(gateway, ALICE, Some(unknown), &list);
+            assert_eq!(status, 404, "{answer:?}");
+            assert_eq!(
+                session_status(reqwest::Method::GET, gateway, ALICE, unknown),
+                404
+            );
+        }
+    }
+    assert_eq!(pg_count(&url, sessions, &alices), 0);
+    for gateway in &gateways {
+        let log = gateway.log();
+        assert!(!log.contains("panicked"), "{log}");
+    }
+}
+
+#[test]
+fn with_the_store_in_memory_a_session_is_its_users_alone_too() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let gateway = Gateway::start(&config(
-        dir.path(),
-        "session_idle_timeout_secs = 3",
-        &python_upstream(python, "python", "py", ""),
-    ));
+    let path = config(dir.path(), "", &py_upstream(python));
+    let gateway = Gateway::start(&with_store(&path, "memory:"));
+    let alices = begin_session(&gateway.url, ALICE);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    // To Bob, Alice's session is an unknown one.
+    let (status, _, answer) = session_post(&gateway.url, BOB, Some(&alices), &list);
+    assert_eq!(status, 404, "{answer:?}");
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        assert_eq!(
+            session_status(method.clone(), &gateway.url, BOB, &alices),
+            404,
+            "{method}"
+        );
+    }
+    assert_eq!(
+        session_tools(&gateway.url, ALICE, &alices),
+        py_tools_without(&[])
+    );
+}
+
+#[test]
+fn a_session_ended_through_one_gateway_ends_on_the_others_with_their_streams() {
+    let Some(python) = python() else { return };
+    let Some((_, gateways)) = Gateway::two_sharing_postgres(python, "") else {
+        return;
+    };
+    let (first, second) = (&gateways[0].url, &gateways[1].url);
+    // Alice's session, begun on the first process, is held by the second too, with a stream.
+    let session = begin_session(first, ALICE);
+    assert_eq!(
+        session_tools(second, ALICE, &session),
+        py_tools_without(&[])
+    );
+    let (ready, opened) = std::sync::mpsc::channel();
+    let watcher = watch_session(second.clone(), ALICE, session.clone(), ready);
+    opened.recv_timeout(LIMIT).unwrap();
+    // She ends it through the first.
+    assert_eq!(
+        session_status(reqwest::Method::DELETE, first, ALICE, &session),
+        202
+    );
+    assert_eq!(watcher.join().unwrap(), Watched::Ended);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    for gateway in [first, second] {
+        let (status, _, answer) = session_post(gateway, ALICE, Some(&session), &list);
+        assert_eq!(status, 404, "{answer:?}");
+    }
+    // Her other sessions go on.
+    let other = begin_session(second, ALICE);
+    assert_eq!(session_tools(first, ALICE, &other), py_tools_without(&[]));
+}
+
+#[test]
+fn an_idle_session_ends_with_its_switches_and_not_while_used() {
+    let Some(python) = python() else { return };
+    let gateway = Gateway::with_python(python, "session_idle_timeout_secs = 3");
     let session = begin_session(&gateway.url, ALICE);
     let answer = session_call(
         &gateway.url,
@@ -1100,7 +1193,10 @@ fn an_idle_session_ends_with_its_switches_and_not_while_used() {
         json!({"name": "py_echo", "enabled": false, "scope": "session"}),
     );
     assert_eq!(result_text(&answer), "py_echo is off", "{answer}");
-    let database = format!("sqlite://{}", dir.path().join("switches.db").display());
+    let database = format!(
+        "sqlite://{}",
+        gateway.folder().join("switches.db").display()
+    );
     let count = |query: &'static str, key: &str| -> i64 {
         use sqlx::Connection as _;
         runtime().block_on(async {
@@ -1146,27 +1242,10 @@ fn an_idle_session_ends_with_its_switches_and_not_while_used() {
 #[test]
 fn an_accepted_definition_is_served_by_every_gateway_sharing_postgres() {
     let Some(python) = python() else { return };
-    let Some(postgres) = crate::store_support::postgres() else {
+    let Some((url, gateways)) = Gateway::two_sharing_postgres(python, "stateless = true") else {
         return;
     };
-    let (url, _) = runtime().block_on(postgres.create_database());
-    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-    let gateways: Vec<Gateway> = dirs
-        .iter()
-        .map(|dir| {
-            let path = config(
-                dir.path(),
-                "stateless = true",
-                &python_upstream(python, "python", "py", ""),
-            );
-            Gateway::start(&with_store(&path, &url))
-        })
-        .collect();
-    let alice = format!("Bearer {ALICE}");
-    let call = |gateway: &Gateway, tool: &str, args: Value| {
-        let body = call_request(tool, args);
-        post(&gateway.url, &[("authorization", alice.as_str())], body).1
-    };
+    let call = |gateway: &Gateway, tool: &str, args: Value| gateway.call(ALICE, tool, args).1;
     // One pin per tool, shared.
     let pins = "SELECT count(*) FROM tool_gateway_pins WHERE tool LIKE $1";
     assert_eq!(
@@ -1178,11 +1257,11 @@ fn an_accepted_definition_is_served_by_every_gateway_sharing_postgres() {
     for gateway in &gateways {
         assert!(call(gateway, "py_weather", json!({"city": "Oslo"})).contains("sunny in Oslo"));
         assert!(call(gateway, "py_redefine", json!({})).contains("redefined"));
-        eventually("the change to be pending", || {
-            let (_, pins) = gateway.admin(reqwest::Method::GET, "/admin/pins", None);
-            pins["pending"]["py_weather"]["server"] == "python"
+        eventually("the change to be withheld", || {
+            call(gateway, "py_weather", json!({"city": "Oslo"})).contains("-32602")
         });
-        assert!(call(gateway, "py_weather", json!({"city": "Oslo"})).contains("-32602"));
+        let (_, pins) = gateway.admin(reqwest::Method::GET, "/admin/pins", None);
+        assert_eq!(pins["pending"]["py_weather"]["server"], "python", "{pins}");
     }
     // An operator accepts it through the first process; the second serves it too.
     let (status, _) =
@@ -1201,7 +1280,7 @@ fn an_accepted_definition_is_served_by_every_gateway_sharing_postgres() {
 fn corrupt_stored_pins_are_kept_aside_and_their_tools_withheld() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let servers = python_upstream(python, "python", "py", "");
+    let servers = py_upstream(python);
 
     // A pins file that does not parse is moved aside, never written over.
     let pins = dir.path().join("pins.json");
@@ -1235,11 +1314,7 @@ fn corrupt_stored_pins_are_kept_aside_and_their_tools_withheld() {
     drop(gateway);
     run("UPDATE tool_gateway_pins SET sha256 = 'garbled' WHERE tool = 'py_weather' RETURNING tool");
     let gateway = Gateway::start(&config(dir.path(), "stateless = true", &servers));
-    let alice = format!("Bearer {ALICE}");
-    let weather = || {
-        let body = call_request("py_weather", json!({"city": "Oslo"}));
-        post(&gateway.url, &[("authorization", alice.as_str())], body).1
-    };
+    let weather = || gateway.call(ALICE, "py_weather", json!({"city": "Oslo"})).1;
     assert!(weather().contains("-32602"));
     let (_, pending) = gateway.admin(reqwest::Method::GET, "/admin/pins", None);
     assert_eq!(
@@ -1336,18 +1411,8 @@ fn inspect(
 fn the_inspector_cli_sees_each_users_tools_and_calls_them() {
     let Some(python) = python() else { return };
     let Some(package) = inspector() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let gateway = Gateway::start(&config(
-        dir.path(),
-        "",
-        &python_upstream(python, "python", "py", ""),
-    ));
-    let (status, answer) = gateway.admin(
-        reqwest::Method::PUT,
-        "/admin/users/bob/tools/py_echo",
-        Some(json!({"enabled": false})),
-    );
-    assert_eq!(status, 200, "{answer}");
+    let gateway = Gateway::with_python(python, "");
+    gateway.switch("bob", "py_echo", false);
     let names = |listed: &Value| -> Vec<String> {
         let mut names: Vec<String> = listed["result"]["tools"]
             .as_array()

@@ -19,10 +19,9 @@ use std::{
 
 use serde_json::Value;
 
-use crate::mcp_python::{
-    ExampleServer, RoundRobin, SERVER, VERSIONS, check_report, check_toggle, json_report,
-};
+use crate::mcp_python::{ExampleServer, SERVER, VERSIONS, check_report, check_toggle, json_report};
 use crate::npm_support::NpmPackage;
+use crate::proxy_support::RoundRobin;
 
 /// The SDK version `.ci/run` installs too.
 const VERSION: &str = "1.32.2";

@@ -9,17 +9,16 @@
 //! is no `python3` at all.
 
 use std::{
-    io::{BufRead, BufReader, Write},
+    io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
-    sync::{
-        Arc, OnceLock,
-        atomic::{AtomicUsize, Ordering},
-    },
+    sync::OnceLock,
     time::{Duration, Instant},
 };
 
 use serde_json::{Value, json};
+
+use crate::proxy_support::RoundRobin;
 
 /// The SDK version `.ci/run` installs too.
 const MCP_PACKAGE: &str = "mcp==2.3.0";
@@ -258,95 +257,6 @@ impl Drop for ExampleServer {
     }
 }
 
-/// A loopback HTTP proxy that sends each request to the next of its backends in turn, as an
-/// ordinary load balancer does, and counts what each answered.
-pub(crate) struct RoundRobin {
-    pub(crate) url: String,
-    state: Arc<Backends>,
-    _runtime: tokio::runtime::Runtime,
-}
-
-struct Backends {
-    urls: [String; 2],
-    next: AtomicUsize,
-    answered: [AtomicUsize; 2],
-    http: reqwest::Client,
-}
-
-impl RoundRobin {
-    pub(crate) fn start(urls: [String; 2]) -> Self {
-        let runtime = background_runtime();
-        let state = Arc::new(Backends {
-            urls,
-            next: AtomicUsize::new(0),
-            answered: [AtomicUsize::new(0), AtomicUsize::new(0)],
-            http: crate::http_client::builder()
-                .timeout(Duration::from_secs(60))
-                .build()
-                .unwrap(),
-        });
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let router = axum::Router::new()
-            .fallback(forward)
-            .with_state(state.clone());
-        runtime.spawn(async move { axum::serve(listener, router).await });
-        Self {
-            url,
-            state,
-            _runtime: runtime,
-        }
-    }
-
-    /// Asserts that both backends answered requests of the session (so no request depended on
-    /// state one of them held), and starts counting afresh.
-    pub(crate) fn check_both_answered(&self) {
-        let answered: Vec<usize> = self
-            .state
-            .answered
-            .iter()
-            .map(|count| count.swap(0, Ordering::SeqCst))
-            .collect();
-        assert!(
-            answered.iter().all(|count| *count >= 2),
-            "each backend should answer at least two requests: {answered:?}"
-        );
-    }
-}
-
-async fn forward(
-    axum::extract::State(backends): axum::extract::State<Arc<Backends>>,
-    request: axum::extract::Request,
-) -> axum::response::Response {
-    let index = backends.next.fetch_add(1, Ordering::SeqCst) % 2;
-    let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, 64 << 20).await.unwrap();
-    let mut outgoing = backends.http.request(parts.method, &backends.urls[index]);
-    for (name, value) in &parts.headers {
-        if !matches!(
-            name.as_str(),
-            "host" | "content-length" | "connection" | "transfer-encoding"
-        ) {
-            outgoing = outgoing.header(name, value);
-        }
-    }
-    let answer = outgoing.body(body).send().await.unwrap();
-    backends.answered[index].fetch_add(1, Ordering::SeqCst);
-    let mut response = axum::response::Response::builder().status(answer.status());
-    for (name, value) in answer.headers() {
-        if !matches!(
-            name.as_str(),
-            "content-length" | "connection" | "transfer-encoding"
-        ) {
-            response = response.header(name, value);
-        }
-    }
-    let bytes = answer.bytes().await.unwrap();
-    response.body(axum::body::Body::from(bytes)).unwrap()
-}
-
 /// Runs `client.py` with `args` and parses its JSON report.
 fn run_client(python: &Path, args: &[&str]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/client.py");
@@ -390,13 +300,10 @@ pub(crate) fn python() -> Option<&'static Path> {
     static PYTHON: OnceLock<Option<PathBuf>> = OnceLock::new();
     let python = PYTHON.get_or_init(find_or_make_python).as_deref();
     if python.is_none() {
-        // Straight to stderr rather than `eprintln!`, which the test harness captures and hides
-        // for passing tests.
-        let _ = writeln!(
-            std::io::stderr(),
+        crate::real_parts::skip(&format!(
             "SKIPPED: the MCP Python SDK tests need python3, and there is none on PATH \
              (or set TOOL_CORE_MCP_PYTHON to a Python with `{MCP_PACKAGE}` installed)"
-        );
+        ));
     }
     python
 }

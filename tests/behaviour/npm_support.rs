@@ -2,7 +2,6 @@
 //! under the target folder when the environment does not point at an installed copy.
 
 use std::{
-    io::Write,
     path::{Path, PathBuf},
     process::{Command, Stdio},
 };
@@ -22,18 +21,16 @@ pub(crate) struct NpmPackage {
 }
 
 impl NpmPackage {
-    /// The package's path, installed if needed, or `None` after saying the tests are skipped.
+    /// The package's path, installed if needed, or `None` after saying the tests are skipped
+    /// (see [`crate::real_parts`]).
     pub(crate) fn find(&self) -> Option<PathBuf> {
         match self.find_or_install() {
             Ok(path) => Some(path),
             Err(why) => {
-                // Straight to stderr: the harness hides `eprintln!` of passing tests.
-                let _ = writeln!(
-                    std::io::stderr(),
+                crate::real_parts::skip(&format!(
                     "SKIPPED: {} cannot install {}: {why}",
-                    self.tests,
-                    self.spec
-                );
+                    self.tests, self.spec
+                ));
                 None
             }
         }

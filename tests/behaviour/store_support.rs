@@ -201,29 +201,28 @@ pub(crate) async fn wait_writer(child: Child) {
     );
 }
 
-/// The test run's PostgreSQL server, started on first use; `None` (after a loud message) when
-/// PostgreSQL is not installed and cannot be.
+/// The test run's PostgreSQL server, started on first use; `None` (after a loud message, see
+/// [`crate::real_parts`]) when PostgreSQL is not installed and cannot be.
 pub(crate) fn postgres() -> Option<&'static PgServer> {
-    static SERVER: OnceLock<Option<PgServer>> = OnceLock::new();
-    SERVER
+    static SERVER: OnceLock<Result<PgServer, String>> = OnceLock::new();
+    let server = SERVER
         // Started on a thread of its own: the caller is inside a test's runtime, and the
         // readiness check runs a runtime of its own.
         .get_or_init(|| {
-            match std::thread::spawn(PgServer::start)
+            std::thread::spawn(PgServer::start)
                 .join()
                 .unwrap_or_else(|_| Err("starting the server panicked".to_owned()))
-            {
-                Ok(server) => Some(server),
-                Err(reason) => {
-                    eprintln!(
-                        "\n!!! SKIPPING the PostgreSQL store tests: {reason} !!!\n\
-                     !!! install Debian's `postgresql` package (initdb, pg_ctl, postgres) !!!\n"
-                    );
-                    None
-                }
-            }
-        })
-        .as_ref()
+        });
+    match server {
+        Ok(server) => Some(server),
+        Err(reason) => {
+            crate::real_parts::skip(&format!(
+                "\n!!! SKIPPING the PostgreSQL tests: {reason} !!!\n\
+                 !!! install Debian's `postgresql` package (initdb, pg_ctl, postgres) !!!\n"
+            ));
+            None
+        }
+    }
 }
 
 /// A PostgreSQL server in a temporary directory, on a Unix socket there (no TCP port), run as

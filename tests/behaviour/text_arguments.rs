@@ -258,7 +258,8 @@ async fn a_typed_tool_reads_the_text_itself_and_the_object_path_reads_a_value() 
     );
     let seen = DESERIALIZERS.lock().unwrap().clone();
     assert_eq!(seen.len(), 2, "{seen:?}");
-    // Both read the root as an object only (`ObjectOnly`), from the text and from a `Value`.
+    // Both read the root as an object only (`ObjectOnly`), from the text and from a `Value`
+    // (in place, its strings moved out: `Taking`).
     assert!(
         seen[0].starts_with(
             "tool_core::__private::object_only::ObjectOnly<&mut serde_json::de::Deserializer<serde_json::read::StrRead"
@@ -266,7 +267,8 @@ async fn a_typed_tool_reads_the_text_itself_and_the_object_path_reads_a_value() 
         "{seen:?}"
     );
     assert_eq!(
-        seen[1], "tool_core::__private::object_only::ObjectOnly<&serde_json::value::Value>",
+        seen[1],
+        "tool_core::__private::object_only::ObjectOnly<tool_core::__private::taking::Taking<'_, '_>>",
         "{seen:?}"
     );
 }
@@ -603,5 +605,383 @@ async fn an_object_is_validated_only_for_what_the_typed_arguments_cannot_check()
             expected,
             "{text}"
         );
+    }
+}
+
+/// Keep some data.
+#[tool]
+async fn store(data: serde_json::Value) -> String {
+    data.to_string()
+}
+
+/// Where a shipment goes: a struct flattened into the arguments.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Destination {
+    street: String,
+    city: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct ShipArgs {
+    name: String,
+    #[serde(flatten)]
+    destination: Destination,
+}
+
+/// Ship something.
+#[tool]
+async fn ship(#[args] args: ShipArgs) -> String {
+    format!(
+        "{} to {}, {}",
+        args.name, args.destination.street, args.destination.city
+    )
+}
+
+/// Arguments with a map flattened into them: every key but `name`.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct TagArgs {
+    name: String,
+    #[serde(flatten)]
+    tags: std::collections::BTreeMap<String, String>,
+}
+
+/// Tag something.
+#[tool]
+async fn tag(#[args] args: TagArgs) -> String {
+    format!("{}: {:?}", args.name, args.tags)
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Item {
+    id: i64,
+}
+
+/// Deliver items: nested structs and an array of them, every key named.
+#[tool]
+async fn deliver(destination: Option<Destination>, items: Option<Vec<Item>>) -> String {
+    format!(
+        "{} {}",
+        destination.map_or_else(String::new, |to| to.city),
+        items.map_or(0, |items| items.iter().map(|item| item.id).sum::<i64>())
+    )
+}
+
+/// Count rows: an array of maps.
+#[tool]
+async fn rows(rows: Vec<std::collections::BTreeMap<String, i64>>) -> usize {
+    rows.len()
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
+enum Color {
+    Red,
+    Blue,
+}
+
+/// Count colors: a map whose keys are an enum's names, whose schema lists them as properties.
+#[tool]
+async fn count(counts: std::collections::BTreeMap<Color, u32>) -> String {
+    format!("{counts:?}")
+}
+
+/// A hand-written tool that reads the model's text itself, with the schema it is given.
+struct RawText {
+    name: &'static str,
+    parameters: serde_json::Value,
+    texts: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl ExecutableTool for RawText {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn get_schema(&self) -> ChatTool {
+        ChatTool::new(self.name, "Read the text.", self.parameters.clone())
+    }
+
+    async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
+        Ok(serde_json::Value::Object(args).to_string())
+    }
+
+    fn execute_text<'a>(&'a self, text: &str, _call: Option<CallContext>) -> TextCall<'a> {
+        self.texts.lock().unwrap().push(text.to_owned());
+        TextCall::Finished(Ok(text.to_owned()))
+    }
+}
+
+/// The answer to a key given twice.
+fn given_twice(name: &str, key: &str) -> String {
+    format!(
+        "Error: invalid arguments for {name}: the key \"{key}\" is given more than once; send \
+         each key once"
+    )
+}
+
+#[test]
+fn serde_s_derive_refuses_a_struct_field_given_twice_and_so_does_a_typed_tool() {
+    let error =
+        serde_json::from_str::<ForecastArgs>(r#"{"city": "Oslo", "days": 3, "city": "Rome"}"#)
+            .err()
+            .map(|error| error.to_string())
+            .unwrap_or_default();
+    assert!(
+        error.starts_with("duplicate field `city` at line 1"),
+        "{error}"
+    );
+    // A flattened struct's fields too.
+    let error = serde_json::from_str::<ShipArgs>(
+        r#"{"name": "box", "street": "Main St", "city": "Oslo", "street": "Side St"}"#,
+    )
+    .err()
+    .map(|error| error.to_string())
+    .unwrap_or_default();
+    assert!(error.starts_with("duplicate field `street`"), "{error}");
+    // A `#[tool]` refuses such text itself, without running.
+    let call = Add.execute_text(r#"{"a": 1, "b": 2, "a": 5}"#, None);
+    assert!(matches!(call, TextCall::Refused(None)), "{call:?}");
+    let call = Ship.execute_text(
+        r#"{"name": "box", "street": "Main St", "city": "Oslo", "street": "Side St"}"#,
+        None,
+    );
+    assert!(matches!(call, TextCall::Refused(None)), "{call:?}");
+    // A map or a JSON value keeps the last.
+    let call = Label.execute_text(r#"{"labels": {"path": "a.txt", "path": "b.txt"}}"#, None);
+    assert!(
+        matches!(&call, TextCall::Finished(Ok(text)) if text == "path=b.txt"),
+        "{call:?}"
+    );
+}
+
+/// Wherever a key given twice could make a tool read other arguments than a person reads, it
+/// is refused: a struct's field, a map's key, a JSON value's key, a flattened struct's or map's,
+/// in nested objects and in arrays of objects, for typed tools, hand-written ones and
+/// configured ones, on every path the text can take.
+#[tokio::test]
+async fn a_key_given_twice_is_refused_wherever_a_tool_could_read_it() {
+    let cases = [
+        ("add", r#"{"a": 2, "b": 3, "a": 5}"#, "a"),
+        (
+            "add",
+            r#"{"a": 2, "b": 3, "scale": null, "scale": 10}"#,
+            "scale",
+        ),
+        (
+            "label",
+            r#"{"labels": {"path": "a.txt", "path": "b.txt"}}"#,
+            "path",
+        ),
+        (
+            "label",
+            r#"{"labels": {"a": "1"}, "labels": {"b": "2"}}"#,
+            "labels",
+        ),
+        (
+            "store",
+            r#"{"data": {"path": "a.txt", "path": "b.txt"}}"#,
+            "path",
+        ),
+        ("store", r#"{"data": [{"x": {"y": 1, "y": 2}}]}"#, "y"),
+        ("store", r#"{"data": 1, "data": 2}"#, "data"),
+        (
+            "ship",
+            r#"{"name": "box", "street": "Main St", "city": "Oslo", "street": "Side St"}"#,
+            "street",
+        ),
+        (
+            "ship",
+            r#"{"name": "box", "street": "a", "city": "b", "name": "c"}"#,
+            "name",
+        ),
+        (
+            "tag",
+            r#"{"name": "box", "color": "red", "color": "blue"}"#,
+            "color",
+        ),
+        ("tag", r#"{"name": "box", "name": "crate"}"#, "name"),
+        (
+            "deliver",
+            r#"{"destination": {"street": "a", "city": "b", "city": "c"}}"#,
+            "city",
+        ),
+        (
+            "deliver",
+            r#"{"items": [{"id": 1}, {"id": 2, "id": 3}]}"#,
+            "id",
+        ),
+        ("rows", r#"{"rows": [{"a": 1}, {"a": 2, "a": 3}]}"#, "a"),
+        (
+            "count",
+            r#"{"counts": {"Red": 1, "Blue": 2, "Red": 3}}"#,
+            "Red",
+        ),
+        ("echo", r#"{"text": "shown", "text": "run"}"#, "text"),
+        (
+            "forecast",
+            r#"{"city": "Oslo", "days": 3, "days": 30}"#,
+            "days",
+        ),
+    ];
+    for options in [
+        RegistryOptions::new(),
+        RegistryOptions::new().validate_arguments(false),
+        RegistryOptions::new().lenient_arguments(true),
+    ] {
+        let registry = registry(options.clone());
+        for tool in [
+            std::sync::Arc::new(Label) as std::sync::Arc<dyn ExecutableTool>,
+            std::sync::Arc::new(Store),
+            std::sync::Arc::new(Ship),
+            std::sync::Arc::new(Tag),
+            std::sync::Arc::new(Deliver),
+            std::sync::Arc::new(Rows),
+            std::sync::Arc::new(Count),
+        ] {
+            registry.register_arc(tool).unwrap();
+        }
+        for (name, text, key) in cases {
+            // Twice: the first call learns whether the tool reads text.
+            for _ in 0..2 {
+                assert_eq!(
+                    registry.execute_text(name, text).await,
+                    given_twice(name, key),
+                    "{name} {text} {options:?}"
+                );
+                assert_eq!(
+                    registry.snapshot().execute_text(name, text).await,
+                    given_twice(name, key),
+                    "{name} {text} {options:?}"
+                );
+            }
+        }
+        // The same keys in different objects are fine.
+        for (name, text, expected) in [
+            ("label", r#"{"labels": {"a": "1", "b": "2"}}"#, "a=1,b=2"),
+            (
+                "store",
+                r#"{"data": {"data": {"data": 1}}}"#,
+                r#"{"data":{"data":1}}"#,
+            ),
+            (
+                "ship",
+                r#"{"name": "box", "street": "Main St", "city": "Oslo"}"#,
+                "box to Main St, Oslo",
+            ),
+            (
+                "tag",
+                r#"{"name": "box", "color": "red"}"#,
+                r#"box: {"color": "red"}"#,
+            ),
+            (
+                "deliver",
+                r#"{"destination": {"street": "a", "city": "b"}, "items": [{"id": 1}, {"id": 2}]}"#,
+                "b 3",
+            ),
+            ("rows", r#"{"rows": [{"a": 1}, {"a": 2}]}"#, "2"),
+            (
+                "count",
+                r#"{"counts": {"Red": 1, "Blue": 2}}"#,
+                "{Red: 1, Blue: 2}",
+            ),
+        ] {
+            assert_eq!(
+                registry.execute_text(name, text).await,
+                expected,
+                "{options:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_configured_tool_refuses_a_key_given_twice() {
+    let registry = ToolRegistry::new();
+    let report = tool_core::config::ToolConfig::from_value(serde_json::json!({
+        "tools": [{
+            "name": "get_weather",
+            "description": "Get the weather for a city.",
+            "type": "function",
+            "handler": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"]
+            },
+            "implementation": {"type": "mock", "mock_response": "sunny"}
+        }]
+    }))
+    .unwrap()
+    .register(&registry, &tool_core::config::HandlerTable::new());
+    assert_eq!(report.registered, ["get_weather"]);
+    for _ in 0..2 {
+        assert_eq!(
+            registry
+                .execute_text("get_weather", r#"{"city": "Oslo", "city": "Rome"}"#)
+                .await,
+            given_twice("get_weather", "city")
+        );
+    }
+    assert_eq!(
+        registry
+            .execute_text("get_weather", r#"{"city": "Oslo"}"#)
+            .await,
+        "sunny"
+    );
+}
+
+/// A tool that reads text promises that its typed arguments refuse a field given twice, as
+/// serde's derive does (see `ExecutableTool::execute_text`): where its schema names every key,
+/// the text goes to it as it came; where the schema leaves an object's keys open, a key given
+/// twice is refused before the tool is asked.
+#[tokio::test]
+async fn a_hand_written_text_reader_gets_repeated_keys_only_where_its_schema_names_every_key() {
+    let text = r#"{"text": "shown", "text": "run"}"#;
+    let closed = RawText {
+        name: "closed",
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"]
+        }),
+        texts: Mutex::new(Vec::new()),
+    };
+    let open = |name, parameters| RawText {
+        name,
+        parameters,
+        texts: Mutex::new(Vec::new()),
+    };
+    let registry = ToolRegistry::new();
+    let closed = std::sync::Arc::new(closed);
+    registry.register_arc(closed.clone()).unwrap();
+    let opens = [
+        open("object", serde_json::json!({"type": "object"})),
+        open(
+            "map",
+            serde_json::json!({
+                "type": "object",
+                "properties": {"text": {"type": "string"}},
+                "additionalProperties": {"type": "string"}
+            }),
+        ),
+        open(
+            "value",
+            serde_json::json!({"type": "object", "properties": {"text": {}}}),
+        ),
+    ]
+    .map(std::sync::Arc::new);
+    for tool in &opens {
+        registry.register_arc(tool.clone()).unwrap();
+    }
+    assert_eq!(registry.execute_text("closed", text).await, text);
+    assert_eq!(*closed.texts.lock().unwrap(), [text]);
+    for tool in &opens {
+        assert_eq!(
+            registry.execute_text(tool.name, text).await,
+            given_twice(tool.name, "text")
+        );
+        assert!(tool.texts.lock().unwrap().is_empty(), "{}", tool.name);
+        let once = r#"{"text": "run"}"#;
+        assert_eq!(registry.execute_text(tool.name, once).await, once);
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tool_core::{
-    Agent, AgentEvent, AgentOptions, Provider, ToolContext, ToolContextOptions,
+    Agent, AgentOptions, Provider, ToolContext,
     context::SavedConversation,
     model::{Message, NativeSearch},
     store::ConversationKey,
@@ -27,16 +27,11 @@ use crate::{
     store_support::{Backend, Stores},
     tool_choice::link,
     tool_search::{registry, result_of},
-    tool_search_native::{
-        DEFERRED, anthropic, deferred, flat, formatted, responses, run, tools_text,
+    tool_search_support::{
+        anthropic, first_tools, fresh_context, input_kinds, offered, responses, run, tools_text,
+        transcript, weather_found, weather_turn,
     },
 };
-
-macro_rules! transcript {
-    ($path:literal) => {
-        include_bytes!(concat!("../transcripts/", $path))
-    };
-}
 
 /// What the agent's search answers for "weather forecast" over the test registry.
 const LISTING: &str = "Loaded; call them like any other tool:\n- weather_forecast: The weather \
@@ -54,10 +49,6 @@ fn client_agent(
             .context(context)
             .native_search(NativeSearch::Client),
     )
-}
-
-fn fresh_context() -> ToolContext {
-    ToolContext::with_options(ToolContextOptions::new())
 }
 
 /// A conversation of its own with what `context` holds now.
@@ -79,15 +70,18 @@ fn search_result(agent: &Agent, id: &str) -> Message {
 /// Runs the Anthropic conversation: `search_tools("weather forecast")`, the forecast call,
 /// the answer.
 async fn anthropic_conversation(context: ToolContext) -> (Agent, Server) {
-    let server = Server::start(vec![
-        Reply::json(transcript!("anthropic/message_search_tools_call.json")),
-        Reply::json(transcript!("anthropic/message_weather_call.json")),
-        Reply::json(transcript!("anthropic/message_cache_write.json")),
-    ])
-    .await;
-    let agent = client_agent(anthropic(&server), context);
-    run(&agent, "Weather in Paris?", false).await;
-    (agent, server)
+    weather_turn(
+        anthropic,
+        vec![
+            Reply::json(transcript!("anthropic/message_search_tools_call.json")),
+            Reply::json(transcript!("anthropic/message_weather_call.json")),
+            Reply::json(transcript!("anthropic/message_cache_write.json")),
+        ],
+        AgentOptions::new()
+            .context(context)
+            .native_search(NativeSearch::Client),
+    )
+    .await
 }
 
 #[tokio::test]
@@ -100,18 +94,17 @@ async fn anthropic_client_search_answers_with_tool_references_and_defers_the_res
     // The first request: the eager tool and `search_tools` in full, every deferred tool marked
     // `defer_loading`, no search tool of Anthropic's, and the beta header.
     let first = requests[0].json();
-    let mut expected = formatted(&registry, Provider::Anthropic, &["get_time"]);
-    expected.push(
-        first["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|tool| tool["name"] == "search_tools")
-            .expect("search_tools is offered")
-            .clone(),
+    let search_tools = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "search_tools")
+        .expect("search_tools is offered")
+        .clone();
+    assert_eq!(
+        first["tools"],
+        first_tools(&registry, Provider::Anthropic, search_tools)
     );
-    expected.extend(deferred(&registry, Provider::Anthropic, &DEFERRED));
-    assert_eq!(first["tools"], Value::Array(expected));
     assert_eq!(
         first["tools"][1]["input_schema"]["required"],
         json!(["query"])
@@ -182,19 +175,6 @@ async fn responses_client_tool_search_runs_the_local_search_and_answers_with_its
 
         let requests = server.requests();
         assert_eq!(requests.len(), 3, "streamed={streamed}");
-        let flat_all = |names: &[&str], defer: bool| -> Vec<Value> {
-            formatted(&registry, Provider::OpenAi, names)
-                .iter()
-                .map(|tool| {
-                    let mut tool = flat(tool);
-                    if defer {
-                        tool["defer_loading"] = json!(true);
-                    }
-                    tool
-                })
-                .collect()
-        };
-
         // `tool_search` executed by the client, with `search_tools`' description and
         // parameters, in its place; the deferred functions marked `defer_loading`.
         let first = requests[0].json();
@@ -214,12 +194,9 @@ async fn responses_client_tool_search_runs_the_local_search_and_answers_with_its
             "string"
         );
         assert_eq!(search.as_object().unwrap().len(), 4, "{search}");
-        let mut expected = flat_all(&["get_time"], false);
-        expected.push(search.clone());
-        expected.extend(flat_all(&DEFERRED, true));
         assert_eq!(
             first["tools"],
-            Value::Array(expected),
+            first_tools(&registry, Provider::OpenAi, search.clone()),
             "streamed={streamed}"
         );
 
@@ -229,11 +206,7 @@ async fn responses_client_tool_search_runs_the_local_search_and_answers_with_its
         assert_eq!(result_of(&agent, "call_w3ath3r"), "sunny in Paris");
         if streamed {
             assert!(
-                events.contains(&AgentEvent::ToolSearch {
-                    query: "weather forecast".to_owned(),
-                    matches: vec!["weather_forecast".to_owned()],
-                    loaded: vec!["weather_forecast".to_owned()],
-                }),
+                events.contains(&weather_found("weather forecast")),
                 "{events:?}"
             );
         }
@@ -254,20 +227,14 @@ async fn responses_client_tool_search_runs_the_local_search_and_answers_with_its
                 "execution": "client",
                 "call_id": "call_s34rch",
                 "status": "completed",
-                "tools": flat_all(&["weather_forecast"], true),
+                "tools": offered(&registry, Provider::OpenAi, &["weather_forecast"], true),
             })
         );
         assert_eq!(tools_text(&requests[1]), tools_text(&requests[0]));
         assert_eq!(tools_text(&requests[2]), tools_text(&requests[0]));
         let third = requests[2].json();
-        let kinds: Vec<&str> = third["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|item| item["type"].as_str().unwrap())
-            .collect();
         assert_eq!(
-            kinds,
+            input_kinds(&third),
             [
                 "message",
                 "tool_search_call",

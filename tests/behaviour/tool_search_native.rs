@@ -14,115 +14,22 @@
 //! `{"type": "tool_search"}` beside functions with `"defer_loading": true`, and the
 //! `tool_search_call` / `tool_search_output` output items of a hosted search).
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
-use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tool_core::{
-    Agent, AgentEvent, AgentOptions, Provider, ToolContext, ToolRegistry,
-    model::{
-        AnthropicClient, AnthropicConfig, ChatModel, NativeSearch, ResponsesClient,
-        ResponsesConfig, ScriptedModel, ScriptedResponse, ToolChoice,
-    },
+    Agent, AgentEvent, AgentOptions, Provider, ToolRegistry,
+    model::{ChatModel, NativeSearch, ScriptedModel, ScriptedResponse, ToolChoice},
 };
 
 use crate::{
-    loopback::{Recorded, Reply, Server, fast_retries},
+    loopback::{Reply, Server},
     tool_search::{names, registry, result_of},
+    tool_search_support::{
+        DEFERRED, anthropic, first_tools, fresh_context, input_kinds, offered, responses, run,
+        tool_names, tools_text, transcript, weather_found, weather_turn,
+    },
 };
-
-macro_rules! transcript {
-    ($path:literal) => {
-        include_bytes!(concat!("../transcripts/", $path))
-    };
-}
-
-pub(crate) fn anthropic(server: &Server) -> Arc<dyn ChatModel> {
-    let config = AnthropicConfig::default()
-        .base_url(server.url())
-        .model("claude-sonnet-4-5")
-        .api_key("sk-ant-test")
-        .http(fast_retries());
-    Arc::new(AnthropicClient::new(config).unwrap())
-}
-
-pub(crate) fn responses(server: &Server) -> Arc<dyn ChatModel> {
-    let config = ResponsesConfig::default()
-        .base_url(format!("{}/v1", server.url()))
-        .model("gpt-5.4")
-        .api_key("sk-test")
-        .http(fast_retries());
-    Arc::new(ResponsesClient::new(config).unwrap())
-}
-
-/// Runs a turn, streamed or not, bounded in time, and returns its events (none when not
-/// streamed).
-pub(crate) async fn run(agent: &Agent, text: &str, streamed: bool) -> Vec<AgentEvent> {
-    tokio::time::timeout(Duration::from_secs(20), async {
-        if streamed {
-            agent
-                .stream_chat(text)
-                .collect::<Vec<_>>()
-                .await
-                .into_iter()
-                .map(|event| event.expect("the turn succeeds"))
-                .collect()
-        } else {
-            agent.chat(text).await.expect("the turn succeeds");
-            Vec::new()
-        }
-    })
-    .await
-    .expect("the turn ends")
-}
-
-/// The definitions of `tools` in `provider`'s format, as the registry gives them.
-pub(crate) fn formatted(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
-    tools
-        .iter()
-        .map(|name| registry.tools_for_provider(provider, Some(&[name]))[0].clone())
-        .collect()
-}
-
-/// `tools` in `provider`'s format, each marked `"defer_loading": true`.
-pub(crate) fn deferred(registry: &ToolRegistry, provider: Provider, tools: &[&str]) -> Vec<Value> {
-    formatted(registry, provider, tools)
-        .into_iter()
-        .map(|mut tool| {
-            tool["defer_loading"] = json!(true);
-            tool
-        })
-        .collect()
-}
-
-/// A Responses function tool as the client sends it: flat, `strict` set.
-pub(crate) fn flat(tool: &Value) -> Value {
-    let function = &tool["function"];
-    json!({
-        "type": "function",
-        "name": function["name"],
-        "description": function["description"],
-        "parameters": function["parameters"],
-        "strict": false,
-    })
-}
-
-/// The `tools` of a request's body as sent, byte for byte.
-pub(crate) fn tools_text(request: &Recorded) -> String {
-    #[derive(serde::Deserialize)]
-    struct Body {
-        tools: Box<serde_json::value::RawValue>,
-    }
-    let body: Body = serde_json::from_slice(&request.body).expect("the request has tools");
-    body.tools.get().to_owned()
-}
-
-pub(crate) const DEFERRED: [&str; 4] = [
-    "create_directory",
-    "send_email",
-    "weather_forecast",
-    "translate_text",
-];
 
 #[tokio::test]
 async fn anthropic_native_search_sends_deferred_tools_and_replays_the_search_blocks() {
@@ -162,12 +69,9 @@ async fn anthropic_native_search_sends_deferred_tools_and_replays_the_search_blo
         // The first request: the eager tool, Anthropic's search tool in the place of
         // `search_tools`, every deferred tool marked `defer_loading`, and the beta header.
         let first = requests[0].json();
-        let mut expected = formatted(&registry, Provider::Anthropic, &["get_time"]);
-        expected.push(search_tool.clone());
-        expected.extend(deferred(&registry, Provider::Anthropic, &DEFERRED));
         assert_eq!(
             first["tools"],
-            Value::Array(expected),
+            first_tools(&registry, Provider::Anthropic, search_tool.clone()),
             "streamed={streamed}"
         );
         assert_eq!(
@@ -180,14 +84,7 @@ async fn anthropic_native_search_sends_deferred_tools_and_replays_the_search_blo
         let call = if streamed { "toolu_01F" } else { "toolu_01G" };
         assert_eq!(result_of(&agent, call), "sunny in Paris");
         if streamed {
-            assert!(
-                events.contains(&AgentEvent::ToolSearch {
-                    query: query.to_owned(),
-                    matches: vec!["weather_forecast".to_owned()],
-                    loaded: vec!["weather_forecast".to_owned()],
-                }),
-                "{events:?}"
-            );
+            assert!(events.contains(&weather_found(query)), "{events:?}");
             assert!(
                 !events
                     .iter()
@@ -273,25 +170,14 @@ async fn responses_hosted_tool_search_sends_deferred_functions_and_replays_the_i
 
         let requests = server.requests();
         assert_eq!(requests.len(), 2, "streamed={streamed}");
-        let flat_all = |names: &[&str], defer: bool| -> Vec<Value> {
-            formatted(&registry, Provider::OpenAi, names)
-                .iter()
-                .map(|tool| {
-                    let mut tool = flat(tool);
-                    if defer {
-                        tool["defer_loading"] = json!(true);
-                    }
-                    tool
-                })
-                .collect()
-        };
         let first = requests[0].json();
-        let mut expected = flat_all(&["get_time"], false);
-        expected.push(json!({ "type": "tool_search" }));
-        expected.extend(flat_all(&DEFERRED, true));
         assert_eq!(
             first["tools"],
-            Value::Array(expected),
+            first_tools(
+                &registry,
+                Provider::OpenAi,
+                json!({ "type": "tool_search" })
+            ),
             "streamed={streamed}"
         );
 
@@ -299,11 +185,7 @@ async fn responses_hosted_tool_search_sends_deferred_functions_and_replays_the_i
         assert_eq!(result_of(&agent, "call_f0r3"), "sunny in Paris");
         if streamed {
             assert!(
-                events.contains(&AgentEvent::ToolSearch {
-                    query: "weather forecast".to_owned(),
-                    matches: vec!["weather_forecast".to_owned()],
-                    loaded: vec!["weather_forecast".to_owned()],
-                }),
+                events.contains(&weather_found("weather forecast")),
                 "{events:?}"
             );
         }
@@ -324,12 +206,8 @@ async fn responses_hosted_tool_search_sends_deferred_functions_and_replays_the_i
             serde_json::from_slice(transcript!("responses/response_tool_search.json")).unwrap()
         };
         let input = second["input"].as_array().unwrap();
-        let kinds: Vec<&str> = input
-            .iter()
-            .map(|item| item["type"].as_str().unwrap_or("message"))
-            .collect();
         assert_eq!(
-            kinds,
+            input_kinds(&second),
             [
                 "message",
                 "tool_search_call",
@@ -347,20 +225,16 @@ async fn responses_hosted_tool_search_sends_deferred_functions_and_replays_the_i
 
 #[tokio::test]
 async fn tools_a_native_search_loaded_stay_loaded_on_another_wire() {
-    let server = Server::start(vec![
-        Reply::json(transcript!("anthropic/message_tool_search.json")),
-        Reply::json(transcript!("anthropic/message_cache_write.json")),
-    ])
+    let context = fresh_context();
+    let (agent, _server) = weather_turn(
+        anthropic,
+        vec![
+            Reply::json(transcript!("anthropic/message_tool_search.json")),
+            Reply::json(transcript!("anthropic/message_cache_write.json")),
+        ],
+        AgentOptions::new().context(context.clone()),
+    )
     .await;
-    let registry = registry();
-    let context = ToolContext::with_options(tool_core::ToolContextOptions::new());
-    let agent = Agent::with_model(
-        anthropic(&server),
-        AgentOptions::new()
-            .registry(registry.clone())
-            .context(context.clone()),
-    );
-    run(&agent, "Weather in Paris?", false).await;
     assert_eq!(agent.loaded_tools(), ["weather_forecast"]);
 
     // The same conversation goes on with a model without a native search: the local search
@@ -368,7 +242,9 @@ async fn tools_a_native_search_loaded_stay_loaded_on_another_wire() {
     let model = ScriptedModel::new([ScriptedResponse::text("Sunny.")]);
     let next = Agent::new(
         model.clone(),
-        AgentOptions::new().registry(registry).context(context),
+        AgentOptions::new()
+            .registry(agent.registry().clone())
+            .context(context),
     );
     next.chat("And tomorrow?").await.unwrap();
     assert_eq!(
@@ -400,13 +276,7 @@ async fn native_search_off_keeps_the_local_search_tool_on_every_wire() {
         run(&agent, "hello", false).await;
         let requests = server.requests();
         let body = requests[0].json();
-        let tools: Vec<&str> = body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|tool| tool["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(tools, ["get_time", "search_tools"], "{model}");
+        assert_eq!(tool_names(&body), ["get_time", "search_tools"], "{model}");
         assert!(!body.to_string().contains("defer_loading"), "{model}");
         assert_eq!(requests[0].header("anthropic-beta"), None, "{model}");
     }
@@ -451,49 +321,37 @@ async fn a_switched_off_tool_is_not_sent_for_the_native_search_either() {
 
 #[tokio::test]
 async fn without_the_native_search_a_hosted_search_s_items_are_not_sent_back() {
-    let server = Server::start(vec![
-        Reply::json(transcript!("responses/response_tool_search.json")),
-        Reply::json(transcript!("responses/response_text.json")),
-        Reply::json(transcript!("responses/response_text.json")),
-    ])
+    let context = fresh_context();
+    let (agent, server) = weather_turn(
+        responses,
+        vec![
+            Reply::json(transcript!("responses/response_tool_search.json")),
+            Reply::json(transcript!("responses/response_text.json")),
+            Reply::json(transcript!("responses/response_text.json")),
+        ],
+        AgentOptions::new().context(context.clone()),
+    )
     .await;
-    let registry = registry();
-    let context = ToolContext::with_options(tool_core::ToolContextOptions::new());
-    let agent = Agent::with_model(
-        responses(&server),
-        AgentOptions::new()
-            .registry(registry.clone())
-            .context(context.clone()),
-    );
-    run(&agent, "Weather in Paris?", false).await;
 
     // The same conversation with the local search: no `tool_search` tool, so none of its
     // items either; the call and its output stay.
     let local = Agent::with_model(
         responses(&server),
         AgentOptions::new()
-            .registry(registry)
+            .registry(agent.registry().clone())
             .context(context)
             .native_search(NativeSearch::Off),
     );
     run(&local, "And tomorrow?", false).await;
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
-    let kinds = |body: &Value| -> Vec<String> {
-        body["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|item| item["type"].as_str().unwrap_or("message").to_owned())
-            .collect()
-    };
     assert_eq!(
-        kinds(&requests[1].json())[1..3],
+        input_kinds(&requests[1].json())[1..3],
         ["tool_search_call", "tool_search_output"]
     );
     let third = requests[2].json();
     assert_eq!(
-        kinds(&third),
+        input_kinds(&third),
         [
             "message",
             "function_call",
@@ -502,13 +360,10 @@ async fn without_the_native_search_a_hosted_search_s_items_are_not_sent_back() {
             "message"
         ]
     );
-    let tools: Vec<&str> = third["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(tools, ["get_time", "search_tools", "weather_forecast"]);
+    assert_eq!(
+        tool_names(&third),
+        ["get_time", "search_tools", "weather_forecast"]
+    );
 }
 
 /// A native search the model followed with text alone (no call to keep its blocks with) is
@@ -601,7 +456,7 @@ async fn a_native_search_followed_by_text_alone_is_sent_back_in_the_next_request
     assert_eq!(input[4]["content"], "Thanks.");
 }
 
-/// A wire with a native search, the tools a request offers in full in its format, and the
+/// A wire with a native search, the provider whose format its tools take, and the
 /// replies to a deferred tool's call without a search and to its result.
 struct NativeWire {
     name: &'static str,
@@ -629,22 +484,28 @@ const NATIVE_WIRES: [NativeWire; 2] = [
 ];
 
 impl NativeWire {
-    /// `names` as this wire sends them: in full, or marked `defer_loading`.
-    fn tools(&self, registry: &ToolRegistry, names: &[&str], defer: bool) -> Vec<Value> {
-        formatted(registry, self.provider, names)
-            .iter()
-            .map(|tool| {
-                let mut tool = if self.provider == Provider::OpenAi {
-                    flat(tool)
-                } else {
-                    tool.clone()
-                };
-                if defer {
-                    tool["defer_loading"] = json!(true);
-                }
-                tool
-            })
-            .collect()
+    /// The call of a deferred tool without a search and its answer replayed on this wire (see
+    /// [`weather_turn`]).
+    async fn weather_turn(&self, options: AgentOptions) -> (Agent, Server) {
+        weather_turn(
+            self.model,
+            vec![Reply::json(self.call), Reply::json(self.answer)],
+            options,
+        )
+        .await
+    }
+
+    /// The deferred tools as this wire sends them once `weather_forecast` is offered in full:
+    /// that tool in full, then the others, still deferred.
+    fn weather_in_full(&self, registry: &ToolRegistry) -> Vec<Value> {
+        let mut tools = offered(registry, self.provider, &["weather_forecast"], false);
+        tools.extend(offered(
+            registry,
+            self.provider,
+            &["create_directory", "send_email", "translate_text"],
+            true,
+        ));
+        tools
     }
 }
 
@@ -654,16 +515,10 @@ async fn a_deferred_tool_called_without_a_search_is_sent_in_full_after_the_offer
     // it, and would refuse the call in the history.
     for wire in &NATIVE_WIRES {
         for search in [NativeSearch::Bm25, NativeSearch::Client] {
-            let server =
-                Server::start(vec![Reply::json(wire.call), Reply::json(wire.answer)]).await;
-            let registry = registry();
-            let agent = Agent::with_model(
-                (wire.model)(&server),
-                AgentOptions::new()
-                    .registry(registry.clone())
-                    .native_search(search),
-            );
-            run(&agent, "Weather in Paris?", false).await;
+            let (agent, server) = wire
+                .weather_turn(AgentOptions::new().native_search(search))
+                .await;
+            let registry = agent.registry();
             let label = format!("{} {search:?}", wire.name);
 
             assert_eq!(agent.loaded_tools(), ["weather_forecast"], "{label}");
@@ -674,18 +529,13 @@ async fn a_deferred_tool_called_without_a_search_is_sent_in_full_after_the_offer
             // The first request: the eager tool, the search tool, every deferred tool deferred.
             assert_eq!(
                 first_tools[2..],
-                wire.tools(&registry, &DEFERRED, true)[..],
+                offered(registry, wire.provider, &DEFERRED, true)[..],
                 "{label}"
             );
             // The next: the same eager and search tools, then the called tool in full, then
             // the other deferred tools, still deferred.
             let mut expected = first_tools[..2].to_vec();
-            expected.extend(wire.tools(&registry, &["weather_forecast"], false));
-            expected.extend(wire.tools(
-                &registry,
-                &["create_directory", "send_email", "translate_text"],
-                true,
-            ));
+            expected.extend(wire.weather_in_full(registry));
             assert_eq!(second["tools"], Value::Array(expected), "{label}");
             // The conversation sent before is sent again as it was, the call and its result
             // after it.
@@ -706,17 +556,14 @@ async fn a_deferred_tool_called_without_a_search_is_sent_in_full_after_the_offer
 async fn a_deferred_tool_a_tool_choice_forces_is_sent_in_full_on_a_native_wire() {
     for wire in &NATIVE_WIRES {
         for search in [NativeSearch::Bm25, NativeSearch::Client] {
-            let server =
-                Server::start(vec![Reply::json(wire.call), Reply::json(wire.answer)]).await;
-            let registry = registry();
-            let agent = Agent::with_model(
-                (wire.model)(&server),
-                AgentOptions::new()
-                    .registry(registry.clone())
-                    .native_search(search)
-                    .tool_choice(ToolChoice::Tool("weather_forecast".to_owned())),
-            );
-            run(&agent, "Weather in Paris?", false).await;
+            let (agent, server) = wire
+                .weather_turn(
+                    AgentOptions::new()
+                        .native_search(search)
+                        .tool_choice(ToolChoice::Tool("weather_forecast".to_owned())),
+                )
+                .await;
+            let registry = agent.registry();
             let label = format!("{} {search:?}", wire.name);
 
             let requests = server.requests();
@@ -728,19 +575,14 @@ async fn a_deferred_tool_a_tool_choice_forces_is_sent_in_full_on_a_native_wire()
                 tools[1..],
                 {
                     let mut expected = vec![tools[1].clone()];
-                    expected.extend(wire.tools(&registry, &["weather_forecast"], false));
-                    expected.extend(wire.tools(
-                        &registry,
-                        &["create_directory", "send_email", "translate_text"],
-                        true,
-                    ));
+                    expected.extend(wire.weather_in_full(registry));
                     expected
                 }[..],
                 "{label}"
             );
             assert_eq!(
                 tools[0],
-                wire.tools(&registry, &["get_time"], false)[0],
+                offered(registry, wire.provider, &["get_time"], false)[0],
                 "{label}"
             );
             // Still unreferenced on the next step: the same tools, byte for byte.

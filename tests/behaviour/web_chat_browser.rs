@@ -308,11 +308,11 @@ impl Chromium {
     /// `None`.
     async fn start(width: u32, height: u32) -> Option<Self> {
         if !browser_available() {
-            eprintln!(
+            crate::real_parts::skip(&format!(
                 "\n!!!!!!!!\n!!! SKIPPED the browser test: {CHROMIUM} and {CHROMEDRIVER} are \
                  missing and could not be installed (apt-get install chromium \
                  chromium-driver)\n!!!!!!!!\n"
-            );
+            ));
             return None;
         }
         let (driver, driver_url) = start_chromedriver().await;

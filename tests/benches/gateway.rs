@@ -34,6 +34,9 @@
 #[path = "../behaviour/store_support.rs"]
 #[allow(dead_code)]
 mod store_support;
+// What `store_support` does when PostgreSQL cannot be had.
+#[path = "../behaviour/real_parts.rs"]
+mod real_parts;
 
 use std::{
     io::{BufRead, BufReader},

@@ -24,7 +24,9 @@ pub use std::{
 use core::{fmt::Display, future::Future};
 
 mod object_only;
+mod taking;
 use object_only::ObjectOnly;
+use taking::{Taking, Trail};
 
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
@@ -82,7 +84,7 @@ where
 
 /// Where a generated tool reads its arguments from.
 pub enum Source<'a> {
-    /// An object, through `ExecutableTool::execute` or `execute_with`.
+    /// An object, through `ExecutableTool::execute_object`, `execute` or `execute_with`.
     Object(JsonObject),
     /// The model's text, through `ExecutableTool::execute_text`.
     Text(&'a str),
@@ -207,30 +209,40 @@ pub fn narrow<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Result<T, To
 ///
 /// The arguments are read in place, with no path tracking: `T`'s `Deserialize` impl is
 /// instantiated once, as for a hand-written tool, and a call costs about what
-/// `serde_json::from_value` costs. Only when that fails is the tool's schema (`schema`) asked
-/// where and what: the same words as [`narrow`], `at /city: expected a string, got 42`, found by
-/// validating the kept arguments. An error the schema does not see (a custom `Deserialize`
-/// rule) keeps serde's own message.
+/// `serde_json::from_value` costs: the strings `T` keeps are moved out of the object, not
+/// copied (see `Taking`). Only when that fails is the tool's schema (`schema`) asked where and
+/// what: the same words as [`narrow`], `at /city: expected a string, got 42`, found by
+/// validating what is left of the arguments, which is all of them but the strings already
+/// moved. An error the schema does not see (a custom `Deserialize` rule) keeps serde's own
+/// message, at the place the read stopped.
 pub fn narrow_with<T: DeserializeOwned>(
     tool: &str,
     args: JsonObject,
     schema: impl FnOnce() -> ChatTool,
 ) -> Result<T, ToolError> {
-    let value = Value::Object(args);
-    match T::deserialize(ObjectOnly(&value)) {
+    let mut value = Value::Object(args);
+    let trail = Trail::default();
+    match T::deserialize(ObjectOnly(Taking(&mut value, &trail))) {
         Ok(args) => Ok(args),
-        Err(error) => Err(mismatch(tool, &schema(), &value, &error)),
+        Err(error) => Err(mismatch(tool, &schema(), &value, &trail, &error)),
     }
 }
 
-/// Says what is wrong with `value` for tool `tool`, preferring the schema's account.
+/// Says what is wrong with `value`, what a failed [`narrow_with`] left of the arguments, for
+/// tool `tool`, preferring the schema's account.
 #[cold]
-fn mismatch(tool: &str, schema: &ChatTool, value: &Value, error: &serde_json::Error) -> ToolError {
+fn mismatch(
+    tool: &str,
+    schema: &ChatTool,
+    value: &Value,
+    trail: &Trail,
+    error: &serde_json::Error,
+) -> ToolError {
     let problems = jsonschema::validator_for(schema.parameters())
-        .map(|validator| crate::execute::describe_schema_errors(&validator, value))
+        .map(|validator| crate::execute::describe_schema_errors_after_taking(&validator, value))
         .unwrap_or_default();
     let detail = if problems.is_empty() {
-        crate::execute::describe_unplaced_serde_error(schema.parameters(), value, error)
+        crate::execute::describe_serde_error_at(&trail.pointer(), error)
     } else {
         problems
     };

@@ -108,6 +108,11 @@ pub trait ExecutableTool: Send + Sync {
     /// answering arguments they refuse with [`ToolError::invalid_arguments`] in the schema's
     /// words: the registry then validates only the keywords a deserializer cannot check
     /// (bounds, lengths, patterns), on text and on objects (an MCP client's arguments) alike.
+    /// It promises too that the typed arguments refuse a key given twice in an object whose
+    /// keys the schema names (`properties`, no `additionalProperties`), as serde's derive
+    /// refuses a field given twice: the registry refuses text that repeats a key before the
+    /// tool sees it only where the schema leaves an object's keys open (a map, a JSON value),
+    /// which would keep one of the values.
     /// When the text does not deserialize it answers [`TextCall::Refused`] without running
     /// the tool (the registry asks a tool whether it reads text this way, with text that is
     /// not JSON), and the registry takes the object path, which explains what is wrong in the
@@ -116,6 +121,23 @@ pub trait ExecutableTool: Send + Sync {
         let _ = text;
         TextCall::Unsupported(call)
     }
+
+    /// Starts the tool on arguments given as an object (what an MCP client sends): the call
+    /// [`execute_with`](Self::execute_with) makes when `call` is given, else
+    /// [`execute`](Self::execute), as a [`TextCall`], which a call that finished at once comes
+    /// back in with no boxed future. A [`ToolRegistry`](crate::ToolRegistry) calls tools given
+    /// objects this way.
+    ///
+    /// `#[tool]` fns implement it. The default answers [`TextCall::Started`] with the future of
+    /// [`execute_with`](Self::execute_with) or [`execute`](Self::execute), so a hand-written
+    /// tool needs nothing more. An implementation never answers [`TextCall::Refused`] or
+    /// [`TextCall::Unsupported`]: arguments it cannot read are an error of the call.
+    fn execute_object(&self, args: JsonObject, call: Option<crate::CallContext>) -> TextCall<'_> {
+        TextCall::Started(match call {
+            Some(call) => self.execute_with(args, call),
+            None => self.execute(args),
+        })
+    }
 }
 
 /// The future of a running tool call: what [`ExecutableTool::execute`] returns once
@@ -123,7 +145,8 @@ pub trait ExecutableTool: Send + Sync {
 pub type ToolFuture<'a> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, ToolError>> + Send + 'a>>;
 
-/// What [`ExecutableTool::execute_text`] made of the model's argument text.
+/// What [`ExecutableTool::execute_text`] made of the model's argument text, or
+/// [`ExecutableTool::execute_object`] of an object.
 #[must_use = "a started call does nothing until its future is awaited"]
 pub enum TextCall<'a> {
     /// The text was read into the tool's typed arguments and the call made; await the future.
@@ -196,6 +219,14 @@ macro_rules! forward_executable_tool {
                 call: Option<crate::CallContext>,
             ) -> TextCall<'a> {
                 (**self).execute_text(text, call)
+            }
+
+            fn execute_object(
+                &self,
+                args: JsonObject,
+                call: Option<crate::CallContext>,
+            ) -> TextCall<'_> {
+                (**self).execute_object(args, call)
             }
         }
     };

@@ -502,6 +502,14 @@ fn tool_impl(
         ) -> ::tool_core::TextCall<'__a> {
             #start_ident(self, ::tool_core::__private::Source::Text(text), call)
         }
+
+        fn execute_object(
+            &self,
+            args: ::tool_core::JsonObject,
+            call: ::core::option::Option<::tool_core::CallContext>,
+        ) -> ::tool_core::TextCall<'_> {
+            #start_ident(self, ::tool_core::__private::Source::Object(args), call)
+        }
     };
     let output_schema = output_schema(&tool.func.sig.output);
     let metadata = (!tool.metadata.is_empty() || output_schema.is_some()).then(|| {

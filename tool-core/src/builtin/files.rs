@@ -99,15 +99,12 @@ impl ExecutableTool for ReadFile {
 
     fn get_schema(&self) -> ChatTool {
         static SCHEMA: OnceLock<ChatTool> = OnceLock::new();
-        SCHEMA
-            .get_or_init(|| {
-                ChatTool::new(
-                    "read_file",
-                    "Read a text file and return its contents.",
-                    __private::schema_for::<ReadFileArgs>(),
-                )
-            })
-            .clone()
+        __private::chat_tool(
+            &SCHEMA,
+            "read_file",
+            &["Read a text file and return its contents."],
+            __private::schema_for::<ReadFileArgs>,
+        )
     }
 
     fn metadata(&self) -> ToolMetadata {
@@ -137,15 +134,12 @@ impl ExecutableTool for WriteFile {
 
     fn get_schema(&self) -> ChatTool {
         static SCHEMA: OnceLock<ChatTool> = OnceLock::new();
-        SCHEMA
-            .get_or_init(|| {
-                ChatTool::new(
-                    "write_file",
-                    "Write text to a file, replacing it if it exists.",
-                    __private::schema_for::<WriteFileArgs>(),
-                )
-            })
-            .clone()
+        __private::chat_tool(
+            &SCHEMA,
+            "write_file",
+            &["Write text to a file, replacing it if it exists."],
+            __private::schema_for::<WriteFileArgs>,
+        )
     }
 
     fn metadata(&self) -> ToolMetadata {

@@ -43,16 +43,15 @@ impl ExecutableTool for SaveSessionContext {
 
     fn get_schema(&self) -> ChatTool {
         static SCHEMA: OnceLock<ChatTool> = OnceLock::new();
-        SCHEMA
-            .get_or_init(|| {
-                ChatTool::new(
-                    "save_session_context",
-                    "Save the current session context (system prompt, conversation and notes) \
-                     to the session file, with the reason for saving.",
-                    __private::schema_for::<SaveSessionContextArgs>(),
-                )
-            })
-            .clone()
+        __private::chat_tool(
+            &SCHEMA,
+            "save_session_context",
+            &[
+                "Save the current session context (system prompt, conversation and notes) to \
+                 the session file, with the reason for saving.",
+            ],
+            __private::schema_for::<SaveSessionContextArgs>,
+        )
     }
 
     fn metadata(&self) -> ToolMetadata {

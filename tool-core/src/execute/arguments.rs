@@ -8,7 +8,7 @@
 //! the object path, whose messages say what is wrong.
 
 use std::{
-    cell::RefCell,
+    borrow::Cow,
     collections::HashSet,
     fmt,
     sync::{
@@ -35,6 +35,10 @@ pub(crate) struct ArgumentChecks {
     validator: OnceLock<Result<jsonschema::Validator, String>>,
     residue: OnceLock<ResidueCheck>,
     optional_nulls: OnceLock<OptionalNulls>,
+    /// Whether the text is scanned for repeated keys before the tool reads it: only when the
+    /// schema has an object whose keys it does not name (see
+    /// [`takes_unnamed_keys`](crate::schema::takes_unnamed_keys)).
+    scans_keys: OnceLock<bool>,
     /// Whether the tool reads text: 0 until its first text call, then [`READS_TEXT`] or
     /// [`OBJECTS_ONLY`].
     reads_text: AtomicU8,
@@ -88,13 +92,16 @@ impl ArgumentChecks {
         if reads_text == OBJECTS_ONLY {
             return refused(context);
         }
-        // The tool's own reading keeps the last of repeated keys, where a map or a JSON value
-        // takes them.
-        if let Some(key) = repeated_key(text) {
-            return Err(ExecuteError::InvalidArguments {
-                name: name.to_owned(),
-                message: repeated_key_message(&key),
-            });
+        // A struct's `Deserialize` refuses a field given twice, and the object path then says
+        // which; a map or a JSON value keeps one of the values, so where the schema has one,
+        // repeated keys are refused here, before the tool reads the text.
+        if self.scans_keys(parameters) {
+            if let Some(key) = repeated_key(text) {
+                return Err(ExecuteError::InvalidArguments {
+                    name: name.to_owned(),
+                    message: repeated_key_message(&key),
+                });
+            }
         }
         if validate {
             match self.residue(parameters) {
@@ -136,6 +143,12 @@ impl ArgumentChecks {
                 Residue::Keywords(schema) => jsonschema::validator_for(&schema)
                     .map_or(ResidueCheck::Whole, ResidueCheck::Keywords),
             })
+    }
+
+    fn scans_keys(&self, parameters: &Value) -> bool {
+        *self
+            .scans_keys
+            .get_or_init(|| crate::schema::takes_unnamed_keys(parameters))
     }
 
     fn optional_nulls(&self, parameters: &Value) -> &OptionalNulls {
@@ -280,12 +293,12 @@ pub(crate) fn parse_arguments(text: &str) -> Result<JsonObject, String> {
 /// `{"path": "a.txt", "path": "b.txt"}` reads as one thing to a person (or to an approval
 /// question that shows the first) and as another to the tool: such text is refused instead.
 pub(crate) fn repeated_key(text: &str) -> Option<String> {
-    let repeated = RefCell::new(None);
+    let mut scan = KeyScan::default();
     let mut reader = serde_json::Deserializer::from_str(text);
     // The scan's only error of its own is a repeated key, which it keeps; a syntax error
     // leaves `repeated` empty.
-    let _ = serde::Deserializer::deserialize_any(&mut reader, Keys(&repeated));
-    repeated.into_inner()
+    let _ = serde::Deserializer::deserialize_any(&mut reader, &mut scan);
+    scan.repeated
 }
 
 /// What the model is told about a key it gave twice.
@@ -293,11 +306,32 @@ fn repeated_key_message(key: &str) -> String {
     format!("the key {key:?} is given more than once; send each key once")
 }
 
-/// Walks a JSON value, stopping at the first object that gives a key twice (kept in the cell).
-#[derive(Clone, Copy)]
-struct Keys<'a>(&'a RefCell<Option<String>>);
+/// How many keys an object is searched one by one for a repeat before a hash set takes over.
+const LINEAR_KEYS: usize = 32;
 
-impl<'de> DeserializeSeed<'de> for Keys<'_> {
+/// Walks a JSON value, stopping at the first object that gives a key twice (kept in
+/// `repeated`). The keys of the objects being walked are on one stack, borrowed from the text
+/// unless they hold escapes, each with a fingerprint that most different keys differ in: an
+/// object's keys are searched one by one, so a call's arguments cost no allocation beyond the
+/// stack's and no hashing; a larger object's are put in a hash set.
+#[derive(Default)]
+struct KeyScan<'de> {
+    keys: Vec<(u64, Cow<'de, str>)>,
+    repeated: Option<String>,
+}
+
+/// A key's length and three of its bytes: equal keys have equal fingerprints.
+fn fingerprint(key: &str) -> u64 {
+    let bytes = key.as_bytes();
+    let byte = |index: usize| bytes.get(index).map_or(0, |byte| u64::from(*byte));
+    let length = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    length
+        | (byte(0) << 32)
+        | (byte(bytes.len() / 2) << 40)
+        | (byte(bytes.len().wrapping_sub(1)) << 48)
+}
+
+impl<'de> DeserializeSeed<'de> for &mut KeyScan<'de> {
     type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
@@ -305,7 +339,7 @@ impl<'de> DeserializeSeed<'de> for Keys<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Keys<'_> {
+impl<'de> Visitor<'de> for &mut KeyScan<'de> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -337,21 +371,72 @@ impl<'de> Visitor<'de> for Keys<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
-        while items.next_element_seed(self)?.is_some() {}
+        while items.next_element_seed(&mut *self)?.is_some() {}
         Ok(())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
-        while let Some(key) = entries.next_key::<String>()? {
-            if seen.contains(&key) {
-                *self.0.borrow_mut() = Some(key);
+        let start = self.keys.len();
+        let mut large: Option<HashSet<Cow<'de, str>>> = None;
+        while let Some(key) = entries.next_key_seed(Key)? {
+            let print = fingerprint(&key);
+            let repeated = match &large {
+                Some(seen) => seen.contains(&key),
+                None => self.keys[start..]
+                    .iter()
+                    .any(|(other, seen)| *other == print && *seen == key),
+            };
+            if repeated {
+                self.repeated = Some(key.into_owned());
                 return Err(serde::de::Error::custom("a key is given more than once"));
             }
-            entries.next_value_seed(self)?;
-            seen.insert(key);
+            if let Some(seen) = &mut large {
+                seen.insert(key);
+            } else if self.keys.len() - start < LINEAR_KEYS {
+                self.keys.push((print, key));
+            } else {
+                let mut seen: HashSet<_> = self.keys.drain(start..).map(|(_, key)| key).collect();
+                seen.insert(key);
+                large = Some(seen);
+            }
+            entries.next_value_seed(&mut *self)?;
         }
+        self.keys.truncate(start);
         Ok(())
+    }
+}
+
+/// An object's key, borrowed from the text when it holds no escapes.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Cow<'de, str>, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_borrowed_str<E>(self, key: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(key))
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(key.to_owned()))
+    }
+
+    fn visit_string<E>(self, key: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(key))
     }
 }
 
@@ -371,5 +456,46 @@ mod tests {
         );
         let error = parse_arguments(r#"{"a": "#).unwrap_err();
         assert!(error.contains("not valid JSON"), "{error}");
+    }
+
+    #[test]
+    fn a_key_given_twice_is_found_in_any_object_and_only_within_one() {
+        let cases = [
+            (r#"{"a": 1, "b": 2, "a": 3}"#, Some("a")),
+            // The same key, spelt with an escape.
+            (r#"{"a": 1, "\u0061": 3}"#, Some("a")),
+            (r#"{"p\"q": 1, "p\u0022q": 3}"#, Some("p\"q")),
+            (r#"{"a": {"b": 1, "c": {"d": [], "d": 2}}}"#, Some("d")),
+            (r#"{"rows": [{"k": 1}, {"k": 1, "k": 2}]}"#, Some("k")),
+            (r#"[{"k": 1, "k": 2}]"#, Some("k")),
+            // After a nested object, its parent's keys are still known.
+            (r#"{"a": {"b": 1}, "b": 2, "a": 3}"#, Some("a")),
+            // A key may come again in another object: a child, a sibling, an array item.
+            (r#"{"a": {"a": 1}, "b": {"a": 2}}"#, None),
+            (r#"{"x": {"a": 1}, "a": 2}"#, None),
+            (r#"{"rows": [{"k": 1}, {"k": 2}]}"#, None),
+            // Keys with the same fingerprint are still different keys.
+            (r#"{"abcd": 1, "accd": 2, "": 3, "a": {}, "b": []}"#, None),
+            (r#"{"abcd": 1, "accd": 2, "abcd": 3}"#, Some("abcd")),
+            ("{}", None),
+            // Text that is not JSON has nothing to report: parsing it says what is wrong.
+            (r#"{"a": 1 "a": 2}"#, None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(repeated_key(text).as_deref(), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_key_given_twice_is_found_in_a_large_object() {
+        for repeat in [0, 31, 32, 33, 199] {
+            let mut entries: Vec<String> = (0..200).map(|i| format!("\"k{i}\": {i}")).collect();
+            entries.push(format!("\"k{repeat}\": {{\"k{repeat}\": 0}}"));
+            let text = format!("{{{}}}", entries.join(", "));
+            assert_eq!(repeated_key(&text), Some(format!("k{repeat}")), "{repeat}");
+            entries.pop();
+            let text = format!("{{{}}}", entries.join(", "));
+            assert_eq!(repeated_key(&text), None);
+        }
     }
 }

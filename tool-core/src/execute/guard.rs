@@ -11,30 +11,25 @@ use std::{
 };
 
 use super::ExecuteError;
-use crate::{
-    call::CallContext,
-    tool::{ExecutableTool, JsonObject, ToolError, ToolFuture},
-};
+use crate::tool::{ToolError, ToolFuture};
 
-/// A tool call, polled as a plain future (no extra state machine around the tool's own).
+/// A tool call that did not finish when it was made (see [`guarded`]), polled as a plain
+/// future (no extra state machine around the tool's own).
 ///
-/// The tool is called on the first poll, under the same panic guard as every poll, so a tool
-/// that panics while making its future, while running or while being dropped becomes
-/// [`ExecuteError::Panicked`], and a call that completes at once crosses the guard once. A
-/// timeout's timer is made only when the tool is still running after its first poll.
+/// Every poll runs under the same panic guard as the call was made under, so a tool that
+/// panics while running or while being dropped becomes [`ExecuteError::Panicked`]. A timeout's
+/// timer is made only when the tool is still running after its first poll.
 pub(crate) struct GuardedCall<'a> {
     target: Target<'a>,
     stage: Stage<'a>,
     timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
-/// Where a call goes: the tool, the name it is registered under, and the timeout that applies
-/// to it.
+/// Where a call goes: the name the tool is registered under, and the timeout that applies to
+/// it.
 #[derive(Clone, Copy)]
 pub(crate) struct Target<'a> {
-    /// The tool.
-    pub(crate) tool: &'a dyn ExecutableTool,
-    /// Its name, for the outcome's messages.
+    /// The tool's name, for the outcome's messages.
     pub(crate) name: &'a str,
     /// How long the call may run once started, if limited.
     pub(crate) timeout: Option<Duration>,
@@ -42,9 +37,6 @@ pub(crate) struct Target<'a> {
 
 /// Where a [`GuardedCall`] is.
 enum Stage<'a> {
-    /// Not called yet: the arguments, and the call's context when the caller gave one (the tool
-    /// is then called through `execute_with`).
-    Waiting(JsonObject, Option<CallContext>),
     /// The tool's future while it runs.
     Running(ToolFuture<'a>),
     /// The result was handed out, or the call stopped.
@@ -55,38 +47,18 @@ enum Stage<'a> {
 type Step = Result<Result<String, ToolError>, Duration>;
 
 impl<'a> GuardedCall<'a> {
-    /// A call of `target` with `args`, made when the call is first polled.
-    pub(crate) fn new(target: Target<'a>, args: JsonObject, context: Option<CallContext>) -> Self {
-        Self::at(target, Stage::Waiting(args, context))
-    }
-
     /// A call of `target` already made: `call` is its future.
     pub(crate) fn started(target: Target<'a>, call: ToolFuture<'a>) -> Self {
-        Self::at(target, Stage::Running(call))
-    }
-
-    fn at(target: Target<'a>, stage: Stage<'a>) -> Self {
         Self {
             target,
-            stage,
+            stage: Stage::Running(call),
             timer: None,
         }
     }
 
-    /// Calls the tool if it has not been called, then polls it, dropping its future as soon as
-    /// it is ready or timed out. Runs inside the panic guard.
+    /// Polls the tool, dropping its future as soon as it is ready or timed out. Runs inside
+    /// the panic guard.
     fn step(&mut self, cx: &mut Context<'_>) -> Poll<Step> {
-        match std::mem::replace(&mut self.stage, Stage::Done) {
-            Stage::Waiting(args, context) => {
-                let tool = self.target.tool;
-                self.stage = Stage::Running(match context {
-                    None => tool.execute(args),
-                    Some(context) => tool.execute_with(args, context),
-                });
-            }
-            Stage::Running(call) => self.stage = Stage::Running(call),
-            Stage::Done => {}
-        }
         let Stage::Running(call) = &mut self.stage else {
             return Poll::Ready(Ok(Err(ToolError::new(
                 "the call was polled again after it finished",

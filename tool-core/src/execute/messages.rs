@@ -16,6 +16,41 @@ pub(crate) fn describe_schema_errors(validator: &jsonschema::Validator, value: &
         .join("; ")
 }
 
+/// [`describe_schema_errors`] for arguments a typed read failed on, after it moved out the
+/// strings it read (leaving them empty; see `__private::narrow_with`): the problems such an
+/// empty string could cause are left out. The kept ones are those about the shape and the keys
+/// of a value, which the read leaves as they were, and those about a value that holds no empty
+/// string.
+pub(crate) fn describe_schema_errors_after_taking(
+    validator: &jsonschema::Validator,
+    value: &Value,
+) -> String {
+    use jsonschema::error::ValidationErrorKind as Kind;
+
+    validator
+        .iter_errors(value)
+        .filter(|error| {
+            matches!(
+                error.kind(),
+                Kind::Type { .. } | Kind::Required { .. } | Kind::AdditionalProperties { .. }
+            ) || !holds_empty_string(error.instance())
+        })
+        .take(5)
+        .map(|error| describe_schema_error(&error))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Whether `value` is or holds an empty string.
+fn holds_empty_string(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.is_empty(),
+        Value::Array(items) => items.iter().any(holds_empty_string),
+        Value::Object(map) => map.values().any(holds_empty_string),
+        _ => false,
+    }
+}
+
 /// "unknown argument 'a' is not allowed", or for several names "unknown arguments 'a', 'b' and
 /// 'c' are not allowed".
 fn unknown_names(noun: &str, names: &[String]) -> String {
@@ -266,21 +301,10 @@ fn describe_serde_message(pointer: &str, error: &serde_json::Error) -> String {
     }
 }
 
-/// Describes a serde error on `value`, which the schema `parameters` accepts, so the schema
-/// cannot say where it is: the place is worked out from the schema where it can be. A whole
-/// number written with a fraction (`30.0`) is an integer to JSON Schema but not to serde, so
-/// the place is the first such number where the schema asks for an integer.
-pub(crate) fn describe_unplaced_serde_error(
-    parameters: &Value,
-    value: &Value,
-    error: &serde_json::Error,
-) -> String {
-    let pointer = if error.to_string().contains("floating point `") {
-        crate::schema::fraction_for_integer(parameters, value).unwrap_or_default()
-    } else {
-        String::new()
-    };
-    describe_serde_message(&pointer, error)
+/// [`describe_serde_error`] for an error whose place is known as a JSON pointer (`/legs/1`;
+/// empty for the root).
+pub(crate) fn describe_serde_error_at(pointer: &str, error: &serde_json::Error) -> String {
+    describe_serde_message(pointer, error)
 }
 
 /// serde names Rust types (`i64`, `u8`, `f32`); the model reads JSON words and, for the small

@@ -10,10 +10,10 @@ mod guard;
 mod messages;
 
 pub(crate) use arguments::{ArgumentChecks, TextStart, parse_arguments};
-pub(crate) use guard::{Call, GuardedCall, Target, outcome_of};
+pub(crate) use guard::{Call, GuardedCall, Target, guarded, outcome_of};
 pub(crate) use messages::{
-    describe_schema_errors, describe_serde_error, describe_serde_error_within,
-    describe_unplaced_serde_error,
+    describe_schema_errors, describe_schema_errors_after_taking, describe_serde_error,
+    describe_serde_error_at, describe_serde_error_within,
 };
 
 use std::{fmt, time::Duration};

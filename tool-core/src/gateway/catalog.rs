@@ -8,6 +8,8 @@
 //!
 //! - a name offered by two sources is served by neither (an error names both), so no server
 //!   can shadow another's tool or a local one by choosing its name;
+//! - the gateway's own names ([`RESERVED`]) are never an upstream's: such a tool is refused
+//!   (an error names its server) and the gateway's own tool is served;
 //! - with pinning on, a tool whose definition (description, input schema, title) differs from
 //!   the one first served is withheld until an operator accepts it
 //!   ([`Catalog::accept`]), so an upstream cannot change what a tool claims to do under users
@@ -19,7 +21,10 @@
 //! gateway process sharing it serves the same definitions: a tool seen for the first time is
 //! pinned with `INSERT … ON CONFLICT DO NOTHING` and the stored row is read back before the
 //! tool is served (the first process to pin a tool wins), and an operator's acceptance replaces
-//! the row and is announced to the other processes ([`Catalog::reload_pins`]). With `pins_file`
+//! the row and is announced to the other processes ([`Catalog::reload_pins`]). A definition
+//! change is kept there too (`tool_gateway_pending`) until accepted, so an operator can accept
+//! it through any process, also one whose own upstream still offers the old definition (which
+//! that process then withholds in turn, as a change). With `pins_file`
 //! they are kept in that JSON file instead (one process), and with the `memory:` store in memory
 //! only. Stored state that does not parse is never overwritten quietly: a pins file that is not
 //! valid JSON is renamed aside (`….corrupt`) with an error in the log, and a stored pin that is
@@ -36,17 +41,23 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::broadcast;
 
-use super::{GatewayError, GatewayEvent};
+use super::{
+    GatewayError, GatewayEvent,
+    handler::{SEARCH_TOOLS, SET_TOOL_ENABLED},
+};
 use crate::{
     call::CallContext,
     mcp::{McpClient, McpStatus, McpToolInfo},
     registry::ToolRegistry,
-    store::{PinRow, SqlStore},
+    store::{PendingRow, PinRow, SqlStore},
     tool::{ChatTool, ExecutableTool, JsonObject, ToolError, ToolMetadata},
 };
 
 /// The source name of tools defined in the gateway itself.
 pub(crate) const LOCAL: &str = "local";
+
+/// The names of the gateway's own tools, which no other tool may take.
+pub(crate) const RESERVED: [&str; 2] = [SET_TOOL_ENABLED, SEARCH_TOOLS];
 
 /// One tool a source offers.
 #[derive(Clone)]
@@ -84,6 +95,9 @@ struct State {
     reported: BTreeSet<String>,
     pins: PinFile,
     pending: BTreeMap<String, Pending>,
+    /// Changes of `pending` not yet written to the store: a tool's new change, or (`None`) the
+    /// change it no longer has, with the hash that change offered.
+    unsaved: Vec<(String, Option<Pending>, String)>,
 }
 
 /// Where the pins are kept; see the [module docs](self).
@@ -103,6 +117,8 @@ pub(crate) struct Catalog {
     store: PinStore,
     pinning: bool,
     events: broadcast::Sender<GatewayEvent>,
+    /// Held while writing `unsaved` to the store, so the writes keep their order.
+    saving: tokio::sync::Mutex<()>,
 }
 
 impl Catalog {
@@ -125,10 +141,12 @@ impl Catalog {
                 reported: BTreeSet::new(),
                 pins,
                 pending: BTreeMap::new(),
+                unsaved: Vec::new(),
             }),
             store,
             pinning,
             events,
+            saving: tokio::sync::Mutex::new(()),
         };
         if let PinStore::Sql(sql) = &catalog.store {
             let rows = sql
@@ -178,6 +196,34 @@ impl Catalog {
         if pinned_now {
             self.save_pin_file();
         }
+        self.save_pending().await;
+    }
+
+    /// With the pins in the store: writes there the changes of the waiting definition changes
+    /// that `sync` made.
+    async fn save_pending(&self) {
+        let _saving = self.saving.lock().await;
+        let unsaved = std::mem::take(&mut lock(&self.state).unsaved);
+        let PinStore::Sql(sql) = &self.store else {
+            return;
+        };
+        for (tool, change, offered) in unsaved {
+            let saved = match change {
+                Some(change) => {
+                    sql.gateway_pending_put(&PendingRow {
+                        tool,
+                        server: change.server,
+                        pinned: change.pinned,
+                        offered: change.offered,
+                    })
+                    .await
+                }
+                None => sql.gateway_pending_remove(&tool, &offered).await,
+            };
+            if let Err(error) = saved {
+                tracing::error!(%error, "cannot store a waiting definition change");
+            }
+        }
     }
 
     /// With the pins in the store: reads them again (another process pinned a tool or an
@@ -192,6 +238,7 @@ impl Catalog {
                     let mut state = lock(&self.state);
                     self.sync(&mut state);
                 }
+                self.save_pending().await;
             }
             Err(error) => tracing::warn!(%error, "cannot read the stored pins"),
         }
@@ -233,15 +280,48 @@ impl Catalog {
             .map(|(source, _)| source.clone())
     }
 
-    /// The definition changes waiting for an operator, by tool name.
-    pub(crate) fn pending(&self) -> BTreeMap<String, Pending> {
-        lock(&self.state).pending.clone()
+    /// The definition changes waiting for an operator, by tool name: the ones this process
+    /// saw, and, with the pins in the store, the ones the other processes sharing it saw.
+    pub(crate) async fn pending(&self) -> BTreeMap<String, Pending> {
+        let mut pending = self.stored_pending().await;
+        pending.extend(lock(&self.state).pending.clone());
+        pending
     }
 
-    /// Accepts the pending change of `tool`: its new definition is pinned (in the store first,
-    /// when the pins are there) and served. `false` when no change of it is pending.
+    /// The definition changes waiting in the store (none without one).
+    async fn stored_pending(&self) -> BTreeMap<String, Pending> {
+        let PinStore::Sql(sql) = &self.store else {
+            return BTreeMap::new();
+        };
+        match sql.gateway_pending().await {
+            Ok(rows) => rows
+                .into_iter()
+                .map(|row| {
+                    let change = Pending {
+                        server: row.server,
+                        pinned: row.pinned,
+                        offered: row.offered,
+                    };
+                    (row.tool, change)
+                })
+                .collect(),
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the stored definition changes");
+                BTreeMap::new()
+            }
+        }
+    }
+
+    /// Accepts the pending change of `tool` (seen by this process, or by another sharing the
+    /// store): its new definition is pinned (in the store first, when the pins are there) and
+    /// served. `false` when no change of it is pending.
     pub(crate) async fn accept(&self, tool: &str) -> Result<bool, GatewayError> {
-        let Some(pending) = lock(&self.state).pending.get(tool).cloned() else {
+        let seen = lock(&self.state).pending.get(tool).cloned();
+        let pending = match seen {
+            Some(pending) => Some(pending),
+            None => self.stored_pending().await.remove(tool),
+        };
+        let Some(pending) = pending else {
             return Ok(false);
         };
         if let PinStore::Sql(sql) = &self.store {
@@ -267,6 +347,7 @@ impl Catalog {
             self.sync(&mut state);
         }
         self.save_pin_file();
+        self.save_pending().await;
         Ok(true)
     }
 
@@ -276,6 +357,18 @@ impl Catalog {
         let mut offers: BTreeMap<String, Vec<(String, Offered)>> = BTreeMap::new();
         for (source, tools) in &state.sources {
             for offered in tools {
+                let name = offered.tool.name();
+                if source != LOCAL && RESERVED.contains(&name) {
+                    if state.reported.insert(format!("reserved:{source}:{name}")) {
+                        tracing::error!(
+                            tool = %name,
+                            server = %source,
+                            "the server `{source}` offers a tool named `{name}`, a name of the \
+                             gateway's own tools; it is not served (give the server a prefix)"
+                        );
+                    }
+                    continue;
+                }
                 offers
                     .entry(offered.tool.name().to_owned())
                     .or_default()
@@ -367,7 +460,9 @@ impl Catalog {
             return true;
         };
         if pin.sha256 == fingerprint {
-            state.pending.remove(name);
+            if let Some(gone) = state.pending.remove(name) {
+                state.unsaved.push((name.to_owned(), None, gone.offered));
+            }
             return true;
         }
         let pending = Pending {
@@ -388,6 +483,11 @@ impl Catalog {
                 tool: name.to_owned(),
                 server: source.to_owned(),
             });
+            state.unsaved.push((
+                name.to_owned(),
+                Some(pending.clone()),
+                pending.offered.clone(),
+            ));
             state.pending.insert(name.to_owned(), pending);
         }
         false

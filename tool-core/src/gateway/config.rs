@@ -6,7 +6,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::GatewayError;
-use crate::mcp::{McpServerConfig, McpTransportConfig};
+use crate::{
+    mcp::{McpClientError, McpServerConfig, McpTransportConfig},
+    secrets::{HiddenValues, Redaction, redact_url},
+};
 
 /// The gateway's configuration, usually read from a TOML file with [`GatewayConfig::from_toml`];
 /// the [module docs](super) show a whole file.
@@ -44,7 +47,9 @@ pub struct ServeConfig {
     pub path: String,
     /// Serve HTTP without sessions (default `false`).
     pub stateless: bool,
-    /// `Host` values accepted on HTTP (default: loopback names and the bound address).
+    /// `Host` values accepted on HTTP (default: loopback names and the bound address); a
+    /// gateway reached by a name (behind a load balancer, in a container) lists it here. An
+    /// empty list is refused.
     pub allowed_hosts: Option<Vec<String>>,
     /// `Origin` values accepted on HTTP (default: pages on loopback).
     pub allowed_origins: Option<Vec<String>>,
@@ -75,7 +80,9 @@ pub struct ServeConfig {
     pub trusted_proxy: Option<TrustedProxy>,
     /// Most tool calls one user may start per minute (default 600).
     pub calls_per_minute: u32,
-    /// Most tool calls one user may have running at once (default 16).
+    /// Most tool calls one user may have running at once on one server (default 16): each
+    /// upstream server, and the gateway's own tools, count apart, so calls hanging on one
+    /// server do not hold back the user's calls to the others.
     pub max_concurrent_calls: u32,
     /// List only `search_tools`, `set_tool_enabled` and the pinned tools, instead of every
     /// tool, to every user whose `[[users]]` entry does not say otherwise (default `false`);
@@ -141,7 +148,10 @@ pub struct UserConfig {
 }
 
 /// One `[[servers]]` entry: an upstream MCP server.
-#[derive(Clone, Debug, Deserialize)]
+///
+/// Its `Debug` output names the `env` variables and `headers` without their values, and shows
+/// `url` without credentials.
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct UpstreamConfig {
@@ -167,8 +177,10 @@ pub struct UpstreamConfig {
     /// The prefix of the server's tool names (`{prefix}_{name}`; default the server's name,
     /// `""` for none).
     pub prefix: Option<String>,
-    /// List the server's tools as deferred (left out of a model's requests until a tool search
-    /// loads them; default `false`).
+    /// Leave the server's tools out of every user's `tools/list` (default `false`): they are
+    /// found with `search_tools`, listed to each user who has one of them switched on (tool
+    /// search on or off), and called by their names. With tool search on, one named in
+    /// `pinned_tools` is listed as every pinned tool is.
     #[serde(default)]
     pub deferred: bool,
     /// Only these tools (by the server's names) are served; default all.
@@ -176,6 +188,38 @@ pub struct UpstreamConfig {
     /// These tools (by the server's names) are never served.
     #[serde(default)]
     pub block: Vec<String>,
+}
+
+impl std::fmt::Debug for UpstreamConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |values: &BTreeMap<String, String>| -> Vec<(String, String)> {
+            values
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect()
+        };
+        let (env, headers) = (hidden(&self.env), hidden(&self.headers));
+        f.debug_struct("UpstreamConfig")
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &HiddenValues(&env))
+            .field("cwd", &self.cwd)
+            .field(
+                "url",
+                &self
+                    .url
+                    .as_deref()
+                    .map(|url| redact_url(url, Redaction::Credentials)),
+            )
+            .field("headers", &HiddenValues(&headers))
+            .field("timeout_ms", &self.timeout_ms)
+            .field("prefix", &self.prefix)
+            .field("deferred", &self.deferred)
+            .field("allow", &self.allow)
+            .field("block", &self.block)
+            .finish()
+    }
 }
 
 impl GatewayConfig {
@@ -201,9 +245,35 @@ impl GatewayConfig {
                 .any(|entry| entry.tool_search == Some(true))
     }
 
+    /// Whether any server is deferred.
+    pub(crate) fn any_deferred(&self) -> bool {
+        self.servers.iter().any(|server| server.deferred)
+    }
+
     /// Reads a configuration from TOML text.
     pub fn from_toml(text: &str) -> Result<Self, GatewayError> {
-        toml::from_str(text).map_err(|error| GatewayError::Config(error.to_string()))
+        let config: Self =
+            toml::from_str(text).map_err(|error| GatewayError::Config(error.to_string()))?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Refuses what would serve less safely than it reads: an empty `allowed_hosts`, which
+    /// would admit every `Host`.
+    pub(crate) fn check(&self) -> Result<(), GatewayError> {
+        if self
+            .gateway
+            .allowed_hosts
+            .as_ref()
+            .is_some_and(Vec::is_empty)
+        {
+            return Err(GatewayError::Config(
+                "`allowed_hosts` is empty, which would admit every `Host` (DNS rebinding): name \
+                 the host names clients reach the gateway by, or leave it out for loopback only"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// Reads the configuration file at `path`; relative store and pin file paths are then
@@ -267,7 +337,8 @@ impl UpstreamConfig {
         };
         let mut config = McpServerConfig::with_transport(transport)
             .name(self.name.clone())
-            .defer_loading(self.deferred);
+            .defer_loading(self.deferred)
+            .refuse_name_collisions();
         let prefix = self.prefix.clone().unwrap_or_else(|| self.name.clone());
         if !prefix.is_empty() {
             config = config.prefix(prefix);
@@ -275,6 +346,15 @@ impl UpstreamConfig {
         if let Some(timeout) = self.timeout_ms {
             config = config.call_timeout(Duration::from_millis(timeout));
         }
+        config.validate().map_err(|error| {
+            let hint = match (&error, &self.prefix) {
+                (McpClientError::InvalidPrefix { .. }, None) => {
+                    " (the prefix is the server's name unless `prefix` names another)"
+                }
+                _ => "",
+            };
+            GatewayError::Config(format!("server `{}`: {error}{hint}", self.name))
+        })?;
         Ok(config)
     }
 

@@ -145,7 +145,6 @@ impl GatewayHandler {
                     .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
                 match attached {
                     Attached::Session(session) => Ok(Some(session)),
-                    Attached::NotStored => Ok(None),
                     Attached::Foreign => Err(ErrorData::new(
                         ErrorCode(-32001),
                         "forbidden: this session belongs to another user",
@@ -180,11 +179,13 @@ impl GatewayHandler {
         }
     }
 
-    /// `set_tool_enabled`: switches a tool for the calling user (or only this session).
+    /// `set_tool_enabled`: switches a tool for the calling user (or only this session, when the
+    /// request has one: `in_session`).
     async fn set_tool_enabled(
         &self,
         user: &str,
         request: &CallToolRequestParams,
+        in_session: bool,
     ) -> CallToolResult {
         let arguments = request.arguments.clone().unwrap_or_default();
         let name = arguments.get("name").and_then(Value::as_str);
@@ -200,6 +201,13 @@ impl GatewayHandler {
         }
         if self.shared.catalog.registry.get(name).is_none() {
             return error_result(&format!("Error: no tool named {name}"));
+        }
+        if session_only && !in_session {
+            return error_result(
+                "Error: scope \"session\" needs a session, and this request has none (stateless \
+                 HTTP, or protocol 2026-07-28); nothing was switched. Use scope \"user\" to \
+                 switch the tool for your user",
+            );
         }
         if session_only {
             if let Some(Some(stored)) = self.stored.get() {
@@ -278,23 +286,24 @@ impl GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let user = self.ensure_user(&context).await?;
-        let _permit = self
-            .shared
-            .limits
-            .admit(&user)
-            .map_err(|reason| ErrorData::new(ErrorCode(LIMITED), reason, None))?;
         let tool = request.name.to_string();
         let server = self
             .shared
             .catalog
             .source_of(&tool)
             .unwrap_or_else(|| "-".to_owned());
+        let _permit = self
+            .shared
+            .limits
+            .admit(&user, &server)
+            .map_err(|reason| ErrorData::new(ErrorCode(LIMITED), reason, None))?;
         let span =
             tracing::info_span!("gateway_call", user = %user, server = %server, tool = %tool);
         if tool == SEARCH_TOOLS {
-            if self.shared.config.pinned_tools(&user).is_none()
-                || !self.snapshot(&user).is_enabled(SEARCH_TOOLS)
-            {
+            let snapshot = self.snapshot(&user);
+            let offered = self.shared.config.pinned_tools(&user).is_some()
+                || !snapshot.deferred_names().is_empty();
+            if !offered || !snapshot.is_enabled(SEARCH_TOOLS) {
                 return Err(ErrorData::invalid_params(
                     format!("tool `{SEARCH_TOOLS}` is disabled"),
                     None,
@@ -310,13 +319,21 @@ impl GatewayHandler {
                     None,
                 ));
             }
+            // Over HTTP a session is named in its header; a stdio connection is one.
+            let in_session = context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .is_none_or(|parts| {
+                    !self.shared.stateless && parts.headers.contains_key("mcp-session-id")
+                });
             // Boxed: it holds the store's futures, and every call's future is moved into a
             // task of its own by rmcp, so it is kept small.
-            return Ok(
-                Box::pin(self.set_tool_enabled(&user, &request).instrument(span))
-                    .await
-                    .into(),
-            );
+            return Ok(Box::pin(
+                self.set_tool_enabled(&user, &request, in_session)
+                    .instrument(span),
+            )
+            .await
+            .into());
         }
         let outcome = self
             .inner
@@ -477,6 +494,15 @@ impl GatewayHandler {
                     || name == SET_TOOL_ENABLED
                     || pinned.iter().any(|pin| pin == name)
             }),
+            None if self.shared.config.any_deferred() => {
+                // Deferred tools are found with `search_tools`, listed when there are any.
+                let snapshot = self.snapshot(&user);
+                let searchable = !snapshot.deferred_names().is_empty();
+                listed.tools.retain(|tool| match tool.name.as_ref() {
+                    SEARCH_TOOLS => searchable,
+                    name => !snapshot.is_deferred(name),
+                });
+            }
             None => listed.tools.retain(|tool| tool.name != SEARCH_TOOLS),
         }
         Ok(listed)

@@ -4,15 +4,20 @@
 //!
 //! Every request to the MCP endpoint passes [`gate`] first: [`Users::identify`] gives it a
 //! user or it is answered `401` (a JSON-RPC error body and `WWW-Authenticate`) before any of
-//! the MCP server sees it; then the MCP server's own `Host`, `Origin` and body size checks
-//! apply. The admin API admits only the admin token, compared as a hash in constant time.
+//! the MCP server sees it. A request naming an HTTP session (`Mcp-Session-Id`) that its user
+//! does not own is answered `404`, as a session the server does not know, whatever its method
+//! and whichever process sharing the store gets it ([`SessionOwners`]); a session is its user's
+//! from the answer to its `initialize`. Then the MCP server's own `Host`, `Origin` and body
+//! size checks apply. `/healthz` and the admin API follow the same `Host` and `Origin` rules
+//! ([`same_site`]); the admin API admits only the admin token, compared as a hash in constant
+//! time, and `/healthz` shows the upstreams' errors only to it.
 
-use std::{io, net::SocketAddr, sync::Arc};
+use std::{io, net::SocketAddr, sync::Arc, time::Duration};
 
 use axum::{
     Json, Router,
     extract::{ConnectInfo, Path, Request, State},
-    http::{HeaderMap, HeaderValue, StatusCode, header},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header},
     middleware::Next,
     response::{IntoResponse, Response},
     routing::{get, post, put},
@@ -24,6 +29,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::{
     GatewayError, Shared,
     handler::GatewayHandler,
+    owners::SessionOwners,
+    sessions::StoredSessions,
     users::{Refusal, Users},
 };
 use crate::mcp::McpServerError;
@@ -72,6 +79,7 @@ impl GatewayHttpServer {
 struct Http {
     shared: Arc<Shared>,
     users: Users,
+    owners: SessionOwners,
 }
 
 pub(super) async fn start(
@@ -101,12 +109,27 @@ pub(super) async fn start(
         None
     } else {
         shared.switches.sql().map(|sql| {
-            Arc::new(super::sessions::StoredSessions(sql.clone()))
+            Arc::new(StoredSessions {
+                sql: sql.clone(),
+                switches: shared.switches.clone(),
+            })
                 as Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>
         })
     };
-    let (mcp, path) = crate::mcp::http_router(&options, bound, factory, &stop, sessions);
-    let state = Arc::new(Http { shared, users });
+    let (mcp, path, held) = crate::mcp::http_router(&options, bound, factory, &stop, sessions);
+    shared.http_sessions.add(held);
+    let owners = SessionOwners::new(Duration::from_secs(
+        shared.config.gateway.session_idle_timeout_secs,
+    ));
+    let state = Arc::new(Http {
+        shared,
+        users,
+        owners,
+    });
+    let rules = Arc::new(SiteRules {
+        mcp: mcp.clone(),
+        path: path.clone(),
+    });
     let mcp = mcp.layer(axum::middleware::from_fn_with_state(state.clone(), gate));
     let admin = Router::new()
         .route("/healthz", get(healthz))
@@ -114,7 +137,8 @@ pub(super) async fn start(
         .route("/admin/users/{user}/tools/{tool}", put(switch_tool))
         .route("/admin/pins", get(pins))
         .route("/admin/pins/{tool}/accept", post(accept_pin))
-        .with_state(state);
+        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(rules, same_site));
     let router = mcp.merge(admin);
     let task = tokio::spawn(crate::http_server::serve(
         listener,
@@ -131,7 +155,11 @@ pub(super) async fn start(
     })
 }
 
-/// Gives the request its user, or answers `401`.
+/// The header naming a request's HTTP session.
+const SESSION_ID: &str = "mcp-session-id";
+
+/// Gives the request its user, or answers `401`; answers a request in a session its user does
+/// not own as in an unknown session (`404`), and records the owner of a session that begins.
 async fn gate(State(http): State<Arc<Http>>, mut request: Request, next: Next) -> Response {
     let peer = request
         .extensions()
@@ -139,8 +167,49 @@ async fn gate(State(http): State<Arc<Http>>, mut request: Request, next: Next) -
         .map(|info| info.0);
     match http.users.identify(request.headers(), peer) {
         Ok(user) => {
+            if http.shared.stateless {
+                request.extensions_mut().insert(user);
+                return next.run(request).await;
+            }
+            let sql = http.shared.switches.sql();
+            let session = match request.headers().get(SESSION_ID) {
+                None => None,
+                Some(id) => {
+                    let Ok(id) = id.to_str() else {
+                        return session_not_found();
+                    };
+                    match http.owners.owns(sql, id, &user.0).await {
+                        Ok(true) => Some(id.to_owned()),
+                        Ok(false) => return session_not_found(),
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot read the user of an mcp session");
+                            return rpc_refusal(
+                                StatusCode::SERVICE_UNAVAILABLE,
+                                "the gateway's preference store failed; try again",
+                            );
+                        }
+                    }
+                }
+            };
+            let ends = request.method() == Method::DELETE;
+            let name = user.0.clone();
             request.extensions_mut().insert(user);
-            next.run(request).await
+            let response = next.run(request).await;
+            match session {
+                // The session is its user's before its client knows its id.
+                None => {
+                    if let Some(id) = response
+                        .headers()
+                        .get(SESSION_ID)
+                        .and_then(|id| id.to_str().ok())
+                    {
+                        http.owners.began(sql, id, &name).await;
+                    }
+                }
+                Some(id) if ends && response.status().is_success() => http.owners.ended(&id),
+                Some(_) => {}
+            }
+            response
         }
         Err(refusal) => {
             let challenge = match refusal {
@@ -160,6 +229,54 @@ async fn gate(State(http): State<Arc<Http>>, mut request: Request, next: Next) -
     }
 }
 
+/// The MCP endpoint (before [`gate`]), whose `Host` and `Origin` rules the other routes follow.
+struct SiteRules {
+    mcp: Router,
+    path: String,
+}
+
+/// Serves a request to `/healthz` or the admin API only when the MCP endpoint would admit its
+/// `Host` and `Origin`, against DNS rebinding and web pages as there. The endpoint (rmcp) is
+/// asked with an `OPTIONS` request carrying them and nothing else: it answers `405` once both
+/// pass, else its refusal (`403`, or `400` for a malformed `Host`), which is the answer.
+async fn same_site(State(rules): State<Arc<SiteRules>>, request: Request, next: Next) -> Response {
+    let uri = match request.uri().authority() {
+        Some(authority) => format!("http://{authority}{}", rules.path),
+        None => rules.path.clone(),
+    };
+    let mut probe = axum::http::Request::builder()
+        .method(Method::OPTIONS)
+        .uri(uri);
+    for name in [header::HOST, header::ORIGIN] {
+        for value in request.headers().get_all(&name) {
+            probe = probe.header(&name, value);
+        }
+    }
+    let Ok(probe) = probe.body(axum::body::Body::empty()) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let answer = match hyper::service::Service::call(
+        &hyper_util::service::TowerToHyperService::new(rules.mcp.clone()),
+        probe,
+    )
+    .await
+    {
+        Ok(answer) => answer,
+        Err(never) => match never {},
+    };
+    if answer.status() == StatusCode::METHOD_NOT_ALLOWED {
+        next.run(request).await
+    } else {
+        answer.into_response()
+    }
+}
+
+/// The answer to a request in a session the requesting user does not own: the MCP server's own
+/// answer to an unknown session, so that another user's session and no session look alike.
+fn session_not_found() -> Response {
+    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
+}
+
 fn rpc_refusal(status: StatusCode, message: &str) -> Response {
     let body = json!({
         "jsonrpc": "2.0",
@@ -169,8 +286,10 @@ fn rpc_refusal(status: StatusCode, message: &str) -> Response {
     (status, Json(body)).into_response()
 }
 
-async fn healthz(State(http): State<Arc<Http>>) -> Json<Value> {
-    Json(super::health(&http.shared))
+/// The upstreams' states; their details (errors may carry a command line or a server's last
+/// words on stderr) only with the admin token.
+async fn healthz(State(http): State<Arc<Http>>, headers: HeaderMap) -> Json<Value> {
+    Json(super::health(&http.shared, http.users.is_admin(&headers)))
 }
 
 /// `None` when the admin token came, else the refusal.
@@ -266,7 +385,7 @@ async fn pins(State(http): State<Arc<Http>>, headers: HeaderMap) -> Response {
     if let Some(refusal) = refuse_non_admin(&http, &headers) {
         return refusal;
     }
-    Json(json!({"pending": http.shared.catalog.pending()})).into_response()
+    Json(json!({"pending": http.shared.catalog.pending().await})).into_response()
 }
 
 async fn accept_pin(

@@ -1,5 +1,6 @@
 //! Per-user call limits: a rate (calls per minute, as a token bucket) and a number of calls
-//! running at once.
+//! running at once on each server. The running calls are counted per server so that calls
+//! hanging on one server (until its timeout) do not hold back the user's calls to the others.
 
 use std::{
     collections::HashMap,
@@ -20,7 +21,8 @@ struct UserLimits {
     /// Calls that may start now (fractional: the bucket refills continuously).
     tokens: f64,
     refilled: Instant,
-    running: Arc<Semaphore>,
+    /// The calls running, by server.
+    running: HashMap<String, Arc<Semaphore>>,
 }
 
 impl Limits {
@@ -32,8 +34,9 @@ impl Limits {
         }
     }
 
-    /// Admits one call of `user`: a permit held while the call runs, or why it may not start.
-    pub(crate) fn admit(&self, user: &str) -> Result<OwnedSemaphorePermit, String> {
+    /// Admits one call of `user` to `server`: a permit held while the call runs, or why it may
+    /// not start.
+    pub(crate) fn admit(&self, user: &str, server: &str) -> Result<OwnedSemaphorePermit, String> {
         let mut users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         let capacity = f64::from(self.per_minute);
@@ -45,7 +48,7 @@ impl Limits {
                 UserLimits {
                     tokens: capacity,
                     refilled: now,
-                    running: Arc::new(Semaphore::new(self.concurrent as usize)),
+                    running: HashMap::new(),
                 },
             );
         }
@@ -63,9 +66,20 @@ impl Limits {
                 wait.as_millis().max(1)
             ));
         }
-        let permit = limits.running.clone().try_acquire_owned().map_err(|_| {
+        if !limits.running.contains_key(server) {
+            limits.running.insert(
+                server.to_owned(),
+                Arc::new(Semaphore::new(self.concurrent as usize)),
+            );
+        }
+        let running = limits
+            .running
+            .get(server)
+            .ok_or_else(|| "the call limits are unavailable".to_owned())?;
+        let permit = running.clone().try_acquire_owned().map_err(|_| {
             format!(
-                "concurrency limit: at most {} tool calls at once per user; wait for one to end",
+                "concurrency limit: at most {} tool calls at once per user on one server; wait \
+                 for one to end",
                 self.concurrent
             )
         })?;
@@ -80,18 +94,25 @@ mod tests {
 
     #[test]
     fn the_rate_and_the_running_calls_are_limited_per_user() {
-        let limits = Limits::new(2, 1);
-        let first = limits.admit("a").unwrap();
+        let limits = Limits::new(3, 1);
+        let first = limits.admit("a", "s").unwrap();
         assert!(
             limits
-                .admit("a")
+                .admit("a", "s")
                 .unwrap_err()
                 .starts_with("concurrency limit")
         );
-        assert!(limits.admit("b").is_ok());
-        drop(first);
-        let second = limits.admit("a").unwrap();
-        drop(second);
-        assert!(limits.admit("a").unwrap_err().starts_with("rate limit"));
+        assert!(limits.admit("b", "s").is_ok());
+        // Another server's calls are counted apart.
+        let other = limits.admit("a", "t").unwrap();
+        drop((first, other));
+        let third = limits.admit("a", "s").unwrap();
+        drop(third);
+        assert!(
+            limits
+                .admit("a", "t")
+                .unwrap_err()
+                .starts_with("rate limit")
+        );
     }
 }

@@ -10,23 +10,35 @@
 //!   server's name); names MCP allows but providers refuse are mapped as the
 //!   [MCP client](crate::mcp) maps them, from the name alone, so the mapping is the same after
 //!   a restart or a reconnection. A name two sources offer is served by neither: the gateway
-//!   logs an error naming both servers and sends [`GatewayEvent::NameCollision`].
+//!   logs an error naming both servers and sends [`GatewayEvent::NameCollision`]. A name two
+//!   tools of one server map to is served for neither, with an error naming the server (never
+//!   numbered in the server's order). The gateway's own names (`set_tool_enabled`,
+//!   `search_tools`) are never an upstream tool's: such a tool is refused, with an error naming
+//!   its server. A server whose prefix (by default its name) is not 1 to 32 ASCII letters,
+//!   digits, `_` or `-` stops the gateway at start.
 //! - **Users.** Each HTTP request belongs to a user: a bearer token listed (as its SHA-256) in
 //!   `[[users]]`, or, from a `trusted_proxy` address, the proxy's user header. A request
 //!   without credentials is refused `401` unless the gateway listens on loopback and names an
-//!   `anonymous_user`; a wrong token is always refused. A stdio client is `stdio_user`.
+//!   `anonymous_user`; a wrong token is always refused. A stdio client is `stdio_user`. An
+//!   HTTP session is its user's from the answer to its `initialize`: a request in another
+//!   user's session, whatever its method, is answered `404`, as an unknown session, by every
+//!   process sharing the store.
 //! - **Switches.** Each user's tool switches are kept in the preference store (SQLite by
 //!   default, PostgreSQL with the `postgres` feature) and decide what that user's `tools/list`
 //!   shows and what `tools/call` may run (a switched-off tool is a JSON-RPC `invalid params`
 //!   error, as an unknown one). A client switches with the gateway tool `set_tool_enabled`
 //!   (`{"name": …, "enabled": …}`, plus `"scope": "session"` to switch for this connection only,
-//!   on top of the user's switches); an operator with the admin API. A change reaches that
+//!   on top of the user's switches; a request without a session, stateless HTTP or 2026-07-28,
+//!   gets an error result for it and nothing switches); an operator with the admin API. A change reaches that
 //!   user's open connections only, as `notifications/tools/list_changed`.
 //! - **Tool search.** With `tool_search = true` (in `[gateway]`, or a user's own entry) a
 //!   user's `tools/list` shows only `search_tools`, `set_tool_enabled` and their
 //!   `pinned_tools`; `search_tools` (`{"query": …, "limit": …}`) ranks the tools the user has
 //!   switched on with a [`ToolIndex`](crate::search::ToolIndex) and answers their names,
 //!   descriptions and input schemas, to be called by name. A switched-off tool is never found.
+//!   A server with `deferred = true` has its tools left out of every `tools/list`, tool search
+//!   on or off: `search_tools` is listed to each user with one of them switched on, finds
+//!   them, and they are called by name (with tool search on, a pinned one is listed).
 //! - **Pinned definitions.** The SHA-256 of each upstream tool's description, input schema and
 //!   title is recorded (in the store, or in `pins_file` when one is named) when the tool is
 //!   first served. A tool whose definition changes later is withheld from every user, with a
@@ -38,15 +50,20 @@
 //!   a session's, or an accepted definition) is announced with PostgreSQL `NOTIFY`, and every
 //!   other process reads it from the store and tells the streams it holds. HTTP sessions live
 //!   in the store too: a process restores a session another began, with its user and its
-//!   switches; a session ends with its client's `DELETE` or once no process held it for
-//!   `session_idle_timeout_secs`, and its switches go with it. Upstream connections are per
-//!   process.
+//!   switches; a session ends with its client's `DELETE` (in every process: the others end
+//!   their copies and its streams) or once no process held it for
+//!   `session_idle_timeout_secs`, and its switches go with it. A request in another user's
+//!   session is answered `404`, as in an unknown session, by every process alike. Upstream
+//!   connections are per process.
 //! - **Limits and faults.** Each user may start `calls_per_minute` calls a minute and run
-//!   `max_concurrent_calls` at once; a call over either is answered with a JSON-RPC error
-//!   (code `-32003`), the connection stays. Each server's `timeout_ms` bounds its calls. A
-//!   server that exits, drops the connection or cannot be reached at start leaves the others
-//!   serving; its tools answer "temporarily unavailable" (a result with `isError`) while the
-//!   gateway reconnects with backoff. HTTP bodies over `max_request_bytes` are answered `413`,
+//!   `max_concurrent_calls` at once on each server (each server counts apart, so calls hanging
+//!   on one do not hold back the others); a call over either is answered with a JSON-RPC error
+//!   (code `-32003`), the connection stays. Each server's `timeout_ms` bounds its calls; after
+//!   a call timed out the server is pinged, and one that does not answer within its timeout
+//!   (kept to 1 to 10 s) hangs and is disconnected. A server that exits, drops the connection,
+//!   hangs or cannot be reached at start leaves the others serving; its tools answer
+//!   "temporarily unavailable" (a result with `isError`) and `/healthz` shows it down while
+//!   the gateway reconnects with backoff. HTTP bodies over `max_request_bytes` are answered `413`,
 //!   a `Host` or `Origin` outside the allowed ones `403` (see [`crate::mcp`]).
 //! - **Observability.** Every call runs in a `tracing` span `gateway_call` with the user, the
 //!   server and the tool. With the `otel` feature that span is inside the call's
@@ -66,7 +83,8 @@
 //! | `PUT /admin/users/{user}/tools/{tool}` with `{"enabled": bool}` | switches a tool for the user |
 //! | `GET /admin/pins` | `{"pending": {tool: {"server", "pinned", "offered"}}}` |
 //! | `POST /admin/pins/{tool}/accept` | serves the tool's new definition |
-//! | `GET /healthz` (no token) | `{"status": "ok" \| "degraded", "servers": {name: {"state", …}}}` |
+//! | `GET /healthz` (no token) | `{"status": "ok" \| "degraded", "servers": {name: {"state"}}}` |
+//! | `GET /healthz` with the admin token | also each server's `protocol_version` and `tools`, or its last `error` |
 //!
 //! # Configuration
 //!
@@ -115,6 +133,8 @@ mod config;
 mod handler;
 mod http;
 mod limits;
+mod owners;
+mod scope;
 mod sessions;
 mod switches;
 mod users;
@@ -195,6 +215,8 @@ pub(crate) struct Shared {
     pub(crate) limits: Limits,
     pub(crate) server: McpServer,
     pub(crate) stateless: bool,
+    /// The in-memory sessions of this process's HTTP servers.
+    pub(crate) http_sessions: sessions::InMemory,
     config: GatewayConfig,
     upstreams: Mutex<BTreeMap<String, UpstreamState>>,
     events: broadcast::Sender<GatewayEvent>,
@@ -237,6 +259,7 @@ impl McpGateway {
         config: GatewayConfig,
         tools: Vec<Arc<dyn ExecutableTool>>,
     ) -> Result<Self, GatewayError> {
+        config.check()?;
         let mut names = std::collections::HashSet::new();
         for server in &config.servers {
             server.client_config()?;
@@ -282,6 +305,7 @@ impl McpGateway {
             ),
             server,
             stateless: config.gateway.stateless,
+            http_sessions: sessions::InMemory::default(),
             upstreams: Mutex::new(BTreeMap::new()),
             events,
             config,
@@ -329,9 +353,11 @@ impl McpGateway {
         self.shared.events.subscribe()
     }
 
-    /// Each upstream server's state, as `/healthz` reports it.
+    /// Each upstream server's state, as `/healthz` reports it to the admin token: with the
+    /// last connection error, which may name the server's command line or its last line on
+    /// stderr.
     pub fn health(&self) -> Value {
-        health(&self.shared)
+        health(&self.shared, true)
     }
 
     /// Serves one client on this process's stdin and stdout as the configuration's
@@ -398,8 +424,19 @@ fn local_tools(
                 .filter_map(|name| scratch.get(name)),
         );
     }
+    offered.retain(|tool| {
+        let reserved = catalog::RESERVED.contains(&tool.name());
+        if reserved {
+            tracing::error!(
+                tool = %tool.name(),
+                "a local tool is named `{}`, a name of the gateway's own tools; it is not served",
+                tool.name()
+            );
+        }
+        !reserved
+    });
     offered.push(Arc::new(SetToolEnabled));
-    if config.any_tool_search() {
+    if config.any_tool_search() || config.any_deferred() {
         offered.push(Arc::new(SearchTools));
     }
     Ok(offered
@@ -494,7 +531,9 @@ async fn run_upstream(
     client.close().await;
 }
 
-fn health(shared: &Shared) -> Value {
+/// The upstream servers' states; with `details`, their protocol versions, tool counts and last
+/// errors too.
+fn health(shared: &Shared, details: bool) -> Value {
     let upstreams = lock(&shared.upstreams).clone();
     let mut all_up = true;
     let servers: serde_json::Map<String, Value> = upstreams
@@ -520,6 +559,11 @@ fn health(shared: &Shared) -> Value {
                         json!({"state": "closed"})
                     }
                 },
+            };
+            let report = if details {
+                report
+            } else {
+                json!({"state": report["state"]})
             };
             (name, report)
         })

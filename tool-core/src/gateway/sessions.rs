@@ -7,39 +7,43 @@
 //! began it, in every process) and keeps the session's own switches under that user and the
 //! session's id. A session ends when its client sends HTTP `DELETE`, or when no process has held
 //! it for `session_idle_timeout_secs`: each process renews the sessions it holds, and ends the
-//! ones nobody renewed, with their switches ([`maintain`]). After a `DELETE` through one
-//! process, another that held the session keeps its copy in memory until it idles out there;
-//! the client, having ended the session, does not use it again.
+//! ones nobody renewed, with their switches ([`maintain`]). A `DELETE` through one process is
+//! announced (PostgreSQL `NOTIFY`) to the others, which end their copies of the session
+//! ([`InMemory::close`]): its streams end there and a later request in it is answered `404`,
+//! as in every ended session. A process that missed the announcement (or shares an SQLite
+//! file, which has none) ends its copy when it next renews its sessions.
+//!
+//! A session is its user's alone: a request in another user's session is answered `404`, as
+//! in an unknown session, by the HTTP gate, whichever process gets it, before any of it
+//! reaches rmcp ([`SessionOwners`](super::owners::SessionOwners)).
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
 
 use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
-use crate::store::SqlStore;
-
-/// The start of the preference scope of a session's switches: `{this}{user}.{session id}`.
-pub(crate) const SESSION_SCOPE: &str = "gateway-session.";
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
-}
+use super::{
+    Shared,
+    scope::{SESSION_SCOPE, now_ms},
+    switches::Switches,
+};
+use crate::{mcp::HttpSessions, store::SqlStore};
 
 /// rmcp's session store over the gateway's SQL store.
-pub(crate) struct StoredSessions(pub(crate) SqlStore);
+pub(crate) struct StoredSessions {
+    pub(crate) sql: SqlStore,
+    pub(crate) switches: Arc<Switches>,
+}
 
 #[async_trait::async_trait]
 impl SessionStore for StoredSessions {
     async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
-        let Some(row) = self.0.gateway_session_load(session_id).await? else {
+        let Some(row) = self.sql.gateway_session_load(session_id).await? else {
             return Ok(None);
         };
         if row.state.is_empty() {
@@ -58,16 +62,42 @@ impl SessionStore for StoredSessions {
     async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
         let state = serde_json::to_string(state)?;
         Ok(self
-            .0
+            .sql
             .gateway_session_store(session_id, &state, now_ms())
             .await?)
     }
 
+    /// The client ended the session (HTTP `DELETE`): it ends in the store and in every other
+    /// process holding it.
     async fn delete(&self, session_id: &str) -> Result<(), SessionStoreError> {
-        Ok(self
+        Ok(self.switches.end_session(session_id).await?)
+    }
+}
+
+/// The in-memory sessions of this process's HTTP servers.
+#[derive(Default)]
+pub(crate) struct InMemory(Mutex<Vec<HttpSessions>>);
+
+impl InMemory {
+    /// Adds the sessions of an HTTP server.
+    pub(crate) fn add(&self, sessions: HttpSessions) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(sessions);
+    }
+
+    /// Ends session `id` in the servers that hold it (it ended in another process): its
+    /// streams end, and a later request in it is answered as in an ended session.
+    pub(crate) async fn close(&self, id: &str) {
+        let servers = self
             .0
-            .gateway_session_delete(session_id, SESSION_SCOPE)
-            .await?)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        for sessions in servers {
+            sessions.close(id).await;
+        }
     }
 }
 
@@ -77,9 +107,11 @@ fn period(idle: Duration) -> Duration {
     (idle / 4).clamp(Duration::from_millis(250), Duration::from_mins(1))
 }
 
-/// With an SQL store, until `stop`: renews the sessions this process holds, ends the ones no
-/// process renewed for `idle` (with their switches), and reads the pins again (for processes
-/// sharing an SQLite file, which has no announcements).
+/// With an SQL store, until `stop`: renews the sessions this process holds (ending here the
+/// ones that ended through another process), ends the ones no process renewed for `idle`
+/// (with their switches), and reads the switches it holds and the pins again (for processes
+/// sharing an SQLite file, which has no announcements, and for a PostgreSQL announcement lost
+/// on the way).
 pub(crate) async fn maintain(shared: Arc<Shared>, idle: Duration, stop: CancellationToken) {
     let Some(sql) = shared.switches.sql().cloned() else {
         return;
@@ -93,8 +125,17 @@ pub(crate) async fn maintain(shared: Arc<Shared>, idle: Duration, stop: Cancella
             _ = ticks.tick() => {}
         }
         let live = shared.switches.live_sessions();
-        if let Err(error) = sql.gateway_sessions_touch(&live, now_ms()).await {
-            tracing::warn!(%error, "cannot renew this process's MCP sessions in the store");
+        match sql.gateway_sessions_touch(&live, now_ms()).await {
+            // Ended through another process, whose announcement did not come (SQLite has
+            // none): ended here too.
+            Ok(gone) => {
+                for id in gone {
+                    shared.http_sessions.close(&id).await;
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot renew this process's MCP sessions in the store");
+            }
         }
         match sql
             .gateway_sessions_expire(now_ms().saturating_sub(idle_ms), SESSION_SCOPE)
@@ -104,6 +145,7 @@ pub(crate) async fn maintain(shared: Arc<Shared>, idle: Duration, stop: Cancella
             Ok(ended) => tracing::debug!(ended, "ended idle MCP sessions and their switches"),
             Err(error) => tracing::warn!(%error, "cannot end idle MCP sessions in the store"),
         }
+        shared.switches.reload_all().await;
         shared.catalog.reload_pins().await;
     }
 }

@@ -1,10 +1,15 @@
 //! Each user's tool switches: loaded from the preference store on the user's first request,
 //! saved there on every change, and announced to that user's open streams only. A session's
 //! own switches (on top of its user's) are kept there too, under the user and the session's
-//! id, so that another gateway process restoring the session has them.
+//! id, so that another gateway process restoring the session has them. Both are one
+//! [`ScopedSwitches`], told apart by their [`Owner`].
+//!
+//! [`Switches`] also knows the HTTP sessions this process holds, and announces a session's end
+//! to the other processes, which end their copies of it.
 
 use std::{
     collections::HashMap,
+    marker::PhantomData,
     sync::{Arc, Mutex, PoisonError, Weak},
 };
 
@@ -14,12 +19,12 @@ use tokio::sync::broadcast;
 use super::Shared;
 use super::{
     GatewayError,
-    sessions::{SESSION_SCOPE, now_ms},
+    scope::{SESSION_SCOPE, now_ms},
 };
 use crate::{
     registry::{RegistrySnapshot, ToolRegistry, ToolToggles},
     session::{MemoryPreferenceStore, PreferenceStore},
-    store::{SqlPreferenceStore, SqlStore},
+    store::SqlStore,
 };
 
 /// The pool changes are announced on to the other gateway processes (PostgreSQL only).
@@ -29,8 +34,8 @@ type Announce = Option<sqlx::PgPool>;
 type Announce = ();
 
 /// Tells the other gateway processes (through PostgreSQL `NOTIFY` on `channel`) that
-/// `payload` changed in the store. A lost announcement leaves their streams uninformed until
-/// the next change, not their lists wrong: they read the store again then.
+/// `payload` changed in the store. A lost announcement is made good when they next read every
+/// switch again ([`Switches::reload_all`], on each maintenance tick).
 #[cfg_attr(not(feature = "postgres"), allow(clippy::unused_async))]
 async fn announce(pool: &Announce, channel: &str, payload: &str) {
     #[cfg(feature = "postgres")]
@@ -48,16 +53,95 @@ async fn announce(pool: &Announce, channel: &str, payload: &str) {
     let _ = (pool, channel, payload);
 }
 
-/// One user's switches.
-pub(crate) struct UserSwitches {
-    pub(crate) toggles: ToolToggles,
-    store: Arc<dyn PreferenceStore>,
-    /// One message per change; every open stream of the user holds a receiver.
-    changed: broadcast::Sender<()>,
-    /// The user's name, the payload of an announced change.
-    user: String,
-    announce: Announce,
+/// Whose switches a [`ScopedSwitches`] holds, and where their changes are announced.
+pub(crate) trait Owner {
+    /// The PostgreSQL channel a change is announced on.
+    const CHANNEL: &'static str;
 }
+
+/// A user's switches; a change is announced with the user's name.
+pub(crate) enum OfUser {}
+
+impl Owner for OfUser {
+    const CHANNEL: &'static str = "tool_core_gateway_switches";
+}
+
+/// An HTTP session's own switches (on top of its user's); a change is announced with the
+/// session's id.
+pub(crate) enum OfSession {}
+
+impl Owner for OfSession {
+    const CHANNEL: &'static str = "tool_core_gateway_session_switches";
+}
+
+/// The switches of one user or one session (`O`): kept in a preference store, told to the
+/// open streams on every change, and announced to the other gateway processes.
+pub(crate) struct ScopedSwitches<O> {
+    toggles: ToolToggles,
+    store: Arc<dyn PreferenceStore>,
+    /// One message per change; every open stream of the user or session holds a receiver.
+    changed: broadcast::Sender<()>,
+    /// The payload of an announced change: the user's name or the session's id.
+    name: String,
+    announce: Announce,
+    owner: PhantomData<O>,
+}
+
+/// One user's switches.
+pub(crate) type UserSwitches = ScopedSwitches<OfUser>;
+
+/// One session's own switches.
+pub(crate) type SessionSwitches = ScopedSwitches<OfSession>;
+
+impl<O: Owner> ScopedSwitches<O> {
+    /// The switches stored in `store`, loaded into `toggles`; `changed` is told of every
+    /// change.
+    async fn load(
+        store: Arc<dyn PreferenceStore>,
+        name: &str,
+        toggles: ToolToggles,
+        changed: broadcast::Sender<()>,
+        announce: Announce,
+    ) -> Result<Self, GatewayError> {
+        toggles.replace_all(store.load().await.map_err(store_error)?);
+        Ok(Self {
+            toggles,
+            store,
+            changed,
+            name: name.to_owned(),
+            announce,
+            owner: PhantomData,
+        })
+    }
+
+    /// A receiver told of every change of these switches.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<()> {
+        self.changed.subscribe()
+    }
+
+    /// Switches `tool`, saves it and tells the streams (in every process, through the
+    /// announcement).
+    pub(crate) async fn set(&self, tool: &str, enabled: bool) -> Result<(), GatewayError> {
+        self.store.set(tool, enabled).await.map_err(store_error)?;
+        self.toggles.set(tool, enabled);
+        let _ = self.changed.send(());
+        announce(&self.announce, O::CHANNEL, &self.name).await;
+        Ok(())
+    }
+
+    /// Applies a change another process made (already stored): reads the switches again and
+    /// tells the streams when they differ. Also how a lost announcement is made good
+    /// ([`Switches::reload_all`]).
+    pub(crate) async fn reload(&self) -> Result<(), GatewayError> {
+        let stored = self.store.load().await.map_err(store_error)?;
+        if stored != self.toggles.overrides() {
+            self.toggles.replace_all(stored);
+            let _ = self.changed.send(());
+        }
+        Ok(())
+    }
+}
+
 impl UserSwitches {
     /// The registry as this user sees it, with `session`'s switches on top.
     pub(crate) fn snapshot(
@@ -78,39 +162,10 @@ impl UserSwitches {
                 .unwrap_or(enabled)
         }))
     }
+}
 
-    /// A receiver told of every change of this user's switches.
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<()> {
-        self.changed.subscribe()
-    }
-
-    /// Switches `tool` for this user, saves it and tells the user's streams.
-    pub(crate) async fn set(&self, tool: &str, enabled: bool) -> Result<(), GatewayError> {
-        self.store
-            .set(tool, enabled)
-            .await
-            .map_err(|error| GatewayError::Store(error.to_string()))?;
-        self.toggles.set(tool, enabled);
-        let _ = self.changed.send(());
-        announce(&self.announce, CHANNEL, &self.user).await;
-        Ok(())
-    }
-
-    /// Applies a change another process made (already stored): reloads the user's switches
-    /// and tells the user's streams when they differ.
-    #[cfg(feature = "postgres")]
-    pub(crate) async fn reload(&self) -> Result<(), GatewayError> {
-        let stored = self
-            .store
-            .load()
-            .await
-            .map_err(|error| GatewayError::Store(error.to_string()))?;
-        if stored != self.toggles.overrides() {
-            self.toggles.replace_all(stored);
-            let _ = self.changed.send(());
-        }
-        Ok(())
-    }
+fn store_error(error: impl std::fmt::Display) -> GatewayError {
+    GatewayError::Store(error.to_string())
 }
 
 /// Where switches are kept.
@@ -119,67 +174,24 @@ enum Backing {
     Sql(SqlStore),
 }
 
-/// Every user's switches, and the stored switches of the sessions this process holds.
+/// Every user's switches, and the sessions this process holds with their switches.
 pub(crate) struct Switches {
     backing: Backing,
     users: Mutex<HashMap<String, Arc<UserSwitches>>>,
     sessions: Mutex<HashMap<String, Weak<SessionSwitches>>>,
 }
 
-/// The PostgreSQL channel switch changes are announced on; the payload is the user's name.
-const CHANNEL: &str = "tool_core_gateway_switches";
-/// The channel a session's switch changes are announced on; the payload is the session's id.
-const SESSION_CHANNEL: &str = "tool_core_gateway_session_switches";
 /// The channel an accepted definition is announced on; the payload is the tool's name.
 pub(crate) const PINS_CHANNEL: &str = "tool_core_gateway_pins";
-
-/// One session's own switches, kept in the store under its user and id (an SQL store only).
-pub(crate) struct SessionSwitches {
-    id: String,
-    toggles: ToolToggles,
-    changed: broadcast::Sender<()>,
-    store: SqlPreferenceStore,
-    announce: Announce,
-}
-
-impl SessionSwitches {
-    /// Switches `tool` for this session, saves it and tells the session's streams (in every
-    /// process holding the session).
-    pub(crate) async fn set(&self, tool: &str, enabled: bool) -> Result<(), GatewayError> {
-        self.store
-            .set(tool, enabled)
-            .await
-            .map_err(|error| GatewayError::Store(error.to_string()))?;
-        self.toggles.set(tool, enabled);
-        let _ = self.changed.send(());
-        announce(&self.announce, SESSION_CHANNEL, &self.id).await;
-        Ok(())
-    }
-
-    /// Reads the session's switches again (another process changed them) and tells the
-    /// session's streams when they differ.
-    #[cfg(feature = "postgres")]
-    async fn reload(&self) -> Result<(), GatewayError> {
-        let stored = self
-            .store
-            .load()
-            .await
-            .map_err(|error| GatewayError::Store(error.to_string()))?;
-        if stored != self.toggles.overrides() {
-            self.toggles.replace_all(stored);
-            let _ = self.changed.send(());
-        }
-        Ok(())
-    }
-}
+/// The channel an ended session is announced on; the payload is the session's id.
+const ENDED_CHANNEL: &str = "tool_core_gateway_sessions_ended";
 
 /// What [`Switches::attach_session`] found.
 pub(crate) enum Attached {
-    /// The store keeps no sessions (`memory:`): the session's switches live in the connection.
-    NotStored,
     /// Another user owns the session.
     Foreign,
-    /// The session's switches, loaded and kept in step with the other processes.
+    /// The session's switches, loaded from the store and kept in step with the other
+    /// processes.
     Session(Arc<SessionSwitches>),
 }
 
@@ -194,11 +206,7 @@ impl Switches {
         let backing = if location == "memory:" {
             Backing::Memory
         } else {
-            Backing::Sql(
-                SqlStore::open(location)
-                    .await
-                    .map_err(|error| GatewayError::Store(error.to_string()))?,
-            )
+            Backing::Sql(SqlStore::open(location).await.map_err(store_error)?)
         };
         Ok(Self {
             backing,
@@ -229,9 +237,11 @@ impl Switches {
         announce(&self.announcer(), PINS_CHANNEL, tool).await;
     }
 
-    /// Binds the HTTP session `id` to `user` in the store (unless another user owns it), loads
-    /// the session's stored switches into `toggles` (the connection's own) and keeps them in
-    /// step with the other processes from now on; `changed` is told of every change.
+    /// Binds the HTTP session `id` to `user` (in the store, unless another user owns it
+    /// there), loads the session's stored switches into `toggles` (the connection's own) and
+    /// keeps them in step with the other processes from now on; `changed` is told of every
+    /// change. The session is this process's from now on, while its switches last.
+    #[cfg_attr(not(feature = "postgres"), allow(clippy::unit_arg))] // `Announce` is `()`.
     pub(crate) async fn attach_session(
         &self,
         user: &str,
@@ -239,31 +249,32 @@ impl Switches {
         toggles: &ToolToggles,
         changed: &broadcast::Sender<()>,
     ) -> Result<Attached, GatewayError> {
-        let Some(sql) = self.sql() else {
-            return Ok(Attached::NotStored);
+        let store: Arc<dyn PreferenceStore> = match &self.backing {
+            Backing::Memory => Arc::new(MemoryPreferenceStore::new()),
+            Backing::Sql(sql) => {
+                if !sql
+                    .gateway_session_claim(id, user, now_ms())
+                    .await
+                    .map_err(store_error)?
+                {
+                    return Ok(Attached::Foreign);
+                }
+                Arc::new(sql.preferences_for(format!("{SESSION_SCOPE}{user}.{id}")))
+            }
         };
-        let fail = |error: crate::store::StoreError| GatewayError::Store(error.to_string());
-        if !sql
-            .gateway_session_claim(id, user, now_ms())
-            .await
-            .map_err(fail)?
-        {
-            return Ok(Attached::Foreign);
-        }
-        let store = sql.preferences_for(format!("{SESSION_SCOPE}{user}.{id}"));
-        let stored = store
-            .load()
-            .await
-            .map_err(|error| GatewayError::Store(error.to_string()))?;
-        toggles.replace_all(stored);
-        let session = Arc::new(SessionSwitches {
-            id: id.to_owned(),
-            toggles: toggles.clone(),
-            changed: changed.clone(),
-            store,
-            announce: self.announcer(),
-        });
-        lock(&self.sessions).insert(id.to_owned(), Arc::downgrade(&session));
+        let session = Arc::new(
+            SessionSwitches::load(
+                store,
+                id,
+                toggles.clone(),
+                changed.clone(),
+                self.announcer(),
+            )
+            .await?,
+        );
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|_, session| session.strong_count() > 0);
+        sessions.insert(id.to_owned(), Arc::downgrade(&session));
         Ok(Attached::Session(session))
     }
 
@@ -274,9 +285,47 @@ impl Switches {
         sessions.keys().cloned().collect()
     }
 
+    /// Ends HTTP session `id` in the store, with its switches, and tells the other processes,
+    /// which end their copies of it.
+    pub(crate) async fn end_session(&self, id: &str) -> Result<(), GatewayError> {
+        if let Some(sql) = self.sql() {
+            sql.gateway_session_delete(id, SESSION_SCOPE)
+                .await
+                .map_err(store_error)?;
+        }
+        announce(&self.announcer(), ENDED_CHANNEL, id).await;
+        Ok(())
+    }
+
+    /// Reads again, from the store, the switches of every user and session this process holds,
+    /// telling their streams of any difference: announcements may have been missed (the
+    /// connection they come on dropped, or the store is a file shared without them).
+    pub(crate) async fn reload_all(&self) {
+        if self.sql().is_none() {
+            return;
+        }
+        let users: Vec<Arc<UserSwitches>> = lock(&self.users).values().cloned().collect();
+        for user in users {
+            if let Err(error) = user.reload().await {
+                tracing::warn!(%error, "cannot read a user's switches again");
+            }
+        }
+        let sessions: Vec<Arc<SessionSwitches>> = lock(&self.sessions)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for session in sessions {
+            if let Err(error) = session.reload().await {
+                tracing::warn!(%error, "cannot read a session's switches again");
+            }
+        }
+    }
+
     /// With PostgreSQL: follows the other gateway processes' announcements until `stop`,
-    /// reloading the switches of the users and sessions they name, and the pins (reconnecting
-    /// when the connection drops). Without it, returns at once.
+    /// reloading the switches of the users and sessions they name and the pins, and ending
+    /// the sessions they ended. Whenever it (re)connects, what may have been announced
+    /// meanwhile is read again: every switch this process holds and the pins. Without
+    /// PostgreSQL, returns at once.
     #[cfg(feature = "postgres")]
     pub(crate) async fn follow(shared: Arc<Shared>, stop: tokio_util::sync::CancellationToken) {
         let Some(pool) = shared.switches.announcer() else {
@@ -286,7 +335,12 @@ impl Switches {
             let listener = async {
                 let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
                 listener
-                    .listen_all([CHANNEL, SESSION_CHANNEL, PINS_CHANNEL])
+                    .listen_all([
+                        OfUser::CHANNEL,
+                        OfSession::CHANNEL,
+                        PINS_CHANNEL,
+                        ENDED_CHANNEL,
+                    ])
                     .await?;
                 Ok::<_, sqlx::Error>(listener)
             };
@@ -302,14 +356,27 @@ impl Switches {
                 },
             };
             // Anything announced while not listening is read again now.
+            shared.switches.reload_all().await;
             shared.catalog.reload_pins().await;
             loop {
+                // Not `recv()`, which reconnects without a word and so loses what was
+                // announced while the connection was down.
                 let notification = tokio::select! {
                     () = stop.cancelled() => return,
-                    notification = listener.recv() => notification,
+                    notification = listener.try_recv() => notification,
                 };
                 let notification = match notification {
-                    Ok(notification) => notification,
+                    Ok(Some(notification)) => notification,
+                    Ok(None) => {
+                        // The connection dropped; sqlx listens again on a new one.
+                        tracing::warn!(
+                            "lost the other gateway processes' announcements for a moment; \
+                             reading every switch and pin again"
+                        );
+                        shared.switches.reload_all().await;
+                        shared.catalog.reload_pins().await;
+                        continue;
+                    }
                     Err(error) => {
                         tracing::warn!(%error, "lost the other gateway processes' announcements; reconnecting");
                         break;
@@ -317,11 +384,11 @@ impl Switches {
                 };
                 let payload = notification.payload();
                 let reloaded = match notification.channel() {
-                    CHANNEL => match shared.switches.loaded(payload) {
+                    OfUser::CHANNEL => match shared.switches.loaded(payload) {
                         Some(user) => user.reload().await,
                         None => Ok(()),
                     },
-                    SESSION_CHANNEL => {
+                    OfSession::CHANNEL => {
                         let session = lock(&shared.switches.sessions)
                             .get(payload)
                             .and_then(Weak::upgrade);
@@ -329,6 +396,10 @@ impl Switches {
                             Some(session) => session.reload().await,
                             None => Ok(()),
                         }
+                    }
+                    ENDED_CHANNEL => {
+                        shared.http_sessions.close(payload).await;
+                        Ok(())
                     }
                     _ => {
                         shared.catalog.reload_pins().await;
@@ -348,6 +419,7 @@ impl Switches {
     }
 
     /// The user's switches, loaded from the store on first use.
+    #[cfg_attr(not(feature = "postgres"), allow(clippy::unit_arg))] // `Announce` is `()`.
     pub(crate) async fn user(&self, user: &str) -> Result<Arc<UserSwitches>, GatewayError> {
         if let Some(switches) = self.loaded(user) {
             return Ok(switches);
@@ -356,19 +428,16 @@ impl Switches {
             Backing::Memory => Arc::new(MemoryPreferenceStore::new()),
             Backing::Sql(sql) => Arc::new(sql.preferences_for(scope_of(user))),
         };
-        let stored = store
-            .load()
-            .await
-            .map_err(|error| GatewayError::Store(error.to_string()))?;
-        let toggles = ToolToggles::new();
-        toggles.replace_all(stored);
-        let fresh = Arc::new(UserSwitches {
-            toggles,
-            store,
-            changed: broadcast::channel(16).0,
-            user: user.to_owned(),
-            announce: self.announcer(),
-        });
+        let fresh = Arc::new(
+            UserSwitches::load(
+                store,
+                user,
+                ToolToggles::new(),
+                broadcast::channel(16).0,
+                self.announcer(),
+            )
+            .await?,
+        );
         // Two first requests at once: the first one in wins, both use it.
         Ok(lock(&self.users)
             .entry(user.to_owned())

@@ -8,8 +8,9 @@
 //! - a bearer token is accepted only when its SHA-256 equals a configured hash, compared in
 //!   time that does not depend on where the hashes differ, against every user's hash;
 //! - a wrong token is refused even when anonymous access is allowed;
-//! - the proxy's user header is read only from the configured proxy addresses, and only names
-//!   that a preference store keeps (letters, digits, `-`, `_`, `.`);
+//! - the proxy's user header is read only from the configured proxy addresses, only once (a
+//!   request carrying it twice is refused), and only names that a preference store keeps
+//!   (letters, digits, `-`, `_`, `.`);
 //! - without credentials, a request gets the anonymous user only when the gateway listens on
 //!   loopback and the operator named one.
 
@@ -120,7 +121,8 @@ impl Users {
         if let Some((addresses, header)) = &self.proxy {
             if let Some(value) = headers.get(header) {
                 let from_proxy = peer.is_some_and(|peer| addresses.contains(&peer.ip()));
-                if !from_proxy {
+                // Repeated, the header names more than one user: none is trusted.
+                if !from_proxy || headers.get_all(header).iter().nth(1).is_some() {
                     return Err(Refusal::Invalid);
                 }
                 let name = value.to_str().map_err(|_| Refusal::Invalid)?;

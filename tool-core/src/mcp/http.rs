@@ -293,20 +293,29 @@ enum SessionsError {
     Local(#[from] LocalSessionManagerError),
 }
 
+impl CappedSessions {
+    /// Room for one more session: the creation lock, held while there is room. At the cap, a
+    /// refusal (marked for [`admit`], and logged as `refused {what}`).
+    async fn room(&self, what: &str) -> Result<tokio::sync::MutexGuard<'_, ()>, SessionsError> {
+        let creating = self.creating.lock().await;
+        if self.inner.sessions.read().await.len() >= self.limit {
+            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
+            tracing::warn!(
+                limit = self.limit,
+                "refused {what}: the server is at its session limit"
+            );
+            return Err(SessionsError::Full { limit: self.limit });
+        }
+        Ok(creating)
+    }
+}
+
 impl SessionManager for CappedSessions {
     type Error = SessionsError;
     type Transport = <LocalSessionManager as SessionManager>::Transport;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let _creating = self.creating.lock().await;
-        if self.inner.sessions.read().await.len() >= self.limit {
-            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
-            tracing::warn!(
-                limit = self.limit,
-                "refused an mcp session: the server is at its session limit"
-            );
-            return Err(SessionsError::Full { limit: self.limit });
-        }
+        let _creating = self.room("an mcp session").await?;
         Ok(self.inner.create_session().await?)
     }
 
@@ -315,15 +324,7 @@ impl SessionManager for CappedSessions {
         id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
         // A restored session counts against the cap as a new one does.
-        let _creating = self.creating.lock().await;
-        if self.inner.sessions.read().await.len() >= self.limit {
-            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
-            tracing::warn!(
-                limit = self.limit,
-                "refused to restore an mcp session: the server is at its session limit"
-            );
-            return Err(SessionsError::Full { limit: self.limit });
-        }
+        let _creating = self.room("to restore an mcp session").await?;
         Ok(self.inner.restore_session(id).await?)
     }
 
@@ -404,7 +405,7 @@ pub(super) async fn start(
         let server = server.clone();
         move || Ok(server.handler())
     };
-    let (router, path) = router(options, addr, factory, &stop, None);
+    let (router, path, _) = router(options, addr, factory, &stop, None);
     let task = tokio::spawn(serve(
         listener,
         router,
@@ -422,8 +423,9 @@ pub(super) async fn start(
 
 /// The MCP endpoint's router: rmcp's streamable HTTP service over handlers from `factory`,
 /// behind the request gate ([`admit`]) and the session cap, at [`McpOptions::http_path`]
-/// (returned normalized). `stop` ends its sessions. With `session_store`, sessions are kept
-/// there too and a session this process does not hold is restored from it.
+/// (returned normalized), and its in-memory sessions. `stop` ends its sessions. With
+/// `session_store`, sessions are kept there too and a session this process does not hold is
+/// restored from it.
 ///
 /// [`McpOptions::http_path`]: super::McpOptions::http_path
 pub(crate) fn router<H, F>(
@@ -432,7 +434,7 @@ pub(crate) fn router<H, F>(
     factory: F,
     stop: &CancellationToken,
     session_store: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
-) -> (axum::Router, String)
+) -> (axum::Router, String, HttpSessions)
 where
     H: rmcp::ServerHandler,
     F: Fn() -> Result<H, io::Error> + Send + Sync + 'static,
@@ -466,12 +468,12 @@ where
     config.session_store = session_store;
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(options.session_idle_timeout);
-    let sessions = CappedSessions {
+    let sessions = Arc::new(CappedSessions {
         inner: sessions,
         limit: options.max_sessions,
         creating: tokio::sync::Mutex::new(()),
-    };
-    let service = StreamableHttpService::new(factory, Arc::new(sessions), config);
+    });
+    let service = StreamableHttpService::new(factory, sessions.clone(), config);
     let path = normalized_path(&options.http_path);
     // axum nests nothing at the root; a root endpoint is the fallback of an empty router.
     let router = if path == "/" {
@@ -484,7 +486,23 @@ where
         max_sessions: options.max_sessions,
     });
     let router = router.layer(axum::middleware::from_fn_with_state(gate, admit));
-    (router, path)
+    (router, path, HttpSessions(sessions))
+}
+
+/// The in-memory sessions of one [`router`], for ending a session that ended elsewhere (in
+/// another process sharing the session store).
+#[derive(Clone)]
+pub(crate) struct HttpSessions(Arc<CappedSessions>);
+
+impl HttpSessions {
+    /// Ends session `id` if this router holds it: its streams end, and a later request in it
+    /// is answered as in an ended session.
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code))] // The gateway's processes use it.
+    pub(crate) async fn close(&self, id: &str) {
+        if let Err(error) = self.0.close_session(&SessionId::from(id)).await {
+            tracing::warn!(%error, "cannot end an mcp session that ended elsewhere");
+        }
+    }
 }
 
 fn normalized_path(path: &str) -> String {

@@ -171,7 +171,7 @@ pub(crate) use handler::SnapshotView;
 pub(crate) use handler::traced;
 pub use handler::{McpApproval, McpHandler};
 #[cfg(feature = "gateway")]
-pub(crate) use http::router as http_router;
+pub(crate) use http::{HttpSessions, router as http_router};
 pub use http::{McpAuth, McpHttpServer};
 use rmcp::ServiceExt;
 use tokio::{

@@ -13,13 +13,14 @@ use super::{RegistryError, RegistryOptions, checks};
 use crate::{
     call::CallContext,
     execute::{
-        ArgumentChecks, Call, ExecuteError, GuardedCall, Target, TextStart, parse_arguments,
+        ArgumentChecks, Call, ExecuteError, GuardedCall, Target, TextStart, guarded,
+        parse_arguments,
     },
     schema::{
         Coercion, FormatOptions, Provider,
         list::{FormatCache, FormatResult},
     },
-    tool::{ChatTool, ExecutableTool, JsonObject, TextCall, ToolHints, ToolMetadata},
+    tool::{ChatTool, ExecutableTool, JsonObject, TextCall, ToolError, ToolHints, ToolMetadata},
 };
 
 /// What a settings screen shows about a tool: its definition, metadata and enabled state.
@@ -144,9 +145,10 @@ impl ToolEntry {
             .get(&self.definition, provider, options)
     }
 
-    /// Prepares the arguments (see [`ArgumentChecks::prepare`]) and starts the tool; the
-    /// returned call is awaited by the caller, so a registry call is one small state machine
-    /// around the tool's own future.
+    /// Prepares the arguments (see [`ArgumentChecks::prepare`]) and starts the tool
+    /// ([`ExecutableTool::execute_object`], under the panic guard); a call still running is
+    /// awaited by the caller, so a registry call is one small state machine around the tool's
+    /// own future, and a call that finished at once is handed out as it is.
     pub(super) fn call(
         &self,
         args: JsonObject,
@@ -162,11 +164,30 @@ impl ToolEntry {
             self.is_lenient(options),
             options.validate_arguments,
         )?;
-        Ok(Call::Running(GuardedCall::new(
-            self.target(options, default_timeout),
-            args,
-            context,
-        )))
+        self.start_object(args, context, options, default_timeout)
+    }
+
+    /// Starts the tool on arguments ready for it (see [`call`](Self::call)).
+    #[inline]
+    fn start_object(
+        &self,
+        args: JsonObject,
+        context: Option<CallContext>,
+        options: &RegistryOptions,
+        default_timeout: Option<Duration>,
+    ) -> Result<Call<'_>, ExecuteError> {
+        let tool = self.tool();
+        match guarded(self.name(), || tool.execute_object(args, context))? {
+            TextCall::Finished(result) => Ok(Call::finished(self.name(), result)),
+            TextCall::Started(call) => Ok(Call::Running(GuardedCall::started(
+                self.target(options, default_timeout),
+                call,
+            ))),
+            TextCall::Refused(_) | TextCall::Unsupported(_) => Err(ExecuteError::Failed {
+                name: self.name().to_string(),
+                error: ToolError::new("the tool refused arguments given as an object"),
+            }),
+        }
     }
 
     /// Starts the tool on the model's argument text: straight into its typed arguments when it
@@ -199,8 +220,7 @@ impl ToolEntry {
                     return Ok(Call::Running(GuardedCall::started(target, call)));
                 }
                 TextStart::Checked(args, context) => {
-                    let target = self.target(options, default_timeout);
-                    return Ok(Call::Running(GuardedCall::new(target, args, context)));
+                    return self.start_object(args, context, options, default_timeout);
                 }
                 TextStart::Tool(TextCall::Refused(context) | TextCall::Unsupported(context)) => {
                     context
@@ -219,7 +239,6 @@ impl ToolEntry {
     #[inline]
     fn target(&self, options: &RegistryOptions, default_timeout: Option<Duration>) -> Target<'_> {
         Target {
-            tool: self.tool(),
             name: self.name(),
             timeout: self
                 .metadata()

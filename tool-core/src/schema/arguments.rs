@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::common::{AllOf, MAX_DEPTH, child, plain_schema, resolve};
+use super::common::{AllOf, MAX_DEPTH, plain_schema, resolve};
 use crate::tool::JsonObject;
 
 /// The `null`s a model sent for optional properties that do not admit `null`, at any depth,
@@ -199,73 +199,6 @@ fn admits_null(root: &Value, schema: &Value, depth: usize) -> bool {
         Some(Value::String(kind)) => kind == "null",
         Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "null"),
         _ => true,
-    }
-}
-
-/// The JSON pointer of the first number in `value` written with a fraction (`30.0`) where
-/// `schema` asks for an integer: valid for JSON Schema, which counts `30.0` as an integer, but
-/// not for serde's integer types. `$ref`s, unions and nested objects and arrays are followed.
-pub(crate) fn fraction_for_integer(schema: &Value, value: &Value) -> Option<String> {
-    fraction_at(schema, schema, value, "", 0)
-}
-
-fn fraction_at(
-    root: &Value,
-    schema: &Value,
-    value: &Value,
-    path: &str,
-    depth: usize,
-) -> Option<String> {
-    if depth > MAX_DEPTH {
-        return None;
-    }
-    let map = schema.as_object()?;
-    if let Some(Value::String(reference)) = map.get("$ref") {
-        let target = resolve(root, reference).ok()?;
-        if let Some(found) = fraction_at(root, target, value, path, depth + 1) {
-            return Some(found);
-        }
-    }
-    for key in ["anyOf", "oneOf", "allOf"] {
-        for branch in map.get(key).and_then(Value::as_array).into_iter().flatten() {
-            if let Some(found) = fraction_at(root, branch, value, path, depth + 1) {
-                return Some(found);
-            }
-        }
-    }
-    match value {
-        Value::Number(number) if number.is_f64() && asks_for_integer(map) => Some(path.to_owned()),
-        Value::Object(object) => object.iter().find_map(|(name, item)| {
-            let schema = map
-                .get("properties")
-                .and_then(|properties| properties.get(name))
-                .or_else(|| map.get("additionalProperties"))?;
-            fraction_at(root, schema, item, &child(path, name), depth + 1)
-        }),
-        Value::Array(items) => items.iter().enumerate().find_map(|(index, item)| {
-            let schema = map
-                .get("prefixItems")
-                .and_then(|prefix| prefix.get(index))
-                .or_else(|| map.get("items"))?;
-            fraction_at(
-                root,
-                schema,
-                item,
-                &child(path, &index.to_string()),
-                depth + 1,
-            )
-        }),
-        _ => None,
-    }
-}
-
-fn asks_for_integer(schema: &Map<String, Value>) -> bool {
-    match schema.get("type") {
-        Some(Value::String(kind)) => kind == "integer",
-        Some(Value::Array(kinds)) => {
-            kinds.iter().any(|kind| kind == "integer") && !kinds.iter().any(|kind| kind == "number")
-        }
-        _ => false,
     }
 }
 

@@ -54,7 +54,7 @@ use crate::tool::ChatTool;
 
 #[cfg(feature = "anthropic")]
 pub(crate) use anthropic::output_schema as anthropic_output_schema;
-pub(crate) use arguments::{OptionalNulls, fraction_for_integer};
+pub(crate) use arguments::OptionalNulls;
 #[cfg(feature = "mcp")]
 pub(crate) use common::drop_rust_formats;
 pub(crate) use common::excerpt;
@@ -62,6 +62,7 @@ pub(crate) use lenient::coerce_logged;
 pub use lenient::{Coercion, coerce_arguments};
 pub use list::ToolList;
 pub(crate) use residue::{Residue, residue};
+pub(crate) use unnamed_keys::takes_unnamed_keys;
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
@@ -72,6 +73,7 @@ mod lenient;
 pub(crate) mod list;
 mod openai;
 mod residue;
+mod unnamed_keys;
 
 /// The wire shape tools are converted to. Parse it from `openai`, `ollama`, `gemini` or
 /// `anthropic` in any case.

@@ -52,7 +52,7 @@ pub use conversation::{
     FileConversationStore, MemoryConversationStore,
 };
 #[cfg(feature = "gateway")]
-pub(crate) use sql::PinRow;
+pub(crate) use sql::{PendingRow, PinRow};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use sql::{SCHEMA_VERSION, SqlPreferenceStore, SqlStore, SqlStoreOptions};
 

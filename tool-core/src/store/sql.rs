@@ -66,6 +66,21 @@ const MIGRATIONS: &[(i64, &str, &[&str])] = &[
         )",
         ],
     ),
+    (
+        3,
+        "the MCP gateway's definition changes waiting for an operator",
+        &[
+            // Kept here so that an operator can accept, through any gateway process, a change
+            // that another process's upstream made: `pinned` is the tool's pin when the change
+            // was seen, `offered` the changed definition's hash.
+            "CREATE TABLE tool_gateway_pending (
+            tool TEXT PRIMARY KEY,
+            server TEXT NOT NULL,
+            pinned TEXT NOT NULL,
+            offered TEXT NOT NULL
+        )",
+        ],
+    ),
 ];
 
 /// The table that records which migrations ran.
@@ -147,8 +162,9 @@ impl SqlStoreOptions {
 ///   document (as `save_session_context` writes it), beside indexed scope, id, saved-at,
 ///   reason and message-count columns.
 ///
-/// * The MCP gateway (feature `gateway`) keeps its HTTP sessions and pinned tool definitions in
-///   two tables of its own (`tool_gateway_sessions`, `tool_gateway_pins`; schema version 2).
+/// * The MCP gateway (feature `gateway`) keeps its HTTP sessions, pinned tool definitions and
+///   the definition changes waiting for an operator in tables of its own
+///   (`tool_gateway_sessions`, `tool_gateway_pins`, `tool_gateway_pending`; schema version 3).
 ///
 /// Failures are [`StoreError::Database`], naming the operation and the URL without its
 /// password (wrapped in [`PreferenceError::Backend`] or [`ConversationError::Store`]).
@@ -183,7 +199,7 @@ macro_rules! on_pool {
 #[cfg(feature = "gateway")]
 mod gateway;
 #[cfg(feature = "gateway")]
-pub(crate) use gateway::PinRow;
+pub(crate) use gateway::{PendingRow, PinRow};
 
 impl SqlStore {
     /// Opens the database at `url` with the default [`SqlStoreOptions`], creating an SQLite

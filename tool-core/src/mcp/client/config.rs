@@ -41,7 +41,7 @@ use crate::secrets::{HiddenValues, Redaction, redact_url};
 ///
 /// | limit | default | past it |
 /// |---|---|---|
-/// | [`call_timeout`](Self::call_timeout) | 60 s | the call ends with an error, cancelled on the server |
+/// | [`call_timeout`](Self::call_timeout) | 60 s | the call ends with an error, cancelled on the server; the server is pinged, and one that does not answer (within the call timeout, kept to 1 to 10 s) is taken for hung and reconnected |
 /// | [`max_result_size`](Self::max_result_size) | 256 KiB | the text is cut, with a note to the model |
 /// | [`max_tools`](Self::max_tools) | 256 | only the first tools are used, with a warning |
 /// | [`connect_timeout`](Self::connect_timeout) | 60 s | connecting fails; a re-list is given up |
@@ -73,6 +73,9 @@ pub struct McpServerConfig {
     pub(super) read_only_tools: Vec<String>,
     pub(super) defer_loading: bool,
     pub(super) eager_tools: Vec<String>,
+    /// Refuse the tools whose local names collide instead of numbering them (the gateway's
+    /// choice; see `names::unique_local_names`).
+    pub(super) refuse_name_collisions: bool,
 }
 
 /// The transport to an MCP server.
@@ -234,6 +237,7 @@ impl McpServerConfig {
             read_only_tools: Vec::new(),
             defer_loading: false,
             eager_tools: Vec::new(),
+            refuse_name_collisions: false,
         }
     }
 
@@ -363,6 +367,15 @@ impl McpServerConfig {
         self
     }
 
+    /// Tools whose local names would collide (two remote names mapped to one) are left out,
+    /// with an error in the log naming the server, instead of numbered in the server's order.
+    #[cfg(feature = "gateway")]
+    #[must_use]
+    pub(crate) fn refuse_name_collisions(mut self) -> Self {
+        self.refuse_name_collisions = true;
+        self
+    }
+
     /// The transport.
     pub fn transport(&self) -> &McpTransportConfig {
         &self.transport
@@ -383,7 +396,7 @@ impl McpServerConfig {
         self.transport.to_string()
     }
 
-    pub(super) fn validate(&self) -> Result<(), McpClientError> {
+    pub(crate) fn validate(&self) -> Result<(), McpClientError> {
         if let Some(prefix) = &self.prefix {
             let valid = !prefix.is_empty()
                 && prefix.len() <= 32
@@ -473,6 +486,7 @@ impl fmt::Debug for McpServerConfig {
             .field("read_only_tools", &self.read_only_tools)
             .field("defer_loading", &self.defer_loading)
             .field("eager_tools", &self.eager_tools)
+            .field("refuse_name_collisions", &self.refuse_name_collisions)
             .finish()
     }
 }

@@ -20,8 +20,8 @@ use rmcp::{
     model::{
         CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
         ClientConfig, ClientRequest, ErrorData, Implementation, InitializeRequestParams,
-        NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
-        ServerResult, Tool, ToolAnnotations,
+        NumberOrString, PingRequest, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+        RequestId, ServerResult, Tool, ToolAnnotations,
     },
     service::{
         ClientInitializeError, NotificationContext, Peer, PeerRequestOptions, QuitReason,
@@ -49,7 +49,7 @@ use super::{
     lines::{LimitedLines, MAX_MESSAGE_SIZE, OVERSIZED},
     listing::{ListError, Listed, list_tools},
     lock,
-    names::local_names,
+    names::{local_name, local_names, unique_local_names},
     progress::{InOrder, ProgressSink},
     with_causes,
 };
@@ -72,6 +72,10 @@ const SUPPORTED_VERSIONS: &[ProtocolVersion] = &[
 /// How long a child process may take to exit after its stdin is closed before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
+/// The bounds of how long a server may take to answer the `ping` sent after a call timed out:
+/// the call timeout, within these.
+const PING_TIMEOUT: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(10));
+
 /// The longest text quoted from someone else's error (a server's message, a library's error)
 /// in a message.
 const MAX_FOREIGN_TEXT: usize = 1000;
@@ -89,6 +93,9 @@ pub(super) struct Shared {
     pub(super) progress: broadcast::Sender<McpProgress>,
     /// Set by `notifications/tools/list_changed`.
     refresh: Notify,
+    /// Set when a call timed out: the connection task pings the server, and takes a server
+    /// that does not answer for hung.
+    probe: Notify,
     /// Calls that found the connection broken report it here, with the generation they used.
     lost: mpsc::UnboundedSender<(u64, String)>,
     generation: AtomicU64,
@@ -149,6 +156,7 @@ impl Shared {
             tools: watch::Sender::new(Arc::from(Vec::new())),
             progress: broadcast::channel(64).0,
             refresh: Notify::new(),
+            probe: Notify::new(),
             lost,
             generation: AtomicU64::new(0),
             calls: Mutex::new(HashMap::new()),
@@ -403,14 +411,19 @@ impl Shared {
             );
         }
         let tools = listed.tools;
-        let locals = local_names(
-            self.config.prefix.as_deref(),
-            tools.iter().map(|tool| tool.name.as_ref()),
-        );
+        let prefix = self.config.prefix.as_deref();
+        let remote = tools.iter().map(|tool| tool.name.as_ref());
+        let locals: Vec<Option<String>> = if self.config.refuse_name_collisions {
+            let locals = unique_local_names(prefix, remote);
+            self.report_collisions(&tools, &locals);
+            locals
+        } else {
+            local_names(prefix, remote).into_iter().map(Some).collect()
+        };
         let table: Arc<[McpToolInfo]> = tools
             .into_iter()
             .zip(locals)
-            .map(|(tool, local)| tool_info(&server, &self.config, tool, local))
+            .filter_map(|(tool, local)| Some(tool_info(&server, &self.config, tool, local?)))
             .collect();
         self.tools.send_if_modified(|current| {
             if **current == *table {
@@ -419,6 +432,35 @@ impl Shared {
             *current = table;
             true
         });
+    }
+
+    /// Logs the tools [`unique_local_names`] left out (`None` in `locals`), by the name they
+    /// would share.
+    fn report_collisions(&self, tools: &[Tool], locals: &[Option<String>]) {
+        let prefix = self.config.prefix.as_deref();
+        let mut shared = std::collections::BTreeMap::<String, Vec<&str>>::new();
+        for (tool, local) in tools.iter().zip(locals) {
+            if local.is_none() {
+                shared
+                    .entry(local_name(prefix, &tool.name))
+                    .or_default()
+                    .push(tool.name.as_ref());
+            }
+        }
+        for (local, remote) in shared {
+            tracing::error!(
+                server = %self.name(),
+                tool = %local,
+                "tool name collision: the MCP server '{}' offers {} under the one name `{local}`; \
+                 none of them is served",
+                self.name(),
+                remote
+                    .iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            );
+        }
     }
 
     fn set_disconnected(&self, reason: &str) {
@@ -465,6 +507,8 @@ impl Shared {
         #[cfg(feature = "otel")]
         let call = tracing::Instrument::instrument(call, span.clone());
         call.await.unwrap_or_else(|_| {
+            // Slow, or hung: the connection task asks the server.
+            self.probe.notify_one();
             #[cfg(feature = "otel")]
             crate::otel::mcp::failed(&span, "timeout", None, "the server did not answer in time");
             Err(ToolError::new(format!(
@@ -910,8 +954,9 @@ fn closed(shared: &Shared) {
     shared.status.send_replace(McpStatus::Closed);
 }
 
-/// Serves one connection: re-lists the tools when told to. Returns why the connection ended,
-/// or `None` when the client stopped. A re-list is bounded in pages (see
+/// Serves one connection: re-lists the tools when told to, and pings the server when a call
+/// timed out (a server that does not answer the ping in time hangs: the connection ends, and
+/// the task reconnects). Returns why the connection ended, or `None` when the client stopped. A re-list is bounded in pages (see
 /// [`list_tools`]) and in time (the connect timeout); one that fails leaves the previous list
 /// in place, and `close` or the end of the connection stops it.
 async fn serve(
@@ -931,6 +976,31 @@ async fn serve(
                 Some(_) => {}
                 None => return None,
             },
+            () = shared.probe.notified() => {
+                let limit = shared.config.call_timeout.clamp(PING_TIMEOUT.0, PING_TIMEOUT.1);
+                let ping = connection
+                    .peer
+                    .send_request(ClientRequest::PingRequest(PingRequest::default()));
+                let answered = tokio::select! {
+                    () = shared.stop.cancelled() => return None,
+                    quit = service_done(&mut connection.done) => return Some(quit_reason(&quit)),
+                    answered = tokio::time::timeout(limit, ping) => answered,
+                };
+                match answered {
+                    // Alive (an error answer is an answer): the call was only slow.
+                    Ok(Ok(_) | Err(ServiceError::McpError(_))) => {}
+                    Ok(Err(error)) => {
+                        let reason = shared.foreign(with_causes(&error));
+                        return Some(format!("the connection was lost ({reason})"));
+                    }
+                    Err(_) => {
+                        return Some(format!(
+                            "the server did not answer a ping within {limit:?} after a call \
+                             timed out (it hangs)"
+                        ));
+                    }
+                }
+            }
             () = shared.refresh.notified() => {
                 let limit = shared.config.connect_timeout;
                 let listing = list_tools(&connection.peer, shared.config.max_tools);

@@ -106,8 +106,9 @@ pub enum McpStatus {
         /// The negotiated protocol version, e.g. `2025-11-25`.
         protocol_version: String,
     },
-    /// Not connected (the server exited or dropped the connection); the client is
-    /// reconnecting unless the reason says it gave up.
+    /// Not connected (the server exited, dropped the connection, or hung: it did not answer a
+    /// ping after a call timed out); the client is reconnecting unless the reason says it gave
+    /// up.
     Disconnected {
         /// Why, as the tools report it.
         reason: String,

@@ -36,6 +36,27 @@ pub(super) fn local_names<'a>(
         .collect()
 }
 
+/// Like [`local_names`], but a name that several remote names would share is given to none of
+/// them (`None` in their places), so every name served depends on its remote name alone, in
+/// whatever order the server lists them.
+pub(super) fn unique_local_names<'a>(
+    prefix: Option<&str>,
+    remote: impl IntoIterator<Item = &'a str>,
+) -> Vec<Option<String>> {
+    let locals: Vec<String> = remote
+        .into_iter()
+        .map(|name| local_name(prefix, name))
+        .collect();
+    let mut count = std::collections::HashMap::<&str, usize>::new();
+    for local in &locals {
+        *count.entry(local.as_str()).or_default() += 1;
+    }
+    locals
+        .iter()
+        .map(|local| (count.get(local.as_str()) == Some(&1)).then(|| local.clone()))
+        .collect()
+}
+
 /// The local name of one remote name; see [`local_names`].
 pub(super) fn local_name(prefix: Option<&str>, name: &str) -> String {
     let joined = match prefix {
@@ -117,5 +138,15 @@ mod tests {
         assert_eq!(names[0], dotted);
         assert_eq!(names[1], format!("{dotted}_2"));
         assert_eq!(names[2], "c");
+    }
+
+    #[test]
+    fn a_shared_name_is_given_to_none_in_any_order() {
+        let dotted = local_name(None, "a.b");
+        for remote in [["a.b", dotted.as_str(), "c"], [dotted.as_str(), "c", "a.b"]] {
+            let names = unique_local_names(None, remote);
+            let served: Vec<&str> = names.iter().flatten().map(String::as_str).collect();
+            assert_eq!(served, ["c"]);
+        }
     }
 }

@@ -22,6 +22,17 @@ pub(crate) struct PinRow {
     pub(crate) sha256: String,
 }
 
+/// One definition change waiting for an operator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PendingRow {
+    pub(crate) tool: String,
+    pub(crate) server: String,
+    /// The tool's pin when the change was seen.
+    pub(crate) pinned: String,
+    /// The changed definition's hash.
+    pub(crate) offered: String,
+}
+
 impl SqlStore {
     /// Stores the state of session `id` (keeping its owner), seen at `now`.
     pub(crate) async fn gateway_session_store(
@@ -68,15 +79,15 @@ impl SqlStore {
         .map_err(|error| self.error("load a gateway session", error))
     }
 
-    /// Records `user` as the owner of session `id` unless another user owns it; `true` when
-    /// `user` owns it now.
-    pub(crate) async fn gateway_session_claim(
+    /// Records `user`, who began session `id`, as its owner (the row rmcp stored for it has
+    /// none yet); `true` when `user` owns it now.
+    pub(crate) async fn gateway_session_begin(
         &self,
         id: &str,
         user: &str,
         now: i64,
     ) -> Result<bool, StoreError> {
-        let claimed = on_pool!(self, pool => {
+        let recorded = on_pool!(self, pool => {
             sqlx::query(
                 "INSERT INTO tool_gateway_sessions (id, owner, state, seen_at) VALUES ($1, $2, '', $3)
                  ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, seen_at = excluded.seen_at
@@ -90,28 +101,59 @@ impl SqlStore {
             .await
             .map(|done| done.rows_affected())
         })
+        .map_err(|error| self.error("record the user of a gateway session", error))?;
+        Ok(recorded > 0)
+    }
+
+    /// Renews session `id` for `user` when `user` owns it (or when it is not stored at all,
+    /// recording `user`); `true` when `user` owns it now. A stored session without an owner is
+    /// nobody's: it is not claimed.
+    pub(crate) async fn gateway_session_claim(
+        &self,
+        id: &str,
+        user: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let claimed = on_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO tool_gateway_sessions (id, owner, state, seen_at) VALUES ($1, $2, '', $3)
+                 ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at
+                 WHERE tool_gateway_sessions.owner = excluded.owner",
+            )
+            .bind(id)
+            .bind(user)
+            .bind(now)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })
         .map_err(|error| self.error("claim a gateway session", error))?;
         Ok(claimed > 0)
     }
 
-    /// Renews `seen_at` of the sessions `ids`.
+    /// Renews `seen_at` of the sessions `ids`; the ones of them no longer stored (ended
+    /// through another process).
     pub(crate) async fn gateway_sessions_touch(
         &self,
         ids: &[String],
         now: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Vec<String>, StoreError> {
+        let mut gone = Vec::new();
         for id in ids {
-            on_pool!(self, pool => {
+            let renewed = on_pool!(self, pool => {
                 sqlx::query("UPDATE tool_gateway_sessions SET seen_at = $2 WHERE id = $1")
                     .bind(id)
                     .bind(now)
                     .execute(pool)
                     .await
-                    .map(drop)
+                    .map(|done| done.rows_affected())
             })
             .map_err(|error| self.error("renew a gateway session", error))?;
+            if renewed == 0 {
+                gone.push(id.clone());
+            }
         }
-        Ok(())
+        Ok(gone)
     }
 
     /// Ends session `id`: its row and its switches (the preference scope `{prefix}{owner}.{id}`).
@@ -213,20 +255,88 @@ impl SqlStore {
         Ok(())
     }
 
-    /// Pins `pin` in place of the tool's pin (an operator accepted it).
+    /// Pins `pin` in place of the tool's pin (an operator accepted it), and forgets the tool's
+    /// waiting change, in one transaction.
     pub(crate) async fn gateway_pin_replace(&self, pin: &PinRow) -> Result<(), StoreError> {
         on_pool!(self, pool => {
+            async {
+                let mut tx = pool.begin().await?;
+                sqlx::query(
+                    "INSERT INTO tool_gateway_pins (tool, server, sha256) VALUES ($1, $2, $3)
+                     ON CONFLICT (tool) DO UPDATE SET server = excluded.server, sha256 = excluded.sha256",
+                )
+                .bind(&pin.tool)
+                .bind(&pin.server)
+                .bind(&pin.sha256)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query("DELETE FROM tool_gateway_pending WHERE tool = $1")
+                    .bind(&pin.tool)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await
+            }
+            .await
+        })
+        .map_err(|error| self.error("replace a pinned tool definition", error))
+    }
+
+    /// Every definition change waiting for an operator.
+    pub(crate) async fn gateway_pending(&self) -> Result<Vec<PendingRow>, StoreError> {
+        on_pool!(self, pool => {
+            sqlx::query("SELECT tool, server, pinned, offered FROM tool_gateway_pending")
+                .fetch_all(pool)
+                .await
+                .and_then(|rows| {
+                    rows.iter()
+                        .map(|row| {
+                            Ok(PendingRow {
+                                tool: row.try_get(0)?,
+                                server: row.try_get(1)?,
+                                pinned: row.try_get(2)?,
+                                offered: row.try_get(3)?,
+                            })
+                        })
+                        .collect::<Result<Vec<_>, sqlx::Error>>()
+                })
+        })
+        .map_err(|error| self.error("load the gateway's waiting definition changes", error))
+    }
+
+    /// Records `change` as the tool's waiting change (in place of an earlier one).
+    pub(crate) async fn gateway_pending_put(&self, change: &PendingRow) -> Result<(), StoreError> {
+        on_pool!(self, pool => {
             sqlx::query(
-                "INSERT INTO tool_gateway_pins (tool, server, sha256) VALUES ($1, $2, $3)
-                 ON CONFLICT (tool) DO UPDATE SET server = excluded.server, sha256 = excluded.sha256",
+                "INSERT INTO tool_gateway_pending (tool, server, pinned, offered) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (tool) DO UPDATE SET server = excluded.server,
+                     pinned = excluded.pinned, offered = excluded.offered",
             )
-            .bind(&pin.tool)
-            .bind(&pin.server)
-            .bind(&pin.sha256)
+            .bind(&change.tool)
+            .bind(&change.server)
+            .bind(&change.pinned)
+            .bind(&change.offered)
             .execute(pool)
             .await
             .map(drop)
         })
-        .map_err(|error| self.error("replace a pinned tool definition", error))
+        .map_err(|error| self.error("record a waiting definition change", error))
+    }
+
+    /// Forgets the tool's waiting change if it is still the one that offered `offered` (its
+    /// upstream went back to the pinned definition).
+    pub(crate) async fn gateway_pending_remove(
+        &self,
+        tool: &str,
+        offered: &str,
+    ) -> Result<(), StoreError> {
+        on_pool!(self, pool => {
+            sqlx::query("DELETE FROM tool_gateway_pending WHERE tool = $1 AND offered = $2")
+                .bind(tool)
+                .bind(offered)
+                .execute(pool)
+                .await
+                .map(drop)
+        })
+        .map_err(|error| self.error("forget a waiting definition change", error))
     }
 }
