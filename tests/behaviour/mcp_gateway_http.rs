@@ -17,9 +17,10 @@ use tool_core::{
 };
 
 use crate::{
-    mcp_client::start_python_http,
+    mcp_client::{HttpServer, start_python_http},
     mcp_gateway::{ALICE, Gateway, config},
     mcp_python::{SERVER, python},
+    proxy_support::Faulty,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -106,8 +107,7 @@ async fn calls_reach_http_upstreams_with_their_session_and_progress_comes_back()
     // The upstream's progress reaches the gateway's client, in order, before the answer.
     assert_eq!(call("py_progress", json!({"steps": 3})).await, "done");
     let mut seen = Vec::new();
-    while let Ok(Ok(report)) = tokio::time::timeout(Duration::from_secs(5), progress.recv()).await
-    {
+    while let Ok(Ok(report)) = tokio::time::timeout(Duration::from_secs(5), progress.recv()).await {
         seen.push((report.tool, report.progress, report.total, report.message));
         if seen.len() == 3 {
             break;
@@ -123,4 +123,226 @@ async fn calls_reach_http_upstreams_with_their_session_and_progress_comes_back()
     };
     assert_eq!(seen, [step(1), step(2), step(3)], "{}", gateway.log());
     client.close().await;
+}
+
+/// The gateway (its tools for Alice's client) in front of the misbehaving Python server
+/// (`tests/mcp_python/misbehaving_server.py http`: a session, answers as SSE streams) behind a
+/// [`Faulty`] proxy, as server `h` with `extra` in its entry.
+struct Behind {
+    front: Faulty,
+    gateway: Gateway,
+    client: McpClient,
+    _upstream: HttpServer,
+    _dir: tempfile::TempDir,
+}
+
+impl Behind {
+    async fn start(python: &std::path::Path, extra: &str) -> Self {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("mcp_python/misbehaving_server.py");
+        let upstream = start_python_http(python, &script, &["http"]);
+        let front = Faulty::start(&upstream.url);
+        let dir = tempfile::tempdir().unwrap();
+        let servers = format!(
+            "[[servers]]\nname = \"h\"\nurl = {:?}\n{extra}\n\n",
+            front.url
+        );
+        let gateway = Gateway::start_with(&config(dir.path(), "", &servers), &[], &[]);
+        let client = McpClient::connect(
+            McpServerConfig::url(gateway.url.clone())
+                .header("Authorization", format!("Bearer {ALICE}")),
+        )
+        .await
+        .unwrap();
+        Self {
+            front,
+            gateway,
+            client,
+            _upstream: upstream,
+            _dir: dir,
+        }
+    }
+
+    /// Alice's call of `tool` through the gateway.
+    async fn call(&self, tool: &str, arguments: serde_json::Value) -> Result<String, String> {
+        tokio::time::timeout(LIMIT, self.client.call(tool, args(arguments)))
+            .await
+            .expect("the call answered")
+            .map_err(|error| error.to_string())
+    }
+
+    /// What the proxy answered since `from` requests: each request's method and status.
+    fn seen_since(&self, from: usize) -> Vec<(String, u16)> {
+        self.front.seen()[from..]
+            .iter()
+            .map(|seen| (seen.asked.clone(), seen.status))
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_a_session_the_upstream_ended_is_sent_again_in_a_new_one() {
+    let Some(python) = python() else { return };
+    let behind = Behind::start(python, "").await;
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "first"})).await,
+        Ok("first".to_owned())
+    );
+
+    let before = behind.front.seen().len();
+    behind.front.end_sessions();
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "second"})).await,
+        Ok("second".to_owned()),
+        "{}",
+        behind.gateway.log()
+    );
+    let seen = behind.seen_since(before);
+    let call_404 = ("tools/call".to_owned(), 404);
+    let call_200 = ("tools/call".to_owned(), 200);
+    // The call was refused, not run; a new session was begun and the call sent in it.
+    assert_eq!(seen.first(), Some(&call_404), "{seen:?}");
+    let begun = seen
+        .iter()
+        .position(|seen| *seen == ("initialize".to_owned(), 200))
+        .unwrap_or_else(|| panic!("no new session: {seen:?}"));
+    assert_eq!(seen[begun + 1..].last(), Some(&call_200), "{seen:?}");
+    assert_eq!(
+        seen.iter().filter(|seen| **seen == call_200).count(),
+        1,
+        "{seen:?}"
+    );
+
+    // The next call goes straight to the new session.
+    let before = behind.front.seen().len();
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "third"})).await,
+        Ok("third".to_owned())
+    );
+    assert_eq!(behind.seen_since(before), [call_200]);
+    behind.client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_statuses_of_the_upstream_are_errors_for_the_model_and_the_connection_stays() {
+    let Some(python) = python() else { return };
+    let behind = Behind::start(python, "").await;
+
+    behind
+        .front
+        .fail_next_call(500, "text/plain", "the upstream broke\n");
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "a"})).await,
+        Err(
+            "the answer of the MCP server 'h' was lost: HTTP status 500 Internal Server Error: \
+             the upstream broke"
+                .to_owned()
+        )
+    );
+    behind.front.fail_next_call(503, "text/plain", "");
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "b"})).await,
+        Err(
+            "the answer of the MCP server 'h' was lost: HTTP status 503 Service Unavailable"
+                .to_owned()
+        )
+    );
+    // A JSON-RPC error in the body is the server's word.
+    behind.front.fail_next_call(
+        400,
+        "application/json",
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: not now"}}"#,
+    );
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "c"})).await,
+        Err("the MCP server 'h' rejected the call: Bad Request: not now".to_owned())
+    );
+    // An answer for no request.
+    behind.front.fail_next_call(202, "text/plain", "");
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "d"})).await,
+        Err("the answer of the MCP server 'h' was lost: HTTP status 202 Accepted".to_owned())
+    );
+
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "after"})).await,
+        Ok("after".to_owned())
+    );
+    assert!(
+        !behind.gateway.log().contains("panicked"),
+        "{}",
+        behind.gateway.log()
+    );
+    behind.client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_answer_over_the_limit_is_refused_and_a_long_one_cut() {
+    let Some(python) = python() else { return };
+    let behind = Behind::start(python, "").await;
+
+    let refused = behind
+        .call("h_big", json!({ "size": 20 * 1024 * 1024 }))
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .starts_with("the answer of the MCP server 'h' was over the limit of 16777216 bytes"),
+        "{refused}"
+    );
+    let size = McpServerConfig::DEFAULT_MAX_RESULT_SIZE + 1;
+    let cut = behind.call("h_big", json!({ "size": size })).await.unwrap();
+    assert_eq!(
+        cut,
+        format!(
+            "{}\n[truncated: the result is {size} bytes; only the first {} are shown]",
+            "x".repeat(McpServerConfig::DEFAULT_MAX_RESULT_SIZE),
+            McpServerConfig::DEFAULT_MAX_RESULT_SIZE
+        )
+    );
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "after"})).await,
+        Ok("after".to_owned())
+    );
+    behind.client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_upstream_never_answers_is_cancelled_and_the_upstream_pinged() {
+    let Some(python) = python() else { return };
+    let behind = Behind::start(python, "timeout_ms = 1000").await;
+
+    let before = behind.front.seen().len();
+    assert_eq!(
+        behind.call("h_silent", json!({})).await,
+        Err("the MCP server 'h' did not answer within 1s".to_owned())
+    );
+    // The call is cancelled on the server, by its id, and the server is asked whether it is
+    // alive; it answers, so its connection stays.
+    let deadline = std::time::Instant::now() + LIMIT;
+    let (id, cancelled) = loop {
+        let seen = behind.front.seen();
+        let call = seen[before..]
+            .iter()
+            .find(|seen| seen.asked == "tools/call")
+            .and_then(|seen| seen.id.clone());
+        let cancelled = seen[before..]
+            .iter()
+            .find(|seen| seen.asked == "notifications/cancelled")
+            .and_then(|seen| seen.id.clone());
+        let pinged = seen[before..]
+            .iter()
+            .any(|seen| seen.asked == "ping" && seen.status == 200);
+        if let (Some(call), Some(cancelled), true) = (&call, &cancelled, pinged) {
+            break (call.clone(), cancelled.clone());
+        }
+        assert!(std::time::Instant::now() < deadline, "{seen:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(id, cancelled);
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "after"})).await,
+        Ok("after".to_owned())
+    );
+    behind.client.close().await;
 }

@@ -589,7 +589,16 @@ impl Shared {
         let body = direct::call_body(&id_text, remote, &args, &meta);
         let mut in_flight =
             InFlight::new(self, &ProgressToken(id.clone()), local, context, &peer, &id);
-        let outcome = direct::call(http, self.http_reports.session(), &id_text, body, self).await;
+        let Ok(outcome) =
+            direct::call(http, self.http_reports.session(), &id_text, body, self).await
+        else {
+            // The call was not run: `rmcp` sends it, with its context, and begins a new
+            // session.
+            let context = in_flight.withdraw();
+            return self
+                .call_through_rmcp(generation, peer, local, remote, args, context)
+                .await;
+        };
         in_flight.answered = true;
         // The call's context goes with its answer: it may hold an agent's event stream open.
         drop(in_flight);
@@ -604,11 +613,6 @@ impl Shared {
             Outcome::Error(error) => Err(self.rejected(&error)),
             Outcome::Unreachable(reason) => {
                 Err(self.connection_lost(generation, &self.foreign(reason)))
-            }
-            // The call was not run: `rmcp` sends it, and begins a new session.
-            Outcome::SessionGone => {
-                self.call_through_rmcp(generation, peer, local, remote, args, None)
-                    .await
             }
             Outcome::Lost(lost) => Err(self.lost_answer(lost)),
         }
@@ -889,6 +893,17 @@ impl<'a> InFlight<'a> {
             id: id.clone(),
             answered: false,
         }
+    }
+}
+
+impl InFlight<'_> {
+    /// Takes the call out of the calls in flight, not cancelled (it was never run), and gives
+    /// back its context.
+    fn withdraw(mut self) -> Option<CallContext> {
+        self.answered = true;
+        lock(&self.shared.calls)
+            .remove(&self.token)
+            .and_then(|call| call.context)
     }
 }
 

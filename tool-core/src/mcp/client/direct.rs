@@ -148,11 +148,13 @@ pub(super) enum Outcome {
     Error(ErrorData),
     /// The request could not be sent or its response not begun: the connection is lost.
     Unreachable(String),
-    /// The server no longer knows the session: the call was not run (`rmcp` begins a new one).
-    SessionGone,
     /// The answer could not be had.
     Lost(LostAnswer),
 }
+
+/// The server no longer knows the session (`404 Not Found`): the call was not run, and
+/// `rmcp` begins a new session.
+pub(super) struct SessionGone;
 
 /// What a direct call reports while it waits for its answer.
 pub(super) trait Events {
@@ -169,17 +171,28 @@ pub(super) async fn call(
     id: &str,
     body: Vec<u8>,
     events: &impl Events,
-) -> Outcome {
-    let mut response = match http.post(body, session.as_deref()).await {
+) -> Result<Outcome, SessionGone> {
+    let response = match http.post(body, session.as_deref()).await {
         Ok(response) => response,
-        Err(error) => return Outcome::Unreachable(super::with_causes(&error)),
+        Err(error) => return Ok(Outcome::Unreachable(super::with_causes(&error))),
     };
-    let status = response.status();
-    if status == StatusCode::NOT_FOUND && session.is_some() {
-        return Outcome::SessionGone;
+    if response.status() == StatusCode::NOT_FOUND && session.is_some() {
+        return Err(SessionGone);
     }
+    Ok(read_answer(http, session, id, response, events).await)
+}
+
+/// The outcome `response` gives the call `id`.
+async fn read_answer(
+    http: &DirectHttp,
+    session: Option<Arc<str>>,
+    id: &str,
+    mut response: reqwest::Response,
+    events: &impl Events,
+) -> Outcome {
+    let status = response.status();
     if !status.is_success() || status == StatusCode::ACCEPTED {
-        return Outcome::Lost(LostAnswer::Other(format!("HTTP status {status}")));
+        return refusal(status, response).await;
     }
     let content_type = response
         .headers()
@@ -262,6 +275,36 @@ pub(super) async fn call(
     }
 }
 
+/// The longest part of an error response's body read for its message.
+const MAX_REFUSAL: usize = 64 * 1024;
+
+/// The outcome of a response with the error status `status` (or `202 Accepted`, which answers
+/// no request): the server's JSON-RPC error when the body is one, else the status with the
+/// body's text.
+async fn refusal(status: StatusCode, mut response: reqwest::Response) -> Outcome {
+    let mut body = Vec::new();
+    while body.len() < MAX_REFUSAL {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(MAX_REFUSAL);
+    if let Ok(Incoming {
+        error: Some(error), ..
+    }) = serde_json::from_slice::<Incoming>(&body)
+    {
+        return Outcome::Error(error);
+    }
+    let text = String::from_utf8_lossy(&body);
+    let text = text.trim();
+    Outcome::Lost(LostAnswer::Other(if text.is_empty() {
+        format!("HTTP status {status}")
+    } else {
+        format!("HTTP status {status}: {text}")
+    }))
+}
+
 /// The outcome `message` gives call `id`, if it is its answer.
 fn answer(message: Incoming, id: &str) -> Option<Outcome> {
     if message.method.is_some() || message.id.as_ref().and_then(Value::as_str) != Some(id) {
@@ -296,7 +339,9 @@ fn answer_request(http: &DirectHttp, session: Option<Arc<str>>, method: &str, id
         headers: http.headers.clone(),
     };
     tokio::spawn(async move {
-        let _ = http.post(reply.to_string().into_bytes(), session.as_deref()).await;
+        let _ = http
+            .post(reply.to_string().into_bytes(), session.as_deref())
+            .await;
     });
 }
 
