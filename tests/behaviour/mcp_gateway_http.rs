@@ -141,7 +141,7 @@ impl Behind {
         let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("mcp_python/misbehaving_server.py");
         let upstream = start_python_http(python, &script, &["http"]);
-        let front = Faulty::start(&upstream.url);
+        let front = Faulty::start(&upstream.url).await;
         let dir = tempfile::tempdir().unwrap();
         let servers = format!(
             "[[servers]]\nname = \"h\"\nurl = {:?}\n{extra}\n\n",
@@ -223,6 +223,11 @@ async fn a_call_in_a_session_the_upstream_ended_is_sent_again_in_a_new_one() {
     behind.client.close().await;
 }
 
+/// What Alice's client gets when the gateway's call of `h_echo` failed with `error`.
+fn echo_failed(error: &str) -> Result<String, String> {
+    Err(format!("Error executing h_echo: {error}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_statuses_of_the_upstream_are_errors_for_the_model_and_the_connection_stays() {
     let Some(python) = python() else { return };
@@ -233,18 +238,16 @@ async fn error_statuses_of_the_upstream_are_errors_for_the_model_and_the_connect
         .fail_next_call(500, "text/plain", "the upstream broke\n");
     assert_eq!(
         behind.call("h_echo", json!({"text": "a"})).await,
-        Err(
+        echo_failed(
             "the answer of the MCP server 'h' was lost: HTTP status 500 Internal Server Error: \
              the upstream broke"
-                .to_owned()
         )
     );
     behind.front.fail_next_call(503, "text/plain", "");
     assert_eq!(
         behind.call("h_echo", json!({"text": "b"})).await,
-        Err(
+        echo_failed(
             "the answer of the MCP server 'h' was lost: HTTP status 503 Service Unavailable"
-                .to_owned()
         )
     );
     // A JSON-RPC error in the body is the server's word.
@@ -255,13 +258,13 @@ async fn error_statuses_of_the_upstream_are_errors_for_the_model_and_the_connect
     );
     assert_eq!(
         behind.call("h_echo", json!({"text": "c"})).await,
-        Err("the MCP server 'h' rejected the call: Bad Request: not now".to_owned())
+        echo_failed("the MCP server 'h' rejected the call: Bad Request: not now")
     );
     // An answer for no request.
     behind.front.fail_next_call(202, "text/plain", "");
     assert_eq!(
         behind.call("h_echo", json!({"text": "d"})).await,
-        Err("the answer of the MCP server 'h' was lost: HTTP status 202 Accepted".to_owned())
+        echo_failed("the answer of the MCP server 'h' was lost: HTTP status 202 Accepted")
     );
 
     assert_eq!(
@@ -286,8 +289,10 @@ async fn an_upstream_answer_over_the_limit_is_refused_and_a_long_one_cut() {
         .await
         .unwrap_err();
     assert!(
-        refused
-            .starts_with("the answer of the MCP server 'h' was over the limit of 16777216 bytes"),
+        refused.starts_with(
+            "Error executing h_big: the answer of the MCP server 'h' was over the limit of \
+             16777216 bytes"
+        ),
         "{refused}"
     );
     let size = McpServerConfig::DEFAULT_MAX_RESULT_SIZE + 1;
@@ -315,7 +320,7 @@ async fn a_call_the_upstream_never_answers_is_cancelled_and_the_upstream_pinged(
     let before = behind.front.seen().len();
     assert_eq!(
         behind.call("h_silent", json!({})).await,
-        Err("the MCP server 'h' did not answer within 1s".to_owned())
+        Err("Error executing h_silent: the MCP server 'h' did not answer within 1s".to_owned())
     );
     // The call is cancelled on the server, by its id, and the server is asked whether it is
     // alive; it answers, so its connection stays.

@@ -148,7 +148,7 @@ async fn relay(
 pub(crate) struct Faulty {
     pub(crate) url: String,
     state: Arc<Faults>,
-    _runtime: tokio::runtime::Runtime,
+    serving: tokio::task::JoinHandle<()>,
 }
 
 /// One request [`Faulty`] answered.
@@ -181,9 +181,9 @@ struct Faults {
 }
 
 impl Faulty {
-    /// The proxy at `…/mcp` on a free loopback port in front of the server at `url`.
-    pub(crate) fn start(url: &str) -> Self {
-        let runtime = background_runtime();
+    /// The proxy at `…/mcp` on a free loopback port in front of the server at `url`, served
+    /// by the test's runtime.
+    pub(crate) async fn start(url: &str) -> Self {
         let state = Arc::new(Faults {
             server: reqwest::Url::parse(url).unwrap(),
             http: crate::http_client::builder()
@@ -192,16 +192,16 @@ impl Faulty {
                 .unwrap(),
             state: Mutex::default(),
         });
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let router = axum::Router::new().fallback(play).with_state(state.clone());
-        runtime.spawn(async move { axum::serve(listener, router).await });
+        let serving = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
         Self {
             url,
             state,
-            _runtime: runtime,
+            serving,
         }
     }
 
@@ -222,6 +222,12 @@ impl Faulty {
     /// The requests answered so far, in order, leaving out the `GET` streams.
     pub(crate) fn seen(&self) -> Vec<Seen> {
         self.state.state.lock().unwrap().seen.clone()
+    }
+}
+
+impl Drop for Faulty {
+    fn drop(&mut self) {
+        self.serving.abort();
     }
 }
 
