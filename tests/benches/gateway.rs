@@ -475,12 +475,12 @@ fn micros(duration: Duration) -> String {
 }
 
 fn main() {
+    // reqwest is built without a crypto provider of its own (see `tests/behaviour/http_client.rs`).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     if let Ok(upstream) = std::env::var(FORWARD_TO) {
         forward_proxy_main(upstream);
         return;
     }
-    // reqwest is built without a crypto provider of its own (see `tests/behaviour/http_client.rs`).
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut criterion = Criterion::default().configure_from_args();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -69,6 +69,23 @@ calls() { # target tool count
     fi
 }
 
+# Waits (at most a minute) until a call of `tool` at `target` answers 5: a program under
+# callgrind runs slowly, and the gateway connects to its upstream after it starts listening.
+ready() { # target tool
+    local i
+    for ((i = 0; i < 120; i++)); do
+        if curl -s -H 'content-type: application/json' \
+            -H 'accept: application/json, text/event-stream' \
+            -H 'mcp-protocol-version: 2025-06-18' -H "authorization: Bearer $ALICE" \
+            -d "${body/TOOL/$2}" "$1" | grep -q '"text":"5"'; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    echo "$2 at $1 never answered 5" >&2
+    exit 1
+}
+
 sha256() { echo -n "$1" | sha256sum | cut -d' ' -f1; }
 
 start upstream "$upstream_program" --http 127.0.0.1:0 --stateless
@@ -113,16 +130,22 @@ url = "$upstream_url"
 EOF
         start measured env RUST_LOG=error valgrind --tool=callgrind --callgrind-out-file="$out" \
             "$program" --config "$dir/gateway.toml" --listen 127.0.0.1:0
-        # Alice has a switch of her own, so every call checks a stored set.
-        curl -sf -X PUT -H "authorization: Bearer $ADMIN" -H 'content-type: application/json' \
-            -d '{"enabled": false}' \
-            "${url%/mcp}/admin/users/alice/tools/up_divide_integers" >/dev/null
         ;;
     esac
     target=$url
+    ready "$target" "$tool"
+    if [ "$tool" = up_add ]; then
+        # Alice has a switch of her own, so every call checks a stored set.
+        curl -sf -X PUT -H "authorization: Bearer $ADMIN" -H 'content-type: application/json' \
+            -d '{"enabled": false}' \
+            "${url%/mcp}/admin/users/alice/tools/up_divide_integers" >/dev/null ||
+            { echo "the switch was refused" >&2; exit 1; }
+    fi
     calls "$target" "$tool" 20
     calls "$target" "$tool" "$2"
-    kill -INT "$pid"
+    # SIGTERM: a script's background job ignores SIGINT. Callgrind writes its counts as the
+    # program ends.
+    kill -TERM "$pid"
     wait "$pid" || true
     sed -n 's/^summary: *\([0-9]*\).*/\1/p;s/^totals: *\([0-9]*\).*/\1/p' "$out" | head -n 1
 }
