@@ -9,6 +9,8 @@
 # - with GATEWAY_BEFORE=<program>, another build of the gateway, measured the same way.
 #
 #     tests/benches/gateway_callgrind.sh
+#     GATEWAY_BENCH=target/release/deps/gateway-HASH GATEWAY_BEFORE=/path/to/mcp_gateway_example \
+#         CALLGRIND_ONLY=gateway_before tests/benches/gateway_callgrind.sh
 #
 # Each count is (instructions with FEW + 1000 calls - instructions with FEW calls) / 1000, of
 # the process under callgrind alone, so its start, the first calls' one-time work and its exit
@@ -158,10 +160,18 @@ per_call() { # what
     echo $(((b - a) / 1000))
 }
 
+# With CALLGRIND_ONLY set to one row's name (upstream, floor, gateway, gateway_before), only
+# that row is counted.
+row() { # what label
+    if [ -z "${CALLGRIND_ONLY:-}" ] || [ "$CALLGRIND_ONLY" = "$1" ]; then
+        echo "$2 $(per_call "$1")"
+    fi
+}
+
 echo "== instructions per tools/call (callgrind, the named process only) =="
-echo "upstream (a direct call): $(per_call upstream)"
-echo "floor proxy:              $(per_call floor)"
-echo "gateway:                  $(per_call gateway)"
+row upstream "upstream (a direct call):"
+row floor "floor proxy:             "
+row gateway "gateway:                 "
 if [ -n "${GATEWAY_BEFORE:-}" ]; then
-    echo "gateway before:           $(per_call gateway_before)"
+    row gateway_before "gateway before:          "
 fi
