@@ -605,8 +605,8 @@ impl Shared {
         match outcome {
             Outcome::Result(result) => match (result.content, result.structured_content) {
                 (None, None) if result.is_error != Some(true) => Ok(String::new()),
-                (content, structured) => self.tool_outcome(
-                    content_text(&content.unwrap_or_default(), structured.as_ref()),
+                (blocks, structured) => self.tool_outcome(
+                    content_text(&blocks.unwrap_or_default(), structured.as_ref()),
                     result.is_error == Some(true),
                 ),
             },
