@@ -39,6 +39,7 @@ mod mcp_gateway;
 mod mcp_gateway_catalog;
 mod mcp_gateway_limits;
 mod mcp_gateway_pins;
+mod mcp_gateway_http;
 mod mcp_gateway_scale;
 mod mcp_gateway_trust;
 mod mcp_node;

@@ -99,10 +99,23 @@ async fn forward(
         .and_then(|message| Some(message.get("method")?.as_str()?.to_owned()))
         .unwrap_or_else(|| format!("{} {}", parts.method, parts.uri.path()));
     backends.forwarded.lock().unwrap().push((index, asked));
-    let target = backends.urls[index]
+    let response = relay(&backends.http, &backends.urls[index], parts, body).await;
+    backends.answered[index].fetch_add(1, Ordering::SeqCst);
+    response
+}
+
+/// Sends the request of `parts` and `body` to the same path at `server`, and streams its
+/// answer back, as an ordinary proxy does.
+async fn relay(
+    http: &reqwest::Client,
+    server: &reqwest::Url,
+    parts: axum::http::request::Parts,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    let target = server
         .join(parts.uri.path_and_query().map_or("/", |path| path.as_str()))
         .unwrap();
-    let mut outgoing = backends.http.request(parts.method, target);
+    let mut outgoing = http.request(parts.method, target);
     for (name, value) in &parts.headers {
         if !matches!(
             name.as_str(),
@@ -112,7 +125,6 @@ async fn forward(
         }
     }
     let answer = outgoing.body(body).send().await.unwrap();
-    backends.answered[index].fetch_add(1, Ordering::SeqCst);
     let mut response = axum::response::Response::builder().status(answer.status());
     for (name, value) in answer.headers() {
         if !matches!(
@@ -127,4 +139,155 @@ async fn forward(
     response
         .body(axum::body::Body::from_stream(answer.bytes_stream()))
         .unwrap()
+}
+
+/// A loopback HTTP proxy in front of one MCP server over streamable HTTP that plays, on the
+/// test's word, what goes wrong between a client and a real server: a session the server has
+/// ended (`404 Not Found` for its requests) and an error status for a call. It notes each
+/// request it answers (see [`Faulty::seen`]).
+pub(crate) struct Faulty {
+    pub(crate) url: String,
+    state: Arc<Faults>,
+    serving: tokio::task::JoinHandle<()>,
+}
+
+/// One request [`Faulty`] answered.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Seen {
+    /// The JSON-RPC method of its body, or `METHOD /path` for a request without one.
+    pub(crate) asked: String,
+    /// The JSON-RPC id of a request, or the `requestId` of a `notifications/cancelled`.
+    pub(crate) id: Option<serde_json::Value>,
+    /// The HTTP status answered.
+    pub(crate) status: u16,
+}
+
+#[derive(Default)]
+struct FaultState {
+    /// The session ids the server gave so far.
+    sessions: Vec<String>,
+    /// The session ids answered `404 Not Found`.
+    ended: Vec<String>,
+    /// The status, content type and body the next `tools/call` is answered with, instead of
+    /// the server's.
+    next_call: Option<(u16, &'static str, String)>,
+    seen: Vec<Seen>,
+}
+
+struct Faults {
+    server: reqwest::Url,
+    http: reqwest::Client,
+    state: Mutex<FaultState>,
+}
+
+impl Faulty {
+    /// The proxy at `…/mcp` on a free loopback port in front of the server at `url`, served
+    /// by the test's runtime.
+    pub(crate) async fn start(url: &str) -> Self {
+        let state = Arc::new(Faults {
+            server: reqwest::Url::parse(url).unwrap(),
+            http: crate::http_client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap(),
+            state: Mutex::default(),
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let router = axum::Router::new().fallback(play).with_state(state.clone());
+        let serving = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Self {
+            url,
+            state,
+            serving,
+        }
+    }
+
+    /// From now on every request of the sessions the server gave so far is answered
+    /// `404 Not Found`, as a server answers once it has ended a session.
+    pub(crate) fn end_sessions(&self) {
+        let mut state = self.state.state.lock().unwrap();
+        let sessions = state.sessions.clone();
+        state.ended.extend(sessions);
+    }
+
+    /// The next `tools/call` is answered with `status` and `body` (of `content_type`), and
+    /// never reaches the server.
+    pub(crate) fn fail_next_call(&self, status: u16, content_type: &'static str, body: &str) {
+        self.state.state.lock().unwrap().next_call = Some((status, content_type, body.to_owned()));
+    }
+
+    /// The requests answered so far, in order, leaving out the `GET` streams.
+    pub(crate) fn seen(&self) -> Vec<Seen> {
+        self.state.state.lock().unwrap().seen.clone()
+    }
+}
+
+impl Drop for Faulty {
+    fn drop(&mut self) {
+        self.serving.abort();
+    }
+}
+
+async fn play(
+    axum::extract::State(faults): axum::extract::State<Arc<Faults>>,
+    request: axum::extract::Request,
+) -> axum::response::Response {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, 64 << 20).await.unwrap();
+    let message = serde_json::from_slice::<serde_json::Value>(&body).ok();
+    let asked = message
+        .as_ref()
+        .and_then(|message| Some(message.get("method")?.as_str()?.to_owned()))
+        .unwrap_or_else(|| format!("{} {}", parts.method, parts.uri.path()));
+    let id = message.as_ref().and_then(|message| {
+        message
+            .get("id")
+            .or_else(|| message.get("params")?.get("requestId"))
+            .cloned()
+    });
+    let session = parts
+        .headers
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let listen = parts.method == axum::http::Method::GET;
+    let played = {
+        let mut state = faults.state.lock().unwrap();
+        if session
+            .as_ref()
+            .is_some_and(|session| state.ended.contains(session))
+        {
+            Some((404, "text/plain", String::new()))
+        } else if asked == "tools/call" {
+            state.next_call.take()
+        } else {
+            None
+        }
+    };
+    let response = match played {
+        Some((status, content_type, text)) => axum::response::Response::builder()
+            .status(status)
+            .header("content-type", content_type)
+            .body(axum::body::Body::from(text))
+            .unwrap(),
+        None => relay(&faults.http, &faults.server, parts, body).await,
+    };
+    let mut state = faults.state.lock().unwrap();
+    if let Some(given) = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+    {
+        if !state.sessions.iter().any(|known| known == given) {
+            state.sessions.push(given.to_owned());
+        }
+    }
+    if !listen {
+        let status = response.status().as_u16();
+        state.seen.push(Seen { asked, id, status });
+    }
+    response
 }

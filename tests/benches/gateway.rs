@@ -21,6 +21,12 @@
 //! server only, so it and a second gateway (`gateway_stdio`) both front the upstream started
 //! over stdio: the ratio compares like with like.
 //!
+//! The floor: `forward_proxy`, a hand-written HTTP hop in front of the same upstream (an axum
+//! server, this bench's own program run again, forwarding each POST's body to the upstream with
+//! a keep-alive `reqwest` client and its answer back unchanged, no MCP parsing): what any
+//! process between client and upstream costs on this machine, where the clients, the hop and
+//! the upstream share the cores.
+//!
 //! With `TOOL_CORE_GATEWAY_BEFORE` naming another build of the `mcp_gateway` program (say, of
 //! the commit before a change), it runs beside this one as `gateway_before`, in front of the
 //! same upstream with its own store: a change's effect measured in one run. A build that
@@ -53,6 +59,8 @@ const GATEWAY: &str = env!("CARGO_BIN_EXE_mcp_gateway_example");
 const ALICE: &str = "alice-token-0123456789";
 const ADMIN: &str = "admin-token-abcdef";
 const LIMIT: Duration = Duration::from_secs(30);
+/// Set to an upstream's URL, this program is the floor proxy in front of it.
+const FORWARD_TO: &str = "TOOL_CORE_BENCH_FORWARD_TO";
 
 /// A process serving MCP over HTTP; killed on drop.
 struct Served {
@@ -130,6 +138,73 @@ fn gateway_program(program: &Path, dir: &Path, store: &str, limits: &str, server
         .args(["--listen", "127.0.0.1:0"])
         .env("RUST_LOG", "error");
     start_printing_url(command)
+}
+
+/// The floor proxy (this program again, see [`forward_proxy_main`]) in front of `upstream`.
+fn forward_proxy(upstream: &Served) -> Served {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command.env(FORWARD_TO, &upstream.url);
+    start_printing_url(command)
+}
+
+/// The floor proxy's program: serves `POST /mcp` on a free loopback port, sending each body to
+/// the upstream at `upstream` with the headers a stateless MCP request needs and answering with
+/// the upstream's status, content type and body, unchanged. Two worker threads, like the
+/// gateway on this machine.
+fn forward_proxy_main(upstream: String) {
+    use axum::{
+        body::Bytes,
+        http::{HeaderMap, StatusCode, header},
+        response::IntoResponse,
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(128)
+            .build()
+            .unwrap();
+        let forward = move |headers: HeaderMap, body: Bytes| {
+            let client = client.clone();
+            let upstream = upstream.clone();
+            async move {
+                let mut request = client.post(upstream).body(body);
+                for name in [
+                    header::CONTENT_TYPE.as_str(),
+                    header::ACCEPT.as_str(),
+                    "mcp-protocol-version",
+                    "mcp-session-id",
+                ] {
+                    if let Some(value) = headers.get(name) {
+                        request = request.header(name, value);
+                    }
+                }
+                match request.send().await {
+                    Ok(response) => {
+                        let status = StatusCode::from_u16(response.status().as_u16())
+                            .unwrap_or(StatusCode::BAD_GATEWAY);
+                        let content_type = response.headers().get(header::CONTENT_TYPE).cloned();
+                        let body = response.bytes().await.unwrap_or_default();
+                        let mut answer = (status, body).into_response();
+                        if let Some(content_type) = content_type {
+                            answer
+                                .headers_mut()
+                                .insert(header::CONTENT_TYPE, content_type);
+                        }
+                        answer
+                    }
+                    Err(error) => (StatusCode::BAD_GATEWAY, error.to_string()).into_response(),
+                }
+            }
+        };
+        let app = axum::Router::new().route("/mcp", axum::routing::post(forward));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("listening on http://{}/mcp", listener.local_addr().unwrap());
+        axum::serve(listener, app).await.unwrap();
+    });
 }
 
 fn mcp_proxy() -> Option<PathBuf> {
@@ -408,6 +483,10 @@ fn micros(duration: Duration) -> String {
 fn main() {
     // reqwest is built without a crypto provider of its own (see `tests/behaviour/http_client.rs`).
     let _ = rustls::crypto::ring::default_provider().install_default();
+    if let Ok(upstream) = std::env::var(FORWARD_TO) {
+        forward_proxy_main(upstream);
+        return;
+    }
     let mut criterion = Criterion::default().configure_from_args();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -424,6 +503,7 @@ fn main() {
     );
     let store = format!("sqlite://{}", dir.path().join("switches.db").display());
     let through = gateway(dir.path(), &store, &servers);
+    let floor = forward_proxy(&upstream);
     // Alice has switches of her own, so every call checks a stored set.
     runtime.block_on(switch_one_off(&through));
     let before_dir = tempfile::tempdir().unwrap();
@@ -458,6 +538,7 @@ fn main() {
     }
 
     let direct = Target::new("direct", &upstream.url, "add");
+    let floor_target = Target::new("forward_proxy", &floor.url, "add");
     let gateway_http = Target::new("gateway", &through.url, "up_add");
     let gateway_before = before
         .as_ref()
@@ -468,7 +549,7 @@ fn main() {
         .map(|served| Target::new("mcp_proxy", &served.url, "add"));
 
     let mut group = criterion.benchmark_group("tools_call_one_client");
-    for target in [&direct, &gateway_http]
+    for target in [&direct, &floor_target, &gateway_http]
         .into_iter()
         .chain(gateway_before.as_ref())
         .chain([&gateway_stdio])
@@ -482,6 +563,7 @@ fn main() {
     // of everything serving the call.
     let rows: Vec<(&Target, Vec<&Served>)> = [
         (&direct, vec![&upstream]),
+        (&floor_target, vec![&floor, &upstream]),
         (&gateway_http, vec![&through, &upstream]),
     ]
     .into_iter()

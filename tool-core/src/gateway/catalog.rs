@@ -808,7 +808,8 @@ pub(crate) struct UpstreamTool {
 }
 
 impl UpstreamTool {
-    async fn call(&self, args: JsonObject) -> Result<String, ToolError> {
+    /// The call, with `call`'s context (the server's progress reaches the gateway's client).
+    async fn call(&self, args: JsonObject, call: CallContext) -> Result<String, ToolError> {
         if let McpStatus::Disconnected { reason } = self.client.status() {
             return Err(ToolError::new(format!(
                 "the tool `{}` is temporarily unavailable: its MCP server '{}' is not connected \
@@ -816,7 +817,9 @@ impl UpstreamTool {
                 self.info.local_name, self.server
             )));
         }
-        self.client.call(&self.info.local_name, args).await
+        self.client
+            .call_with(&self.info.local_name, args, call)
+            .await
     }
 }
 
@@ -835,15 +838,12 @@ impl ExecutableTool for UpstreamTool {
     }
 
     async fn execute(&self, args: JsonObject) -> Result<String, ToolError> {
-        self.call(args).await
+        let call = CallContext::new(String::new(), self.info.local_name.clone());
+        self.call(args, call).await
     }
 
-    async fn execute_with(
-        &self,
-        args: JsonObject,
-        _call: CallContext,
-    ) -> Result<String, ToolError> {
-        self.call(args).await
+    async fn execute_with(&self, args: JsonObject, call: CallContext) -> Result<String, ToolError> {
+        self.call(args, call).await
     }
 }
 

@@ -13,7 +13,7 @@ use rmcp::{
         CustomResult, ErrorCode, InitializeRequestParams, InitializeResult, ListToolsResult,
         PaginatedRequestParams, ProtocolVersion, ServerConfig, SubscriptionFilter,
     },
-    service::{NotificationContext, RequestContext, SubscriptionContext},
+    service::{MaybeSendFuture, NotificationContext, RequestContext, SubscriptionContext},
     transport::streamable_http_server::SessionRestoreMarker,
 };
 use serde_json::{Value, json};
@@ -380,20 +380,86 @@ impl ServerHandler for GatewayHandler {
         self.inner.supported_protocol_versions()
     }
 
-    async fn initialize(
+    // Each request's future is boxed here: rmcp moves it into the tasks it spawns for the
+    // request, and a pointer moves for less than the store's and the registry's futures.
+    fn initialize(
         &self,
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, ErrorData> {
-        let user = self.ensure_user(&context).await?;
-        if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
-            // A session another process began: its user only, with its switches.
-            self.attach_session(&user, &restored.id).await?;
-        }
-        self.inner.initialize(request, context).await
+    ) -> impl Future<Output = Result<InitializeResult, ErrorData>> + MaybeSendFuture + '_ {
+        Box::pin(async move {
+            let user = self.ensure_user(&context).await?;
+            if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
+                // A session another process began: its user only, with its switches.
+                self.attach_session(&user, &restored.id).await?;
+            }
+            self.inner.initialize(request, context).await
+        })
     }
 
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+    fn on_initialized(
+        &self,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        Box::pin(self.initialized(context))
+    }
+
+    fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + MaybeSendFuture + '_ {
+        Box::pin(self.listed(request, context))
+    }
+
+    /// With `otel`, the call's `tools/call {tool}` span (kind `SERVER`, continuing the trace
+    /// context of the request's `_meta`) holds all the gateway does for it, up to the call to
+    /// the upstream server, which carries the trace on in its own `_meta`.
+    fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + MaybeSendFuture + '_ {
+        #[cfg(feature = "otel")]
+        let span = self.inner.call_span(&request, &context);
+        let call = self.call(request, context);
+        #[cfg(feature = "otel")]
+        let call = crate::mcp::traced(span, call);
+        Box::pin(call)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        self.inner.get_tool(name)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.inner.accepted_subscription_filter(requested)
+    }
+
+    /// 2026-07-28 listen streams: every burst of registry changes and changes of the user's or
+    /// the session's switches is one `notifications/tools/list_changed`.
+    fn listen(
+        &self,
+        subscription: SubscriptionContext,
+    ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
+        Box::pin(self.listening(subscription))
+    }
+
+    fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CustomResult, ErrorData>> + MaybeSendFuture + '_ {
+        Box::pin(self.inner.on_custom_request(request, context))
+    }
+}
+
+/// The bodies of [`GatewayHandler`]'s requests, boxed by its `ServerHandler` methods.
+impl GatewayHandler {
+    async fn initialized(&self, context: NotificationContext<RoleServer>) {
         let user = lock(&self.user).clone();
         if let Some(user) = &user {
             if let Err(error) = self.attach_session_of(user, &context.extensions).await {
@@ -427,7 +493,7 @@ impl ServerHandler for GatewayHandler {
         });
     }
 
-    async fn list_tools(
+    async fn listed(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
@@ -455,36 +521,7 @@ impl ServerHandler for GatewayHandler {
         Ok(listed)
     }
 
-    /// With `otel`, the call's `tools/call {tool}` span (kind `SERVER`, continuing the trace
-    /// context of the request's `_meta`) holds all the gateway does for it, up to the call to
-    /// the upstream server, which carries the trace on in its own `_meta`.
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        #[cfg(feature = "otel")]
-        let span = self.inner.call_span(&request, &context);
-        let call = self.call(request, context);
-        #[cfg(feature = "otel")]
-        let call = crate::mcp::traced(span, call);
-        call.await
-    }
-
-    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        self.inner.get_tool(name)
-    }
-
-    fn accepted_subscription_filter(
-        &self,
-        requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        self.inner.accepted_subscription_filter(requested)
-    }
-
-    /// 2026-07-28 listen streams: every burst of registry changes and changes of the user's or
-    /// the session's switches is one `notifications/tools/list_changed`.
-    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+    async fn listening(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let user = self.ensure_user(subscription.request_context()).await?;
         // A stream of the user's while this runs.
         let _stream = self
@@ -520,14 +557,6 @@ impl ServerHandler for GatewayHandler {
                 return Ok(());
             }
         }
-    }
-
-    async fn on_custom_request(
-        &self,
-        request: CustomRequest,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, ErrorData> {
-        self.inner.on_custom_request(request, context).await
     }
 }
 

@@ -244,7 +244,7 @@ impl McpHandler {
                 Verdict::Ask(question) => return Ok(question.into()),
             }
         }
-        let call = call_context(&request, &context, cancelled.clone());
+        let (call, progress) = call_context(&request, &context, cancelled.clone());
         let structured = has_structured_output(&version)
             && snapshot
                 .metadata(&request.name)
@@ -258,6 +258,16 @@ impl McpHandler {
                 return Err(ErrorData::internal_error("the request was cancelled", None));
             }
         };
+        if let Some(progress) = progress {
+            // The progress the tool reported goes out before its answer, which ends the
+            // request's stream.
+            tokio::select! {
+                () = progress.flushed() => {}
+                () = cancelled.cancelled() => {
+                    return Err(ErrorData::internal_error("the request was cancelled", None));
+                }
+            }
+        }
         call_result(outcome, structured).map(CallToolResponse::from)
     }
 
@@ -582,50 +592,82 @@ fn drain(events: &mut broadcast::Receiver<RegistryEvent>) {
 /// The tool's view of an MCP call: the request id as the call id, the client's cancellation,
 /// and, when the client asked for progress (a `progressToken` in `_meta`), a progress channel
 /// whose reports become `notifications/progress` (`progress` the fraction done, `total` 1), in
-/// the order the tool made them.
+/// the order the tool made them, with the [`ProgressOut`] that tells when they are sent.
 fn call_context(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
     cancellation: CancellationToken,
-) -> CallContext {
+) -> (CallContext, Option<ProgressOut>) {
     let mut call = CallContext::new(context.id.to_string(), request.name.to_string())
         .with_cancellation(cancellation);
     let token = request
         .progress_token()
         .or_else(|| context.meta.get_progress_token());
-    if let Some(token) = token {
-        let peer = context.peer.clone();
-        let runtime = tokio::runtime::Handle::current();
-        // Most calls report no progress: the task sending the notifications, in order, starts
-        // with the first report. It ends when the call's context (and so the sender) is
-        // dropped.
-        let reports = std::sync::OnceLock::<tokio::sync::mpsc::UnboundedSender<Progress>>::new();
-        call = call.with_progress(move |report| {
-            let sender = reports.get_or_init(|| {
-                let (sender, pending) = tokio::sync::mpsc::unbounded_channel();
-                runtime.spawn(send_progress(peer.clone(), token.clone(), pending));
-                sender
-            });
-            let _ = sender.send(report);
+    let Some(token) = token else {
+        return (call, None);
+    };
+    let peer = context.peer.clone();
+    let runtime = tokio::runtime::Handle::current();
+    // Most calls report no progress: the task sending the notifications, in order, starts with
+    // the first report. It ends when the call's context (and so the sender) is dropped.
+    let out = ProgressOut::default();
+    let reports = out.0.clone();
+    call = call.with_progress(move |report| {
+        let sender = reports.get_or_init(|| {
+            let (sender, pending) = tokio::sync::mpsc::unbounded_channel();
+            runtime.spawn(send_progress(peer.clone(), token.clone(), pending));
+            sender
         });
+        let _ = sender.send(ProgressItem::Report(report));
+    });
+    (call, Some(out))
+}
+
+/// The way to a call's progress task, once the call reported progress.
+#[derive(Default)]
+struct ProgressOut(Arc<std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<ProgressItem>>>);
+
+impl ProgressOut {
+    /// Waits until the progress reported so far is sent (at once if none was).
+    async fn flushed(&self) {
+        let Some(sender) = self.0.get() else { return };
+        let (done, sent) = tokio::sync::oneshot::channel();
+        if sender.send(ProgressItem::Flush(done)).is_ok() {
+            let _ = sent.await;
+        }
     }
-    call
+}
+
+/// What a call's progress task is given.
+enum ProgressItem {
+    /// A report to send.
+    Report(Progress),
+    /// Told once every report before it is sent.
+    Flush(tokio::sync::oneshot::Sender<()>),
 }
 
 /// Sends the progress reports of a call as `notifications/progress` with `token`.
 async fn send_progress(
     peer: Peer<RoleServer>,
     token: ProgressToken,
-    mut pending: tokio::sync::mpsc::UnboundedReceiver<Progress>,
+    mut pending: tokio::sync::mpsc::UnboundedReceiver<ProgressItem>,
 ) {
-    while let Some(report) = pending.recv().await {
-        let mut notification =
-            ProgressNotificationParam::new(token.clone(), report.fraction).with_total(1.0);
-        if let Some(message) = report.message {
-            notification = notification.with_message(message);
-        }
-        if peer.notify_progress(notification).await.is_err() {
-            return;
+    let mut open = true;
+    while let Some(item) = pending.recv().await {
+        match item {
+            ProgressItem::Report(report) if open => {
+                let mut notification =
+                    ProgressNotificationParam::new(token.clone(), report.fraction).with_total(1.0);
+                if let Some(message) = report.message {
+                    notification = notification.with_message(message);
+                }
+                // A closed stream takes no more; flushes are still answered.
+                open = peer.notify_progress(notification).await.is_ok();
+            }
+            ProgressItem::Report(_) => {}
+            ProgressItem::Flush(done) => {
+                let _ = done.send(());
+            }
         }
     }
 }

@@ -43,7 +43,8 @@ use tokio_util::sync::CancellationToken;
 use super::{
     McpClientError, McpProgress, McpServerConfig, McpStatus, McpToolInfo, McpTransportConfig,
     config::header_pair,
-    content::{result_text, truncated},
+    content::{content_text, result_text, truncated},
+    direct::{self, DirectHttp, Outcome},
     http::{HttpReports, LostAnswer, ReportingClient},
     lines::{LimitedLines, MAX_MESSAGE_SIZE, OVERSIZED},
     listing::{ListError, Listed, list_tools},
@@ -110,6 +111,10 @@ pub(super) struct Shared {
     /// The configuration's secrets (the URL's credentials and query, the headers' values),
     /// taken out of every message that quotes someone else's error.
     scrubber: Scrubber,
+    /// The live connection's way to send calls beside `rmcp`, over HTTP (see [`direct`]).
+    direct: Mutex<Option<Arc<DirectHttp>>>,
+    /// The number of the next call sent beside `rmcp`, for its request id.
+    direct_ids: AtomicU64,
     pub(super) stop: CancellationToken,
 }
 
@@ -122,6 +127,8 @@ pub(super) struct Connection {
     done: Option<ServiceDone>,
     cancel: CancellationToken,
     child: Option<Child>,
+    /// Over HTTP: what calls sent beside `rmcp` need.
+    direct: Option<Arc<DirectHttp>>,
 }
 
 type ServiceDone = Pin<Box<dyn Future<Output = Result<QuitReason, tokio::task::JoinError>> + Send>>;
@@ -157,6 +164,8 @@ impl Shared {
             stderr_tail: Arc::new(Mutex::new(None)),
             http_reports: Arc::default(),
             scrubber,
+            direct: Mutex::new(None),
+            direct_ids: AtomicU64::new(0),
             stop: CancellationToken::new(),
         });
         (shared, lost_rx)
@@ -206,6 +215,7 @@ impl Shared {
         })??;
         connection.generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
         *lock(&self.peer) = Some((connection.generation, connection.peer.clone()));
+        lock(&self.direct).clone_from(&connection.direct);
         let version = connection
             .peer
             .peer_info()
@@ -224,6 +234,7 @@ impl Shared {
         let handler = ClientSide {
             shared: Arc::downgrade(self),
         };
+        let mut http = None;
         let (running, mut child) = match &self.config.transport {
             McpTransportConfig::Command {
                 program,
@@ -285,7 +296,7 @@ impl Shared {
                     custom.insert(name, value);
                 }
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(custom);
+                    .custom_headers(custom.clone());
                 config.max_sse_event_size = MAX_MESSAGE_SIZE;
                 config.max_json_response_size = MAX_MESSAGE_SIZE;
                 let client = ReportingClient::new(self.http_reports.clone()).map_err(|error| {
@@ -297,6 +308,7 @@ impl Shared {
                         ),
                     }
                 })?;
+                http = Some((client.reqwest(), url, custom));
                 let transport = InOrder::new(
                     StreamableHttpClientTransport::with_client(client, config),
                     Arc::downgrade(self),
@@ -342,6 +354,9 @@ impl Shared {
             })?;
         self.publish_tools(listed);
 
+        let direct = http.and_then(|(client, url, custom)| {
+            DirectHttp::new(client, url, custom, version.as_str()).map(Arc::new)
+        });
         let peer = running.peer().clone();
         let cancel = CancellationToken::new();
         let done: ServiceDone = Box::pin(wait_service(running, cancel.clone()));
@@ -357,6 +372,7 @@ impl Shared {
             done: Some(done),
             cancel,
             child,
+            direct,
         })
     }
 
@@ -471,15 +487,21 @@ impl Shared {
     /// waits at most the [call timeout](McpServerConfig::call_timeout) (a call given up is
     /// cancelled on the server), and its text is cut to the
     /// [result size limit](McpServerConfig::max_result_size).
+    ///
+    /// With `direct`, a call over HTTP is sent beside `rmcp` (see [`direct`]).
     pub(super) async fn call(
         &self,
         local: &str,
         remote: &str,
         args: JsonObject,
         context: Option<CallContext>,
+        direct: bool,
     ) -> Result<String, ToolError> {
         let limit = self.config.call_timeout;
-        let call = tokio::time::timeout(limit, self.call_unbounded(local, remote, args, context));
+        let call = tokio::time::timeout(
+            limit,
+            self.call_unbounded(local, remote, args, context, direct),
+        );
         #[cfg(feature = "otel")]
         let span = self.call_span(remote);
         #[cfg(feature = "otel")]
@@ -522,10 +544,90 @@ impl Shared {
         remote: &str,
         args: JsonObject,
         context: Option<CallContext>,
+        direct: bool,
     ) -> Result<String, ToolError> {
         let Some((generation, peer)) = lock(&self.peer).clone() else {
             return Err(self.not_connected());
         };
+        let http = if direct {
+            lock(&self.direct).clone()
+        } else {
+            None
+        };
+        if let Some(http) = http {
+            return self
+                .call_direct(&http, generation, peer, local, remote, args, context)
+                .await;
+        }
+        self.call_through_rmcp(generation, peer, local, remote, args, context)
+            .await
+    }
+
+    /// A call sent beside `rmcp` over HTTP; see [`direct`].
+    #[allow(clippy::too_many_arguments)]
+    async fn call_direct(
+        &self,
+        http: &DirectHttp,
+        generation: u64,
+        peer: Peer<RoleClient>,
+        local: &str,
+        remote: &str,
+        args: JsonObject,
+        context: Option<CallContext>,
+    ) -> Result<String, ToolError> {
+        let number = self.direct_ids.fetch_add(1, Ordering::Relaxed);
+        let id_text = format!("tool-core-{number}");
+        let id = RequestId::String(Arc::from(id_text.as_str()));
+        let mut meta = JsonObject::new();
+        meta.insert("progressToken".to_owned(), Value::String(id_text.clone()));
+        #[cfg(feature = "otel")]
+        {
+            // The call's trace context, so the server's span continues this trace.
+            crate::otel::mcp::inject(&tracing::Span::current(), &mut meta);
+            tracing::Span::current().record("jsonrpc.request.id", id_text.as_str());
+        }
+        let body = direct::call_body(&id_text, remote, &args, &meta);
+        let mut in_flight =
+            InFlight::new(self, &ProgressToken(id.clone()), local, context, &peer, &id);
+        let Ok(outcome) =
+            direct::call(http, self.http_reports.session(), &id_text, body, self).await
+        else {
+            // The call was not run: `rmcp` sends it, with its context, and begins a new
+            // session.
+            let context = in_flight.withdraw();
+            return self
+                .call_through_rmcp(generation, peer, local, remote, args, context)
+                .await;
+        };
+        in_flight.answered = true;
+        // The call's context goes with its answer: it may hold an agent's event stream open.
+        drop(in_flight);
+        match outcome {
+            Outcome::Result(result) => match (result.content, result.structured_content) {
+                (None, None) if result.is_error != Some(true) => Ok(String::new()),
+                (blocks, structured) => self.tool_outcome(
+                    content_text(&blocks.unwrap_or_default(), structured.as_ref()),
+                    result.is_error == Some(true),
+                ),
+            },
+            Outcome::Error(error) => Err(self.rejected(&error)),
+            Outcome::Unreachable(reason) => {
+                Err(self.connection_lost(generation, &self.foreign(reason)))
+            }
+            Outcome::Lost(lost) => Err(self.lost_answer(lost)),
+        }
+    }
+
+    /// A call sent through `rmcp`'s client.
+    async fn call_through_rmcp(
+        &self,
+        generation: u64,
+        peer: Peer<RoleClient>,
+        local: &str,
+        remote: &str,
+        args: JsonObject,
+        context: Option<CallContext>,
+    ) -> Result<String, ToolError> {
         let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(args);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         #[allow(unused_mut)]
@@ -555,26 +657,9 @@ impl Shared {
         in_flight.answered = true;
         // The call's context goes with its answer: it may hold an agent's event stream open.
         drop(in_flight);
-        let limit = self.config.max_result_size;
         match response.map_err(|error| self.call_error(generation, &peer, Some(&id), error))? {
             ServerResult::CallToolResult(result) => {
-                let text = truncated(result_text(&result), limit);
-                if result.is_error == Some(true) {
-                    #[cfg(feature = "otel")]
-                    crate::otel::mcp::failed(
-                        &tracing::Span::current(),
-                        "tool_error",
-                        None,
-                        "the tool reported an error",
-                    );
-                    if text.is_empty() {
-                        return Err(ToolError::new(
-                            "the tool reported an error without a message",
-                        ));
-                    }
-                    return Err(ToolError::new(text));
-                }
-                Ok(text)
+                self.tool_outcome(result_text(&result), result.is_error == Some(true))
             }
             // A result with no `content` decodes as the empty result (the field is required
             // by the schema, but some servers leave it out when there is nothing to say).
@@ -584,6 +669,27 @@ impl Shared {
                 self.name()
             ))),
         }
+    }
+
+    /// A tool result's text (cut to the result size limit), or its error when `is_error`.
+    fn tool_outcome(&self, text: String, is_error: bool) -> Result<String, ToolError> {
+        let text = truncated(text, self.config.max_result_size);
+        if is_error {
+            #[cfg(feature = "otel")]
+            crate::otel::mcp::failed(
+                &tracing::Span::current(),
+                "tool_error",
+                None,
+                "the tool reported an error",
+            );
+            if text.is_empty() {
+                return Err(ToolError::new(
+                    "the tool reported an error without a message",
+                ));
+            }
+            return Err(ToolError::new(text));
+        }
+        Ok(text)
     }
 
     /// The tool error for a failed request (`id`, once sent). A broken connection is reported
@@ -596,57 +702,71 @@ impl Shared {
         id: Option<&RequestId>,
         error: ServiceError,
     ) -> ToolError {
-        let server = self.name();
         let lost_answer = id.and_then(|id| self.http_reports.lost_answer(id));
         if let (ServiceError::TransportClosed, Some(lost)) = (&error, lost_answer) {
             if !peer.is_transport_closed() {
-                return ToolError::new(match lost {
-                    LostAnswer::TooLarge => format!(
-                        "the answer of the MCP server '{server}' was over the limit of \
-                         {MAX_MESSAGE_SIZE} bytes"
-                    ),
-                    LostAnswer::Other(reason) => format!(
-                        "the answer of the MCP server '{server}' was lost: {}",
-                        self.foreign(reason)
-                    ),
-                });
+                return self.lost_answer(lost);
             }
-        }
-        #[cfg(feature = "otel")]
-        if let ServiceError::McpError(error) = &error {
-            crate::otel::mcp::failed(
-                &tracing::Span::current(),
-                &error.code.0.to_string(),
-                Some(error.code.0),
-                &self.foreign(&error.message),
-            );
         }
         match error {
-            ServiceError::McpError(error) => match oversized(&error) {
-                Some((size, limit)) => ToolError::new(format!(
-                    "the answer of the MCP server '{server}' was {size} bytes, over the limit \
-                     of {limit} bytes"
-                )),
-                None => ToolError::new(format!(
-                    "the MCP server '{server}' rejected the call: {}",
-                    self.foreign(&error.message)
-                )),
-            },
+            ServiceError::McpError(error) => self.rejected(&error),
             error @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                let reason = format!(
-                    "the connection was lost ({})",
-                    self.foreign(with_causes(&error))
-                );
-                let _ = self.lost.send((generation, reason.clone()));
-                ToolError::new(format!(
-                    "the MCP server '{server}' is not connected: {reason}"
-                ))
+                self.connection_lost(generation, &self.foreign(with_causes(&error)))
             }
             error => ToolError::new(format!(
-                "the call to the MCP server '{server}' failed: {}",
+                "the call to the MCP server '{}' failed: {}",
+                self.name(),
                 self.foreign(with_causes(&error))
             )),
         }
+    }
+
+    /// The tool error for an answer lost on a connection that lives on.
+    fn lost_answer(&self, lost: LostAnswer) -> ToolError {
+        let server = self.name();
+        ToolError::new(match lost {
+            LostAnswer::TooLarge => format!(
+                "the answer of the MCP server '{server}' was over the limit of \
+                 {MAX_MESSAGE_SIZE} bytes"
+            ),
+            LostAnswer::Other(reason) => format!(
+                "the answer of the MCP server '{server}' was lost: {}",
+                self.foreign(reason)
+            ),
+        })
+    }
+
+    /// The tool error for the server's error answer.
+    fn rejected(&self, error: &ErrorData) -> ToolError {
+        #[cfg(feature = "otel")]
+        crate::otel::mcp::failed(
+            &tracing::Span::current(),
+            &error.code.0.to_string(),
+            Some(error.code.0),
+            &self.foreign(&error.message),
+        );
+        let server = self.name();
+        match oversized(error) {
+            Some((size, limit)) => ToolError::new(format!(
+                "the answer of the MCP server '{server}' was {size} bytes, over the limit \
+                 of {limit} bytes"
+            )),
+            None => ToolError::new(format!(
+                "the MCP server '{server}' rejected the call: {}",
+                self.foreign(&error.message)
+            )),
+        }
+    }
+
+    /// The tool error for a call that found the connection broken (`cause`, already without
+    /// secrets); the connection task is told, and reconnects.
+    fn connection_lost(&self, generation: u64, cause: &str) -> ToolError {
+        let reason = format!("the connection was lost ({cause})");
+        let _ = self.lost.send((generation, reason.clone()));
+        ToolError::new(format!(
+            "the MCP server '{}' is not connected: {reason}",
+            self.name()
+        ))
     }
 
     /// Forwards a progress notification of a call in flight to the subscribers and to the
@@ -773,6 +893,17 @@ impl<'a> InFlight<'a> {
             id: id.clone(),
             answered: false,
         }
+    }
+}
+
+impl InFlight<'_> {
+    /// Takes the call out of the calls in flight, not cancelled (it was never run), and gives
+    /// back its context.
+    fn withdraw(mut self) -> Option<CallContext> {
+        self.answered = true;
+        lock(&self.shared.calls)
+            .remove(&self.token)
+            .and_then(|call| call.context)
     }
 }
 
@@ -1133,5 +1264,15 @@ impl ClientHandler for ClientSide {
 impl ProgressSink for Shared {
     fn on_progress(&self, params: ProgressNotificationParam) {
         Shared::on_progress(self, params);
+    }
+}
+
+impl direct::Events for Shared {
+    fn progress(&self, params: ProgressNotificationParam) {
+        Shared::on_progress(self, params);
+    }
+
+    fn tools_changed(&self) {
+        self.refresh.notify_one();
     }
 }

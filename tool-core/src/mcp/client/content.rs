@@ -2,6 +2,7 @@
 
 use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
+use serde_json::Value;
 
 /// The text of a result, block by block, one block per line:
 ///
@@ -14,9 +15,14 @@ use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 ///   that return structured content to send its text form too, and SDKs wrap plain values
 ///   (`{"result": …}`) beside their text, so with text the model has it already.
 pub(super) fn result_text(result: &CallToolResult) -> String {
-    let mut lines: Vec<String> = result.content.iter().map(block_text).collect();
-    if let Some(structured) = &result.structured_content {
-        let has_text = result.content.iter().any(|block| block.as_text().is_some());
+    content_text(&result.content, result.structured_content.as_ref())
+}
+
+/// [`result_text`] of a result's `content` and `structuredContent`.
+pub(super) fn content_text(content: &[ContentBlock], structured: Option<&Value>) -> String {
+    let mut lines: Vec<String> = content.iter().map(block_text).collect();
+    if let Some(structured) = structured {
+        let has_text = content.iter().any(|block| block.as_text().is_some());
         if !has_text {
             lines.push(structured.to_string());
         }

@@ -33,6 +33,8 @@ pub(super) struct HttpReports {
     lost: Mutex<HashMap<RequestId, LostAnswer>>,
     /// The last failed request's error, with its causes.
     failure: Mutex<Option<String>>,
+    /// The session id `rmcp` sent with its last request, if the server gave one.
+    session: Mutex<Option<Arc<str>>>,
 }
 
 impl HttpReports {
@@ -44,6 +46,12 @@ impl HttpReports {
     /// The last failed request's error with its causes, if any (once).
     pub(super) fn failure(&self) -> Option<String> {
         lock(&self.failure).take()
+    }
+
+    /// The session id of the connection's requests, if the server gave one: the same for
+    /// requests sent beside `rmcp` (see [`direct`](super::direct)).
+    pub(super) fn session(&self) -> Option<Arc<str>> {
+        lock(&self.session).clone()
     }
 
     /// Notes why the answer to `id` was lost.
@@ -90,6 +98,11 @@ impl ReportingClient {
             .redirect(crate::secrets::same_origin_redirects())
             .build()?;
         Ok(Self { inner, reports })
+    }
+
+    /// The `reqwest` client itself (its connections are shared with its clones).
+    pub(super) fn reqwest(&self) -> reqwest::Client {
+        self.inner.clone()
     }
 
     /// The response, with the errors of an SSE stream reported for `id`.
@@ -189,6 +202,12 @@ impl StreamableHttpClient for ReportingClient {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let id = request_id(&message);
+        {
+            let mut session = lock(&self.reports.session);
+            if *session != session_id {
+                session.clone_from(&session_id);
+            }
+        }
         let response = self
             .inner
             .post_message_with_response_limits(

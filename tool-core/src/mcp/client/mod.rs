@@ -4,6 +4,7 @@
 mod config;
 mod connection;
 mod content;
+mod direct;
 mod http;
 mod lines;
 mod listing;
@@ -248,20 +249,51 @@ impl McpClient {
         local_name: &str,
         args: crate::JsonObject,
     ) -> Result<String, crate::ToolError> {
-        let remote = self
-            .shared()
+        match self.remote_name(local_name) {
+            Some(remote) => {
+                self.shared()
+                    .call(local_name, &remote, args, None, false)
+                    .await
+            }
+            None => Err(self.no_tool(local_name)),
+        }
+    }
+
+    /// As [`call`](Self::call), with the call's context (the server's progress reaches it),
+    /// and, over HTTP, sent beside `rmcp`'s client with a request of its own (see `direct`):
+    /// the gateway's way, which makes one such call for each it serves.
+    #[cfg(feature = "gateway")]
+    pub(crate) async fn call_with(
+        &self,
+        local_name: &str,
+        args: crate::JsonObject,
+        context: crate::call::CallContext,
+    ) -> Result<String, crate::ToolError> {
+        match self.remote_name(local_name) {
+            Some(remote) => {
+                self.shared()
+                    .call(local_name, &remote, args, Some(context), true)
+                    .await
+            }
+            None => Err(self.no_tool(local_name)),
+        }
+    }
+
+    /// The name on the server of the tool registered as `local_name`.
+    fn remote_name(&self, local_name: &str) -> Option<String> {
+        self.shared()
             .tools
             .borrow()
             .iter()
             .find(|tool| tool.local_name == local_name)
-            .map(|tool| tool.remote_name.clone());
-        match remote {
-            Some(remote) => self.shared().call(local_name, &remote, args, None).await,
-            None => Err(crate::ToolError::new(format!(
-                "the MCP server '{}' has no tool `{local_name}`",
-                self.server_name()
-            ))),
-        }
+            .map(|tool| tool.remote_name.clone())
+    }
+
+    fn no_tool(&self, local_name: &str) -> crate::ToolError {
+        crate::ToolError::new(format!(
+            "the MCP server '{}' has no tool `{local_name}`",
+            self.server_name()
+        ))
     }
 
     /// Registers the server's tools in `registry` and keeps them in sync with the server's

@@ -204,7 +204,13 @@ impl McpTool {
             ));
         };
         shared
-            .call(&self.info.local_name, &self.info.remote_name, args, context)
+            .call(
+                &self.info.local_name,
+                &self.info.remote_name,
+                args,
+                context,
+                false,
+            )
             .await
     }
 }

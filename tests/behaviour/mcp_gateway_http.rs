@@ -1,0 +1,358 @@
+//! The `mcp_gateway` example in front of upstream servers over streamable HTTP, whose calls it
+//! sends with requests of its own beside `rmcp`'s client: the official Python SDK's server
+//! (`tests/mcp_python/server.py http`: a session, answers as SSE streams, a bearer token) and
+//! the `mcp_server` example (stateless, JSON answers), reached by this crate's `McpClient`.
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::Arc,
+    time::Duration,
+};
+
+use serde_json::json;
+use tool_core::{
+    ToolRegistry,
+    mcp::{McpClient, McpServerConfig},
+};
+
+use crate::{
+    mcp_client::{HttpServer, start_python_http},
+    mcp_gateway::{ALICE, Gateway, config},
+    mcp_python::{SERVER, python},
+    proxy_support::Faulty,
+};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// The `mcp_server` example serving stateless streamable HTTP; killed on drop.
+struct Example {
+    child: Child,
+    url: String,
+}
+
+impl Example {
+    fn start() -> Self {
+        let mut child = Command::new(SERVER)
+            .args(["--http", "127.0.0.1:0", "--stateless"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        Self { child, url }
+    }
+}
+
+impl Drop for Example {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn args(value: serde_json::Value) -> tool_core::JsonObject {
+    value.as_object().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_reach_http_upstreams_with_their_session_and_progress_comes_back() {
+    let Some(python) = python() else { return };
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/server.py");
+    let sdk = start_python_http(python, &script, &["http", "--token", "up-secret"]);
+    let example = Example::start();
+    let dir = tempfile::tempdir().unwrap();
+    let servers = format!(
+        "[[servers]]\nname = \"python\"\nprefix = \"py\"\nurl = {:?}\n\
+         headers = {{ Authorization = \"Bearer up-secret\" }}\n\n\
+         [[servers]]\nname = \"example\"\nprefix = \"ex\"\nurl = {:?}\n\n",
+        sdk.url, example.url
+    );
+    let gateway = Gateway::start_with(&config(dir.path(), "", &servers), &[], &[]);
+
+    let client = McpClient::connect(
+        McpServerConfig::url(gateway.url.clone())
+            .header("Authorization", format!("Bearer {ALICE}")),
+    )
+    .await
+    .unwrap();
+    let mut progress = client.subscribe_progress();
+    let registry = Arc::new(ToolRegistry::new());
+    let _registration = client.register_into(&registry).await.unwrap();
+    let call = |tool: &'static str, arguments: serde_json::Value| {
+        let registry = registry.clone();
+        async move {
+            tokio::time::timeout(LIMIT, registry.execute(tool, args(arguments)))
+                .await
+                .expect("the call answered")
+        }
+    };
+
+    // The Python server keeps a session and answers on SSE streams, behind a bearer token.
+    let echoed = call("py_echo", json!({"text": "through the gateway"})).await;
+    assert_eq!(echoed, "through the gateway", "{}", gateway.log());
+    let failed = call("py_fail", json!({"message": "it broke"})).await;
+    assert!(failed.contains("it broke"), "{failed}");
+    // The example answers JSON, without a session.
+    assert_eq!(call("ex_add", json!({"a": 2, "b": 3})).await, "5");
+
+    // The upstream's progress reaches the gateway's client, in order, before the answer.
+    assert_eq!(call("py_progress", json!({"steps": 3})).await, "done");
+    let mut seen = Vec::new();
+    while let Ok(Ok(report)) = tokio::time::timeout(Duration::from_secs(5), progress.recv()).await {
+        seen.push((report.tool, report.progress, report.total, report.message));
+        if seen.len() == 3 {
+            break;
+        }
+    }
+    let step = |n: u32| {
+        (
+            "py_progress".to_owned(),
+            f64::from(n) / 3.0,
+            Some(1.0),
+            Some(format!("step {n}")),
+        )
+    };
+    assert_eq!(seen, [step(1), step(2), step(3)], "{}", gateway.log());
+    client.close().await;
+}
+
+/// The gateway (its tools for Alice's client) in front of the misbehaving Python server
+/// (`tests/mcp_python/misbehaving_server.py http`: a session, answers as SSE streams) behind a
+/// [`Faulty`] proxy, as server `h` with `extra` in its entry.
+struct Behind {
+    front: Faulty,
+    gateway: Gateway,
+    client: McpClient,
+    _upstream: HttpServer,
+    _dir: tempfile::TempDir,
+}
+
+impl Behind {
+    async fn start(python: &std::path::Path, extra: &str) -> Self {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("mcp_python/misbehaving_server.py");
+        let upstream = start_python_http(python, &script, &["http"]);
+        let front = Faulty::start(&upstream.url).await;
+        let dir = tempfile::tempdir().unwrap();
+        let servers = format!(
+            "[[servers]]\nname = \"h\"\nurl = {:?}\n{extra}\n\n",
+            front.url
+        );
+        let gateway = Gateway::start_with(&config(dir.path(), "", &servers), &[], &[]);
+        // The client keeps what the gateway sends whole, so the gateway's own cut shows.
+        let client = McpClient::connect(
+            McpServerConfig::url(gateway.url.clone())
+                .header("Authorization", format!("Bearer {ALICE}"))
+                .max_result_size(1 << 20),
+        )
+        .await
+        .unwrap();
+        Self {
+            front,
+            gateway,
+            client,
+            _upstream: upstream,
+            _dir: dir,
+        }
+    }
+
+    /// Alice's call of `tool` through the gateway.
+    async fn call(&self, tool: &str, arguments: serde_json::Value) -> Result<String, String> {
+        tokio::time::timeout(LIMIT, self.client.call(tool, args(arguments)))
+            .await
+            .expect("the call answered")
+            .map_err(|error| error.to_string())
+    }
+
+    /// What the proxy answered since `from` requests: each request's method and status.
+    fn seen_since(&self, from: usize) -> Vec<(String, u16)> {
+        self.front.seen()[from..]
+            .iter()
+            .map(|seen| (seen.asked.clone(), seen.status))
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_a_session_the_upstream_ended_is_sent_again_in_a_new_one() {
+    let Some(python) = python() else { return };
+    let behind = Behind::start(python, "").await;
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "first"})).await,
+        Ok("first".to_owned())
+    );
+
+    let before = behind.front.seen().len();
+    behind.front.end_sessions();
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "second"})).await,
+        Ok("second".to_owned()),
+        "{}",
+        behind.gateway.log()
+    );
+    let seen = behind.seen_since(before);
+    let call_404 = ("tools/call".to_owned(), 404);
+    let call_200 = ("tools/call".to_owned(), 200);
+    // The call was refused, not run; a new session was begun and the call sent in it.
+    assert_eq!(seen.first(), Some(&call_404), "{seen:?}");
+    let begun = seen
+        .iter()
+        .position(|seen| *seen == ("initialize".to_owned(), 200))
+        .unwrap_or_else(|| panic!("no new session: {seen:?}"));
+    assert_eq!(seen[begun + 1..].last(), Some(&call_200), "{seen:?}");
+    assert_eq!(
+        seen.iter().filter(|seen| **seen == call_200).count(),
+        1,
+        "{seen:?}"
+    );
+
+    // The next call goes straight to the new session.
+    let before = behind.front.seen().len();
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "third"})).await,
+        Ok("third".to_owned())
+    );
+    assert_eq!(behind.seen_since(before), [call_200]);
+    behind.client.close().await;
+}
+
+/// What Alice's client gets when the gateway's call of `h_echo` failed with `error`.
+fn echo_failed(error: &str) -> Result<String, String> {
+    Err(format!("Error executing h_echo: {error}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_statuses_of_the_upstream_are_errors_for_the_model_and_the_connection_stays() {
+    let Some(python) = python() else { return };
+    let behind = Behind::start(python, "").await;
+
+    behind
+        .front
+        .fail_next_call(500, "text/plain", "the upstream broke\n");
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "a"})).await,
+        echo_failed(
+            "the answer of the MCP server 'h' was lost: HTTP status 500 Internal Server Error: \
+             the upstream broke"
+        )
+    );
+    behind.front.fail_next_call(503, "text/plain", "");
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "b"})).await,
+        echo_failed(
+            "the answer of the MCP server 'h' was lost: HTTP status 503 Service Unavailable"
+        )
+    );
+    // A JSON-RPC error in the body is the server's word.
+    behind.front.fail_next_call(
+        400,
+        "application/json",
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: not now"}}"#,
+    );
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "c"})).await,
+        echo_failed("the MCP server 'h' rejected the call: Bad Request: not now")
+    );
+    // An answer for no request.
+    behind.front.fail_next_call(202, "text/plain", "");
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "d"})).await,
+        echo_failed("the answer of the MCP server 'h' was lost: HTTP status 202 Accepted")
+    );
+
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "after"})).await,
+        Ok("after".to_owned())
+    );
+    assert!(
+        !behind.gateway.log().contains("panicked"),
+        "{}",
+        behind.gateway.log()
+    );
+    behind.client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_answer_over_the_limit_is_refused_and_a_long_one_cut() {
+    let Some(python) = python() else { return };
+    let behind = Behind::start(python, "").await;
+
+    let refused = behind
+        .call("h_big", json!({ "size": 20 * 1024 * 1024 }))
+        .await
+        .unwrap_err();
+    assert!(
+        refused.starts_with(
+            "Error executing h_big: the answer of the MCP server 'h' was over the limit of \
+             16777216 bytes"
+        ),
+        "{refused}"
+    );
+    let size = McpServerConfig::DEFAULT_MAX_RESULT_SIZE + 1;
+    let cut = behind.call("h_big", json!({ "size": size })).await.unwrap();
+    let expected = format!(
+        "{}\n[truncated: the result is {size} bytes; only the first {} are shown]",
+        "x".repeat(McpServerConfig::DEFAULT_MAX_RESULT_SIZE),
+        McpServerConfig::DEFAULT_MAX_RESULT_SIZE
+    );
+    assert!(
+        cut == expected,
+        "{} bytes, ending {:?}",
+        cut.len(),
+        &cut[cut.len().saturating_sub(200)..]
+    );
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "after"})).await,
+        Ok("after".to_owned())
+    );
+    behind.client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_upstream_never_answers_is_cancelled_and_the_upstream_pinged() {
+    let Some(python) = python() else { return };
+    let behind = Behind::start(python, "timeout_ms = 1000").await;
+
+    let before = behind.front.seen().len();
+    assert_eq!(
+        behind.call("h_silent", json!({})).await,
+        Err("Error executing h_silent: the MCP server 'h' did not answer within 1s".to_owned())
+    );
+    // The call is cancelled on the server, by its id, and the server is asked whether it is
+    // alive; it answers, so its connection stays.
+    let deadline = std::time::Instant::now() + LIMIT;
+    let (id, cancelled) = loop {
+        let seen = behind.front.seen();
+        let call = seen[before..]
+            .iter()
+            .find(|seen| seen.asked == "tools/call")
+            .and_then(|seen| seen.id.clone());
+        let cancelled = seen[before..]
+            .iter()
+            .find(|seen| seen.asked == "notifications/cancelled")
+            .and_then(|seen| seen.id.clone());
+        let pinged = seen[before..]
+            .iter()
+            .any(|seen| seen.asked == "ping" && seen.status == 200);
+        if let (Some(call), Some(cancelled), true) = (&call, &cancelled, pinged) {
+            break (call.clone(), cancelled.clone());
+        }
+        assert!(std::time::Instant::now() < deadline, "{seen:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(id, cancelled);
+    assert_eq!(
+        behind.call("h_echo", json!({"text": "after"})).await,
+        Ok("after".to_owned())
+    );
+    behind.client.close().await;
+}
