@@ -1118,7 +1118,12 @@ fn watch_session(
 
 /// The status of an HTTP `method` request (`GET`: for the event stream) in session `session`
 /// as the user of `token`; the body is not read.
-pub(crate) fn session_status(method: reqwest::Method, url: &str, token: &str, session: &str) -> u16 {
+pub(crate) fn session_status(
+    method: reqwest::Method,
+    url: &str,
+    token: &str,
+    session: &str,
+) -> u16 {
     let request = session_request(method, url, token, Some(session));
     runtime().block_on(async move { request.send().await.unwrap().status().as_u16() })
 }
