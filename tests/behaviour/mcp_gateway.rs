@@ -754,6 +754,49 @@ fn the_sdk_clients_use_the_gateway_over_stdio_and_http() {
         ]);
         check_sdk_report(&json_report(command, Duration::from_secs(120)), version);
     }
+    // With Alice's bearer token the TypeScript SDK is Alice: her switch decides its list.
+    gateway.switch("alice", "py_echo", false);
+    let mut command = Command::new("node");
+    command
+        .arg(&script)
+        .arg(sdk)
+        .args(["--token", ALICE, "http", &gateway.url]);
+    let report = json_report(command, Duration::from_secs(120));
+    let mut names: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{report}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "add",
+            "py_pid",
+            "py_redefine",
+            "py_slow",
+            "py_weather",
+            "set_tool_enabled"
+        ],
+        "{report}"
+    );
+    assert_eq!(
+        report["calls"]["add_ok"],
+        json!({"is_error": false, "text": "5"})
+    );
+    // The anonymous user's list still has it.
+    let mut command = Command::new("node");
+    command.arg(&script).arg(sdk).args(["http", &gateway.url]);
+    let report = json_report(command, Duration::from_secs(120));
+    assert!(
+        report["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{report}"))
+            .iter()
+            .any(|tool| tool["name"] == "py_echo"),
+        "{report}"
+    );
 }
 
 #[test]

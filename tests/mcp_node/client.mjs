@@ -1,13 +1,14 @@
 // Drives an MCP server with the official MCP TypeScript SDK and prints what it saw as JSON.
 //
 //     node client.mjs SDK_DIR [--version V] [--toggle] stdio COMMAND [ARG...]
-//     node client.mjs SDK_DIR [--version V] [--toggle] http URL
+//     node client.mjs SDK_DIR [--version V] [--toggle] [--token T] http URL
 //
 // SDK_DIR is the installed `@modelcontextprotocol/sdk` package folder. --version makes the
 // `initialize` request ask for that protocol version instead of the SDK's newest (the SDK has
 // no option for it, so the request is rewritten on its way to the transport). --toggle also
 // switches the tool `add` off and on with the server's `set_tool_enabled` tool, waiting for
-// `notifications/tools/list_changed`. The report has the shape `tests/mcp_python/client.py`
+// `notifications/tools/list_changed`. --token sends `Authorization: Bearer T` with every HTTP
+// request (the SDK's `requestInit`). The report has the shape `tests/mcp_python/client.py`
 // prints; the Rust test `mcp_node` checks it, this script asserts nothing itself.
 
 import path from 'node:path';
@@ -26,7 +27,7 @@ const CALLS = [
 ];
 
 const usage = () => {
-    process.stderr.write('usage: node client.mjs SDK_DIR [--version V] [--toggle] (stdio COMMAND [ARG...] | http URL)\n');
+    process.stderr.write('usage: node client.mjs SDK_DIR [--version V] [--toggle] [--token T] (stdio COMMAND [ARG...] | http URL)\n');
     process.exit(2);
 };
 
@@ -35,9 +36,13 @@ const sdkDir = argv.shift();
 if (!sdkDir) usage();
 let version;
 let toggle = false;
+let token;
 while (argv.length && argv[0].startsWith('--')) {
     if (argv[0] === '--version' && argv.length >= 2) {
         version = argv[1];
+        argv.splice(0, 2);
+    } else if (argv[0] === '--token' && argv.length >= 2) {
+        token = argv[1];
         argv.splice(0, 2);
     } else if (argv[0] === '--toggle') {
         toggle = true;
@@ -57,7 +62,8 @@ let transport;
 if (argv[0] === 'stdio' && argv.length >= 2) {
     transport = new StdioClientTransport({ command: argv[1], args: argv.slice(2), stderr: 'inherit' });
 } else if (argv[0] === 'http' && argv.length === 2) {
-    transport = new StreamableHTTPClientTransport(new URL(argv[1]));
+    const requestInit = token ? { headers: { Authorization: `Bearer ${token}` } } : undefined;
+    transport = new StreamableHTTPClientTransport(new URL(argv[1]), { requestInit });
 } else {
     usage();
 }
