@@ -540,3 +540,73 @@ fn every_config_reads_its_own_variables_over_its_defaults() {
         "http://[::1]:11434"
     );
 }
+
+/// A kept-alive connection the server closes after reading the next request, without an
+/// answer (as servers do when a keep-alive times out or a count runs out while the request
+/// is on its way): the request is sent again on a new connection and succeeds.
+#[tokio::test]
+async fn a_request_on_a_kept_alive_connection_the_server_closed_is_sent_again() {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Reads one request (headers and a `content-length` body); false when the peer closed.
+    async fn read_request(stream: &mut tokio::net::TcpStream) -> bool {
+        let mut data = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(end) = data.windows(4).position(|window| window == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .map_or(0, |value| value.trim().parse().unwrap());
+                if data.len() >= end + 4 + length {
+                    return true;
+                }
+            }
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return false,
+                Ok(read) => data.extend_from_slice(&chunk[..read]),
+            }
+        }
+    }
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let requests = Arc::new(AtomicUsize::new(0));
+    let connections = Arc::new(AtomicUsize::new(0));
+    let (seen, opened) = (requests.clone(), connections.clone());
+    let server = tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            opened.fetch_add(1, Ordering::SeqCst);
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                while read_request(&mut stream).await {
+                    if seen.fetch_add(1, Ordering::SeqCst) == 1 {
+                        // The second request: closed unanswered.
+                        return;
+                    }
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                         content-length: {}\r\nconnection: keep-alive\r\n\r\n",
+                        TEXT.len()
+                    );
+                    stream.write_all(head.as_bytes()).await.unwrap();
+                    stream.write_all(TEXT).await.unwrap();
+                }
+            });
+        }
+    });
+    let model = client(&format!("http://{address}"), fast_retries().max_retries(1));
+    for _ in 0..2 {
+        let out = Collected::from(model.stream(hello()).await.unwrap()).await;
+        assert_eq!(out.text(), "The capital of France is Paris.");
+    }
+    assert_eq!(requests.load(Ordering::SeqCst), 3);
+    assert_eq!(connections.load(Ordering::SeqCst), 2);
+    server.abort();
+}

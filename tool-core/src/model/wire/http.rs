@@ -14,8 +14,9 @@ use crate::secrets::{HiddenValues, Redaction, redact_url, same_origin_redirects}
 
 /// Timeouts and retries of a provider client.
 ///
-/// A request that gets a 429 or a 5xx, or cannot connect, is sent again up to
-/// [`max_retries`](Self::max_retries) times. Before each retry the client waits what the
+/// A request that gets a 429 or a 5xx, cannot connect, or loses its connection before any
+/// answer (a kept-alive connection the server closed as the request went out) is sent again
+/// up to [`max_retries`](Self::max_retries) times, as the providers' own SDKs do. Before each retry the client waits what the
 /// provider asked for in `Retry-After` or `retry-after-ms` (seconds, milliseconds or an HTTP
 /// date; a value that is negative or unreadable is ignored), or else a random time up to the
 /// exponential backoff; never longer than [`max_backoff`](Self::max_backoff).
@@ -241,7 +242,7 @@ impl Http {
     }
 
     /// POSTs `body` (JSON) to `url` with this request's own `headers` after the client's,
-    /// retrying 429s, 5xx and failed connections,
+    /// retrying 429s, 5xx, failed connections and connections lost before any answer,
     /// and returns the first successful response. A non-streamed request is bounded by the
     /// request timeout as a whole; a streamed one only until its headers arrive (its body by the
     /// read timeout between chunks).
@@ -277,7 +278,12 @@ impl Http {
             let retries_left = attempt <= self.options.max_retries;
             let response = match sent {
                 Ok(Ok(response)) => response,
-                Ok(Err(error)) if retries_left && error.is_connect() => {
+                // A request that got no answer, its own timeout aside, may go again: a pooled
+                // connection the server closed as it went out is the common case.
+                Ok(Err(error))
+                    if retries_left
+                        && (error.is_connect() || (error.is_request() && !error.is_timeout())) =>
+                {
                     let delay = self.options.retry_delay(attempt, &HeaderMap::new());
                     let error = describe(&error);
                     tracing::warn!(%provider, %error, ?delay, attempt, "connection failed; retrying");
