@@ -27,7 +27,7 @@ use super::{
     users::GatewayUser,
 };
 use crate::{
-    mcp::McpHandler,
+    mcp::{McpHandler, drain},
     registry::{RegistrySnapshot, ToolToggles},
 };
 
@@ -346,15 +346,6 @@ impl GatewayHandler {
         }
         outcome
     }
-}
-
-/// Takes every message already queued in `events` (a lagging receiver's gap included).
-fn drain<T: Clone>(events: &mut broadcast::Receiver<T>) {
-    use broadcast::error::TryRecvError;
-    while !matches!(
-        events.try_recv(),
-        Err(TryRecvError::Empty | TryRecvError::Closed)
-    ) {}
 }
 
 fn error_result(text: &str) -> CallToolResult {

@@ -6,13 +6,14 @@
 //! user or it is answered `401` (a JSON-RPC error body and `WWW-Authenticate`) before any of
 //! the MCP server sees it. A request over its user's request rate, or a `GET` stream over
 //! their open streams, is answered `429` with a JSON-RPC error (code `-32003`); a request
-//! without a user counts against nobody's limits. A request naming an HTTP session (`Mcp-Session-Id`) that its user
-//! does not own is answered `404`, as a session the server does not know, whatever its method
-//! and whichever process sharing the store gets it ([`SessionOwners`]); a session is its user's
-//! from the answer to its `initialize`. Then the MCP server's own `Host`, `Origin` and body
-//! size checks apply. `/healthz` and the admin API follow the same `Host` and `Origin` rules
-//! ([`same_site`]); the admin API admits only the admin token, compared as a hash in constant
-//! time, and `/healthz` shows the upstreams' errors only to it.
+//! without a user counts against nobody's limits. A request naming an HTTP session
+//! (`Mcp-Session-Id`) that its user does not own is answered `404`, as a session the server
+//! does not know, whatever its method and whichever process sharing the store gets it
+//! ([`SessionOwners`]); a session is its user's from the answer to its `initialize`. Then the
+//! MCP server's own `Host`, `Origin` and body size checks apply. `/healthz` and the admin API
+//! follow the same `Host` and `Origin` rules ([`same_site`]); the admin API admits only the
+//! admin token, compared as a hash in constant time, and `/healthz` shows the upstreams'
+//! errors only to it.
 
 use std::{io, net::SocketAddr, sync::Arc, time::Duration};
 

@@ -581,8 +581,9 @@ fn has_structured_output(version: &ProtocolVersion) -> bool {
     version.as_str() >= ProtocolVersion::V_2025_06_18.as_str()
 }
 
-/// Takes every event already queued, so that a burst of changes makes one notification.
-fn drain(events: &mut broadcast::Receiver<RegistryEvent>) {
+/// Takes every message already queued in `events` (a lagging receiver's gap included), so
+/// that a burst of changes makes one notification.
+pub(crate) fn drain<T: Clone>(events: &mut broadcast::Receiver<T>) {
     while !matches!(
         events.try_recv(),
         Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)

@@ -165,11 +165,11 @@ pub use client::{
     CommandLineError, McpClient, McpClientError, McpProgress, McpRegistration, McpServerConfig,
     McpStatus, McpToolInfo, McpTransportConfig, ReconnectPolicy, parse_command_line,
 };
-#[cfg(feature = "gateway")]
-pub(crate) use handler::SnapshotView;
 #[cfg(all(feature = "gateway", feature = "otel"))]
 pub(crate) use handler::traced;
 pub use handler::{McpApproval, McpHandler};
+#[cfg(feature = "gateway")]
+pub(crate) use handler::{SnapshotView, drain};
 #[cfg(feature = "gateway")]
 pub(crate) use http::{HttpSessions, router as http_router};
 pub use http::{McpAuth, McpHttpServer};
