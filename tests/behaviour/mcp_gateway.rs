@@ -649,7 +649,7 @@ fn calls_over_a_users_rate_limit_get_a_json_rpc_error() {
 
 /// A configuration tool `add` (a mock answering 5), so the SDK clients' `--toggle` scripts,
 /// which switch `add` off and on, run against the gateway as they do against the example.
-const ADD_TOOL: &str = r#"
+pub(crate) const ADD_TOOL: &str = r#"
 [[tools]]
 name = "add"
 description = "Add two integers."

@@ -431,7 +431,8 @@ impl ServerHandler for GatewayHandler {
     }
 
     /// 2026-07-28 listen streams: every burst of registry changes and changes of the user's or
-    /// the session's switches is one `notifications/tools/list_changed`.
+    /// the session's switches is one `notifications/tools/list_changed`, and a stream opened
+    /// after such a change, on a connection that listed its tools before it, begins with one.
     fn listen(
         &self,
         subscription: SubscriptionContext,
@@ -526,6 +527,20 @@ impl GatewayHandler {
         let mut registry_events = self.shared.catalog.registry.subscribe();
         let mut changes = switches.subscribe();
         let mut session_changes = self.session_changed.subscribe();
+        // A connection that lives across requests (stdio, a session) may have listed its tools
+        // before a change no stream heard (a switch, a registry change): the stream tells of it
+        // at once. A change after the subscriptions above is told by the loop.
+        if self
+            .inner
+            .changed_since_listed(subscription.request_context())
+            && subscription
+                .sink()
+                .notify_tool_list_changed()
+                .await
+                .is_err()
+        {
+            return Ok(());
+        }
         loop {
             tokio::select! {
                 () = subscription.cancelled() => return Ok(()),

@@ -2,10 +2,7 @@
 
 use std::{
     borrow::Cow,
-    sync::{
-        Arc, Mutex, PoisonError,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::{Arc, Mutex, PoisonError},
 };
 
 use rmcp::{
@@ -93,8 +90,9 @@ pub struct McpHandler {
     /// Cancelled when the client closed the connection (stdio: end of input), so running calls
     /// stop at once instead of when rmcp gives up waiting for them.
     closed: CancellationToken,
-    /// The registry version of the last `tools/list` answer ([`NOT_LISTED`] before the first).
-    listed_version: AtomicU64,
+    /// The [fingerprint](RegistrySnapshot::fingerprint) of the view the last `tools/list`
+    /// answer showed (`None` before the first).
+    listed: Mutex<Option<u64>>,
     /// How a request sees the registry; `None`: as it is.
     view: Option<SnapshotView>,
 }
@@ -104,9 +102,6 @@ pub struct McpHandler {
 #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
 pub(crate) type SnapshotView =
     Arc<dyn Fn(&RequestContext<RoleServer>) -> Arc<RegistrySnapshot> + Send + Sync>;
-
-/// [`McpHandler::listed_version`] before the client has listed the tools.
-const NOT_LISTED: u64 = u64::MAX;
 
 impl std::fmt::Debug for McpHandler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -128,7 +123,7 @@ impl McpHandler {
             _stop_on_drop: stop.clone().drop_guard(),
             stop,
             closed: CancellationToken::new(),
-            listed_version: AtomicU64::new(NOT_LISTED),
+            listed: Mutex::new(None),
             view: None,
         }
     }
@@ -148,6 +143,14 @@ impl McpHandler {
         }
     }
 
+    /// Whether the tools `context`'s request sees differ from those the last `tools/list` of
+    /// this handler showed (`false` before the first): a listen stream opened after a change
+    /// the client did not hear of (nothing listened then) tells of it at once.
+    pub(crate) fn changed_since_listed(&self, context: &RequestContext<RoleServer>) -> bool {
+        let listed = *lock(&self.listed);
+        listed.is_some_and(|listed| listed != self.snapshot_for(context).fingerprint())
+    }
+
     /// Cancels running calls when `closed` is cancelled.
     pub(crate) fn with_closed(mut self, closed: CancellationToken) -> Self {
         self.closed = closed;
@@ -161,8 +164,7 @@ impl McpHandler {
     }
 
     fn tools_in(&self, snapshot: &RegistrySnapshot, version: &ProtocolVersion) -> Vec<Tool> {
-        self.listed_version
-            .store(snapshot.version(), Ordering::Release);
+        *lock(&self.listed) = Some(snapshot.fingerprint());
         snapshot
             .definitions()
             .iter()
@@ -508,9 +510,7 @@ impl ServerHandler for McpHandler {
         // Requests are handled concurrently, so a change the client asked for right after
         // opening the stream may come before the subscription above: a list that changed since
         // the client's last `tools/list` is announced at once.
-        let listed = self.listed_version.load(Ordering::Acquire);
-        if listed != NOT_LISTED
-            && listed != self.registry.version()
+        if self.changed_since_listed(subscription.request_context())
             && subscription
                 .sink()
                 .notify_tool_list_changed()

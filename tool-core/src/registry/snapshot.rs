@@ -112,6 +112,20 @@ impl RegistrySnapshot {
         self.version
     }
 
+    /// A hash of what this snapshot shows: the registry version it was taken at and which of
+    /// its tools are enabled, so that two views of one registry (two users' switches, say)
+    /// hash apart, but for a collision of 64-bit hashes.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash as _, Hasher as _};
+
+        let mut hasher = std::hash::DefaultHasher::new();
+        self.version.hash(&mut hasher);
+        for (_, enabled) in &self.tools {
+            enabled.hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+
     /// The definitions of the enabled tools, in registration order (what
     /// [`ToolRegistry::get_enabled_schemas`](super::ToolRegistry::get_enabled_schemas) gives
     /// for the registry).
