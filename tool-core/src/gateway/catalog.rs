@@ -36,10 +36,12 @@
 //! Pins written before they covered the output schema and the annotations hash the
 //! description, input schema and title alone ([`Fingerprint::former`]). A stored pin equal to
 //! that hash of the definition offered now is taken over: pinned again in the current format,
-//! with a log line, and the tool stays served (a change of only its output schema or
-//! annotations made while the gateway was being upgraded is taken over with it). Every process
-//! sharing a store should run the same version: an older one withholds the tools a newer one
-//! pinned again.
+//! with a log line, and the tool stays served. This leaves one gap that no check can close: a
+//! former pin never recorded the output schema or the annotations, so a change of only those
+//! made while the gateway was being upgraded cannot be told from the definition first served,
+//! and is taken over with it (withholding every tool that has them instead would withhold
+//! unchanged tools after every upgrade). Every process sharing a store should run the same
+//! version: an older one withholds the tools a newer one pinned again.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -84,7 +86,9 @@ pub(crate) struct Fingerprint {
     /// The SHA-256 of all a client relies on, pinned.
     pub(crate) sha256: String,
     /// The SHA-256 of the former format (description, input schema and title alone): a pin
-    /// equal to it is taken over in the current format.
+    /// equal to it is taken over in the current format, whatever the output schema and the
+    /// annotations are now (the former pin never recorded them; see the
+    /// [module docs](self#pins-of-the-former-format)).
     pub(crate) former: String,
 }
 
