@@ -127,7 +127,9 @@ impl StdioGateway {
 
     /// Waits for one `notifications/tools/list_changed` of subscription `id`.
     fn list_changed(&self, id: u64) {
-        let message = self.next_within(LIMIT).expect("a list_changed notification");
+        let message = self
+            .next_within(LIMIT)
+            .expect("a list_changed notification");
         assert_list_changed(&message, id);
     }
 }
