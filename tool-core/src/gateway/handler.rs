@@ -530,15 +530,7 @@ impl GatewayHandler {
         // A connection that lives across requests (stdio, a session) may have listed its tools
         // before a change no stream heard (a switch, a registry change): the stream tells of it
         // at once. A change after the subscriptions above is told by the loop.
-        if self
-            .inner
-            .changed_since_listed(subscription.request_context())
-            && subscription
-                .sink()
-                .notify_tool_list_changed()
-                .await
-                .is_err()
-        {
+        if !self.inner.tell_changes_since_listed(&subscription).await {
             return Ok(());
         }
         loop {

@@ -143,12 +143,20 @@ impl McpHandler {
         }
     }
 
-    /// Whether the tools `context`'s request sees differ from those the last `tools/list` of
-    /// this handler showed (`false` before the first): a listen stream opened after a change
-    /// the client did not hear of (nothing listened then) tells of it at once.
-    pub(crate) fn changed_since_listed(&self, context: &RequestContext<RoleServer>) -> bool {
+    /// Begins a listen stream: when the tools its request sees differ from those the last
+    /// `tools/list` of this handler showed (a change no stream heard, on a connection that
+    /// lives across requests), one `notifications/tools/list_changed` at once. `false` when
+    /// the stream is gone.
+    pub(crate) async fn tell_changes_since_listed(
+        &self,
+        subscription: &SubscriptionContext,
+    ) -> bool {
         let listed = *lock(&self.listed);
-        listed.is_some_and(|listed| listed != self.snapshot_for(context).fingerprint())
+        let current = self
+            .snapshot_for(subscription.request_context())
+            .fingerprint();
+        listed.is_none_or(|listed| listed == current)
+            || subscription.sink().notify_tool_list_changed().await.is_ok()
     }
 
     /// Cancels running calls when `closed` is cancelled.
@@ -510,13 +518,7 @@ impl ServerHandler for McpHandler {
         // Requests are handled concurrently, so a change the client asked for right after
         // opening the stream may come before the subscription above: a list that changed since
         // the client's last `tools/list` is announced at once.
-        if self.changed_since_listed(subscription.request_context())
-            && subscription
-                .sink()
-                .notify_tool_list_changed()
-                .await
-                .is_err()
-        {
+        if !self.tell_changes_since_listed(&subscription).await {
             return Ok(());
         }
         loop {
