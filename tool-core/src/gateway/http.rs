@@ -140,8 +140,8 @@ pub(super) async fn start(
         .route("/admin/users/{user}/tools", get(user_tools))
         .route("/admin/users/{user}/tools/{tool}", put(switch_tool))
         .route("/admin/pins", get(pins))
-        .route("/admin/pins/{tool}/accept", post(accept_pin))
-        .route("/admin/pins/{tool}", delete(drop_pin))
+        .route("/admin/pins/{tool}/accept", post(pin_decision))
+        .route("/admin/pins/{tool}", delete(pin_decision))
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(rules, same_site));
     let router = mcp.merge(admin);
@@ -440,38 +440,43 @@ async fn pins(State(http): State<Arc<Http>>, headers: HeaderMap) -> Response {
     Json(json!({"pending": http.shared.catalog.pending().await})).into_response()
 }
 
-async fn accept_pin(
+/// `POST /admin/pins/{tool}/accept` accepts the waiting change of the tool's definition;
+/// `DELETE /admin/pins/{tool}` drops the pin of a tool no server offers.
+async fn pin_decision(
     State(http): State<Arc<Http>>,
     Path(tool): Path<String>,
+    method: axum::http::Method,
     headers: HeaderMap,
 ) -> Response {
     if let Some(refusal) = refuse_non_admin(&http, &headers) {
         return refusal;
     }
-    match http.shared.accept_pin(&tool).await {
-        Ok(true) => Json(json!({"accepted": tool})).into_response(),
-        Ok(false) => admin_error(StatusCode::NOT_FOUND, "no change of that tool is pending"),
-        Err(error) => admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
-    }
-}
-
-async fn drop_pin(
-    State(http): State<Arc<Http>>,
-    Path(tool): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    if let Some(refusal) = refuse_non_admin(&http, &headers) {
-        return refusal;
-    }
-    match http.shared.drop_pin(&tool).await {
-        Ok(super::catalog::PinDrop::Dropped) => Json(json!({"dropped": tool})).into_response(),
-        Ok(super::catalog::PinDrop::Offered) => admin_error(
-            StatusCode::CONFLICT,
-            "a server offers the tool: its pin stays (accept a change of it instead)",
-        ),
-        Ok(super::catalog::PinDrop::Unknown) => {
-            admin_error(StatusCode::NOT_FOUND, "the tool has no pin")
-        }
+    let decided = if method == axum::http::Method::DELETE {
+        http.shared
+            .drop_pin(&tool)
+            .await
+            .map(|dropped| match dropped {
+                super::catalog::PinDrop::Dropped => Ok(json!({"dropped": tool})),
+                super::catalog::PinDrop::Offered => Err((
+                    StatusCode::CONFLICT,
+                    "a server offers the tool: its pin stays (accept a change of it instead)",
+                )),
+                super::catalog::PinDrop::Unknown => {
+                    Err((StatusCode::NOT_FOUND, "the tool has no pin"))
+                }
+            })
+    } else {
+        http.shared.accept_pin(&tool).await.map(|accepted| {
+            if accepted {
+                Ok(json!({"accepted": tool}))
+            } else {
+                Err((StatusCode::NOT_FOUND, "no change of that tool is pending"))
+            }
+        })
+    };
+    match decided {
+        Ok(Ok(answer)) => Json(answer).into_response(),
+        Ok(Err((status, message))) => admin_error(status, message),
         Err(error) => admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
     }
 }
