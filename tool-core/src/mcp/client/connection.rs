@@ -498,10 +498,13 @@ impl Shared {
         direct: bool,
     ) -> Result<String, ToolError> {
         let limit = self.config.call_timeout;
-        let call = tokio::time::timeout(
-            limit,
-            self.call_unbounded(local, remote, args, context, direct),
-        );
+        let request = ToolCall {
+            local,
+            remote,
+            args,
+            context,
+        };
+        let call = tokio::time::timeout(limit, self.call_unbounded(request, direct));
         #[cfg(feature = "otel")]
         let span = self.call_span(remote);
         #[cfg(feature = "otel")]
@@ -540,10 +543,7 @@ impl Shared {
 
     async fn call_unbounded(
         &self,
-        local: &str,
-        remote: &str,
-        args: JsonObject,
-        context: Option<CallContext>,
+        request: ToolCall<'_>,
         direct: bool,
     ) -> Result<String, ToolError> {
         let Some((generation, peer)) = lock(&self.peer).clone() else {
@@ -555,25 +555,18 @@ impl Shared {
             None
         };
         if let Some(http) = http {
-            return self
-                .call_direct(&http, generation, peer, local, remote, args, context)
-                .await;
+            return self.call_direct(&http, generation, peer, request).await;
         }
-        self.call_through_rmcp(generation, peer, local, remote, args, context)
-            .await
+        self.call_through_rmcp(generation, peer, request).await
     }
 
     /// A call sent beside `rmcp` over HTTP; see [`direct`].
-    #[allow(clippy::too_many_arguments)]
     async fn call_direct(
         &self,
         http: &DirectHttp,
         generation: u64,
         peer: Peer<RoleClient>,
-        local: &str,
-        remote: &str,
-        args: JsonObject,
-        context: Option<CallContext>,
+        request: ToolCall<'_>,
     ) -> Result<String, ToolError> {
         let number = self.direct_ids.fetch_add(1, Ordering::Relaxed);
         let id_text = format!("tool-core-{number}");
@@ -586,18 +579,25 @@ impl Shared {
             crate::otel::mcp::inject(&tracing::Span::current(), &mut meta);
             tracing::Span::current().record("jsonrpc.request.id", id_text.as_str());
         }
-        let body = direct::call_body(&id_text, remote, &args, &meta);
-        let mut in_flight =
-            InFlight::new(self, &ProgressToken(id.clone()), local, context, &peer, &id);
+        let body = direct::call_body(&id_text, request.remote, &request.args, &meta);
+        let mut in_flight = InFlight::new(
+            self,
+            &ProgressToken(id.clone()),
+            request.local,
+            request.context,
+            &peer,
+            &id,
+        );
         let Ok(outcome) =
             direct::call(http, self.http_reports.session(), &id_text, body, self).await
         else {
             // The call was not run: `rmcp` sends it, with its context, and begins a new
             // session.
-            let context = in_flight.withdraw();
-            return self
-                .call_through_rmcp(generation, peer, local, remote, args, context)
-                .await;
+            let request = ToolCall {
+                context: in_flight.withdraw(),
+                ..request
+            };
+            return self.call_through_rmcp(generation, peer, request).await;
         };
         in_flight.answered = true;
         // The call's context goes with its answer: it may hold an agent's event stream open.
@@ -623,11 +623,14 @@ impl Shared {
         &self,
         generation: u64,
         peer: Peer<RoleClient>,
-        local: &str,
-        remote: &str,
-        args: JsonObject,
-        context: Option<CallContext>,
+        request: ToolCall<'_>,
     ) -> Result<String, ToolError> {
+        let ToolCall {
+            local,
+            remote,
+            args,
+            context,
+        } = request;
         let params = CallToolRequestParams::new(remote.to_owned()).with_arguments(args);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         #[allow(unused_mut)]
@@ -855,6 +858,15 @@ struct CallInFlight {
     /// The highest progress forwarded so far.
     last_progress: f64,
     /// The call's context, when the caller gave one: progress reaches it too.
+    context: Option<CallContext>,
+}
+
+/// What a call of a server's tool asks: the tool's name in the registry (its progress reports
+/// carry it) and on the server, its arguments and the caller's context.
+struct ToolCall<'a> {
+    local: &'a str,
+    remote: &'a str,
+    args: JsonObject,
     context: Option<CallContext>,
 }
 
