@@ -70,6 +70,7 @@ mod proxy_support;
 mod readme_reference;
 mod real_parts;
 mod registry;
+mod served;
 mod session_preferences;
 mod session_toggles;
 mod store_conversations;

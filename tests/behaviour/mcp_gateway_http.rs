@@ -3,12 +3,7 @@
 //! (`tests/mcp_python/server.py http`: a session, answers as SSE streams, a bearer token) and
 //! the `mcp_server` example (stateless, JSON answers), reached by this crate's `McpClient`.
 
-use std::{
-    io::{BufRead, BufReader},
-    process::{Child, Command, Stdio},
-    sync::Arc,
-    time::Duration,
-};
+use std::{process::Command, sync::Arc, time::Duration};
 
 use serde_json::json;
 use tool_core::{
@@ -21,42 +16,16 @@ use crate::{
     mcp_gateway::{ALICE, Gateway, config},
     mcp_python::{SERVER, python},
     proxy_support::Faulty,
+    served::Served,
 };
 
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// The `mcp_server` example serving stateless streamable HTTP; killed on drop.
-struct Example {
-    child: Child,
-    url: String,
-}
-
-impl Example {
-    fn start() -> Self {
-        let mut child = Command::new(SERVER)
-            .args(["--http", "127.0.0.1:0", "--stateless"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        Self { child, url }
-    }
-}
-
-impl Drop for Example {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn example() -> Served {
+    let mut command = Command::new(SERVER);
+    command.args(["--http", "127.0.0.1:0", "--stateless"]);
+    Served::start(command)
 }
 
 fn args(value: serde_json::Value) -> tool_core::JsonObject {
@@ -68,7 +37,7 @@ async fn calls_reach_http_upstreams_with_their_session_and_progress_comes_back()
     let Some(python) = python() else { return };
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/server.py");
     let sdk = start_python_http(python, &script, &["http", "--token", "up-secret"]);
-    let example = Example::start();
+    let example = example();
     let dir = tempfile::tempdir().unwrap();
     let servers = format!(
         "[[servers]]\nname = \"python\"\nprefix = \"py\"\nurl = {:?}\n\

@@ -18,6 +18,7 @@ use crate::mcp_gateway::{
     session_post, session_status, session_tools, switch_off_request,
 };
 use crate::mcp_python::{background_runtime, python};
+use crate::served::open_listen;
 
 /// The JSON-RPC error code of a request over one of the user's limits.
 const LIMITED: i64 = -32003;
@@ -150,27 +151,9 @@ fn listen(
     url: &str,
     token: &str,
 ) -> (u16, Vec<Value>, reqwest::Response) {
-    let body = json!({
-        "jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
-        "params": {
-            "notifications": {"toolsListChanged": true},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "limits-test", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {}
-            }
-        }
-    });
     runtime.block_on(async {
-        let sent = crate::http_client::client()
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "subscriptions/listen")
-            .bearer_auth(token)
-            .body(body.to_string())
-            .send();
+        let client = crate::http_client::client();
+        let sent = open_listen(&client, url, token);
         let mut response = tokio::time::timeout(LIMIT, sent).await.unwrap().unwrap();
         let status = response.status().as_u16();
         let mut seen = String::new();

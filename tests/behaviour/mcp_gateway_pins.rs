@@ -19,6 +19,7 @@ use crate::mcp_gateway::{
     ALICE, BOB, Gateway, LIMIT, config, eventually, pg_count, post, runtime, with_store,
 };
 use crate::mcp_python::python;
+use crate::served::open_listen;
 
 const POST: reqwest::Method = reqwest::Method::POST;
 const GET: reqwest::Method = reqwest::Method::GET;
@@ -358,30 +359,8 @@ impl Listener {
             let (url, notified, stop) = (url.to_owned(), notified.clone(), stop.clone());
             move || {
                 runtime().block_on(async move {
-                    let request = json!({
-                        "jsonrpc": "2.0",
-                        "id": 7,
-                        "method": "subscriptions/listen",
-                        "params": {
-                            "notifications": {"toolsListChanged": true},
-                            "_meta": {
-                                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                                "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
-                                "io.modelcontextprotocol/clientCapabilities": {}
-                            }
-                        }
-                    });
-                    let response = crate::http_client::client()
-                        .post(&url)
-                        .header("content-type", "application/json")
-                        .header("accept", "application/json, text/event-stream")
-                        .header("mcp-protocol-version", "2026-07-28")
-                        .header("mcp-method", "subscriptions/listen")
-                        .bearer_auth(ALICE)
-                        .body(request.to_string())
-                        .send()
-                        .await
-                        .unwrap();
+                    let client = crate::http_client::client();
+                    let response = open_listen(&client, &url, ALICE).await.unwrap();
                     assert!(response.status().is_success(), "{}", response.status());
                     let mut stream = response.bytes_stream();
                     let mut seen = String::new();

@@ -39,12 +39,14 @@ mod store_support;
 // What `store_support` does when PostgreSQL cannot be had.
 #[path = "../behaviour/real_parts.rs"]
 mod real_parts;
+// The processes it starts and the listen streams it opens, as the behaviour tests do.
+#[path = "../behaviour/served.rs"]
+mod served;
 
 use std::{
-    io::{BufRead, BufReader},
     net::TcpListener,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -54,6 +56,8 @@ use futures::StreamExt;
 use serde_json::json;
 use tool_core::gateway::hash_token;
 
+use served::{Served, open_listen};
+
 const UPSTREAM: &str = env!("CARGO_BIN_EXE_mcp_server_example");
 const GATEWAY: &str = env!("CARGO_BIN_EXE_mcp_gateway_example");
 const ALICE: &str = "alice-token-0123456789";
@@ -61,12 +65,6 @@ const ADMIN: &str = "admin-token-abcdef";
 const LIMIT: Duration = Duration::from_secs(30);
 /// Set to an upstream's URL, this program is the floor proxy in front of it.
 const FORWARD_TO: &str = "TOOL_CORE_BENCH_FORWARD_TO";
-
-/// A process serving MCP over HTTP; killed on drop.
-struct Served {
-    child: Child,
-    url: String,
-}
 
 impl Served {
     fn pid(&self) -> u32 {
@@ -79,36 +77,10 @@ impl Served {
     }
 }
 
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `command`, which prints `listening on URL` as its first line.
-fn start_printing_url(mut command: Command) -> Served {
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
-    Served { child, url }
-}
-
 fn upstream_http() -> Served {
     let mut command = Command::new(UPSTREAM);
     command.args(["--http", "127.0.0.1:0", "--stateless"]);
-    start_printing_url(command)
+    Served::start(command)
 }
 
 /// The gateway program with `servers` (TOML) and the store `store`, for user alice, whose
@@ -137,14 +109,14 @@ fn gateway_program(program: &Path, dir: &Path, store: &str, limits: &str, server
         .arg(&path)
         .args(["--listen", "127.0.0.1:0"])
         .env("RUST_LOG", "error");
-    start_printing_url(command)
+    Served::start(command)
 }
 
 /// The floor proxy (this program again, see [`forward_proxy_main`]) in front of `upstream`.
 fn forward_proxy(upstream: &Served) -> Served {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command.env(FORWARD_TO, &upstream.url);
-    start_printing_url(command)
+    Served::start(command)
 }
 
 /// The floor proxy's program: serves `POST /mcp` on a free loopback port, sending each body to
@@ -400,30 +372,7 @@ async fn propagation(
     rounds: usize,
 ) -> Vec<Duration> {
     let client = reqwest::Client::new();
-    let request = json!({
-        "jsonrpc": "2.0",
-        "id": 7,
-        "method": "subscriptions/listen",
-        "params": {
-            "notifications": {"toolsListChanged": true},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {}
-            }
-        }
-    });
-    let response = client
-        .post(listen_url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "subscriptions/listen")
-        .bearer_auth(ALICE)
-        .body(request.to_string())
-        .send()
-        .await
-        .unwrap();
+    let response = open_listen(&client, listen_url, ALICE).await.unwrap();
     assert!(response.status().is_success(), "{}", response.status());
     let mut stream = response.bytes_stream();
     let mut seen = String::new();
