@@ -4,15 +4,19 @@
 //! switches), a user over their rate stays over it, and a forgotten user's switches come back
 //! from the store as they were.
 //!
-//! A gateway runs in this process ([`McpGateway`](tool_core::gateway::McpGateway) over real
-//! loopback HTTP), so that the users it keeps can be counted.
+//! And a gateway reads the owner of a session another gateway began from the store once, not
+//! on every request, yet refuses the session as soon as it ended.
+//!
+//! Gateways run in this process ([`McpGateway`](tool_core::gateway::McpGateway) over real
+//! loopback HTTP), so that the users they keep and the store reads can be counted.
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 use crate::mcp_gateway::{
-    ALICE, BOB, LIMIT, call_request, config_text, eventually, jsonrpc_answer, post, post_as,
-    stateless, stateless_request, switch_off_request, tool_names,
+    ALICE, BOB, LIMIT, SESSION_VERSION, begin, call_request, config_text, eventually,
+    jsonrpc_answer, listed_tools, post, post_as, stateless, stateless_request, switch_off_request,
+    tool_names,
 };
 use crate::mcp_gateway_pins::Listener;
 use crate::mcp_gateway_trust::Running;
@@ -124,4 +128,78 @@ fn endless_proxied_user_names_leave_a_bounded_count_of_users_in_memory() {
     assert_eq!(bobs(&url), ["set_tool_enabled"]);
     drop(listener);
     drop(gateway);
+}
+
+#[test]
+fn a_session_another_gateway_began_is_read_from_the_store_once_and_refused_once_ended() {
+    let Some(postgres) = crate::store_support::postgres() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (store, _) = runtime.block_on(postgres.create_database());
+    let dir = tempfile::tempdir().unwrap();
+    let text = config_text(dir.path(), "", "");
+    let sqlite = text
+        .lines()
+        .find(|line| line.starts_with("store = "))
+        .unwrap();
+    let text = text.replace(sqlite, &format!("store = {store:?}"));
+    let first = runtime.block_on(Running::start(&text));
+    let second = runtime.block_on(Running::start(&text));
+    let (url, other) = (first.url(), second.url());
+    let both = Ok(vec!["count".to_owned(), "set_tool_enabled".to_owned()]);
+
+    runtime.block_on(async {
+        // Alice begins a session on the first gateway and uses it on the second: its owner is
+        // read from the store there once.
+        let session = begin(&url, ALICE).await;
+        for _ in 0..20 {
+            assert_eq!(listed_tools(&other, ALICE, &session).await, both);
+        }
+        assert_eq!(second.http.session_owner_reads(), 1);
+        assert_eq!(first.http.session_owner_reads(), 0);
+
+        // The second holds a stream of the session; she ends it through the first.
+        let mut stream = crate::http_client::client()
+            .get(&other)
+            .header("accept", "text/event-stream")
+            .header("mcp-protocol-version", SESSION_VERSION)
+            .header("mcp-session-id", &session)
+            .bearer_auth(ALICE)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status().as_u16(), 200);
+        let ended = crate::http_client::client()
+            .delete(&url)
+            .header("mcp-protocol-version", SESSION_VERSION)
+            .header("mcp-session-id", &session)
+            .bearer_auth(ALICE)
+            .timeout(LIMIT)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(ended.status().as_u16(), 202);
+        // Once the second learnt of the end (its stream ends), its gate no longer takes her
+        // for the owner: the next request reads the store, which has no such session.
+        let deadline = tokio::time::Instant::now() + LIMIT;
+        while let Ok(Ok(Some(_))) = tokio::time::timeout_at(deadline, stream.chunk()).await {}
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the stream did not end"
+        );
+        let listed = listed_tools(&other, ALICE, &session).await;
+        assert!(
+            listed
+                .as_ref()
+                .is_err_and(|answer| answer.starts_with("404:")),
+            "{listed:?}"
+        );
+        assert_eq!(second.http.session_owner_reads(), 2);
+    });
+    drop((first, second));
 }

@@ -23,7 +23,7 @@ use crate::mcp_server_access::Counted;
 /// A gateway serving HTTP on a free loopback port, with one local tool, `count`.
 pub(crate) struct Running {
     pub(crate) gateway: McpGateway,
-    http: GatewayHttpServer,
+    pub(crate) http: GatewayHttpServer,
 }
 
 impl Running {
