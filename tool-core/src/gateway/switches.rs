@@ -103,9 +103,9 @@ pub(crate) struct SearchIndex {
     /// The tools of the view it ranks.
     pub(crate) definitions: Vec<ChatTool>,
     pub(crate) index: ToolIndex,
-    /// The view it was built for: the user's snapshot, and the session's switches on top.
-    user: Arc<RegistrySnapshot>,
-    session: HashMap<String, bool>,
+    /// The view it was built for: the registry version and the tools enabled in it.
+    version: u64,
+    enabled: Vec<String>,
 }
 
 /// One user's switches.
@@ -180,7 +180,17 @@ impl UserSwitches {
         registry: &ToolRegistry,
         session: &ToolToggles,
     ) -> Arc<RegistrySnapshot> {
-        let session = session.overrides();
+        self.view(registry, &session.overrides())
+    }
+
+    /// The registry as this user sees it, with the session's switches `session` on top: each
+    /// tool as the session switched it, else as the user did, else as the registry has it,
+    /// all read now.
+    fn view(
+        &self,
+        registry: &ToolRegistry,
+        session: &HashMap<String, bool>,
+    ) -> Arc<RegistrySnapshot> {
         if session.is_empty() {
             return self.toggles.snapshot(registry);
         }
@@ -193,37 +203,26 @@ impl UserSwitches {
                 .unwrap_or(enabled)
         }))
     }
-}
 
-impl UserSwitches {
     /// The search index of the registry as this user sees it with `session`'s switches on top,
-    /// `except` left out: the one built last while neither the registry, this user's switches
-    /// nor the session's changed since (the user's snapshot is the same one then), else one
-    /// built now.
+    /// `except` left out: the one built last when it was built for the same view (the same
+    /// registry version and the same tools enabled), else one built now. The index and what
+    /// it is kept for both come from one view, so they cannot disagree.
     pub(crate) fn search_index(
         &self,
         registry: &ToolRegistry,
         session: &ToolToggles,
         except: &str,
     ) -> Arc<SearchIndex> {
-        let user = self.toggles.snapshot(registry);
-        let overrides = session.overrides();
+        let view = self.view(registry, &session.overrides());
+        let version = view.version();
+        let enabled = view.enabled_names();
         if let Some(built) = lock(&self.search).as_ref() {
-            if Arc::ptr_eq(&built.user, &user) && built.session == overrides {
+            if built.version == version && built.enabled == enabled {
                 return built.clone();
             }
         }
-        let view = if overrides.is_empty() {
-            user.clone()
-        } else {
-            // From the switches read above, so the index is of the view it is kept for.
-            Arc::new(registry.snapshot_with(|name, _, _| {
-                overrides
-                    .get(name)
-                    .copied()
-                    .unwrap_or_else(|| user.is_enabled(name))
-            }))
-        };
+        let enabled = enabled.into_iter().map(str::to_owned).collect();
         let definitions: Vec<ChatTool> = view
             .definitions()
             .into_iter()
@@ -238,8 +237,8 @@ impl UserSwitches {
         let built = Arc::new(SearchIndex {
             definitions,
             index,
-            user,
-            session: overrides,
+            version,
+            enabled,
         });
         *lock(&self.search) = Some(built.clone());
         built
