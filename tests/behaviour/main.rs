@@ -38,6 +38,7 @@ mod mcp_client_secrets;
 mod mcp_gateway;
 mod mcp_gateway_catalog;
 mod mcp_gateway_gaps;
+mod mcp_gateway_growth;
 mod mcp_gateway_http;
 mod mcp_gateway_limits;
 mod mcp_gateway_pins;

@@ -344,14 +344,14 @@ fn the_search_index_is_built_again_only_when_the_catalog_or_the_users_switches_c
 
 /// A 2026-07-28 `subscriptions/listen` stream of Alice's, counting the
 /// `notifications/tools/list_changed` it receives until dropped.
-struct Listener {
+pub(crate) struct Listener {
     notified: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Listener {
-    fn open(url: &str) -> Self {
+    pub(crate) fn open(url: &str) -> Self {
         let notified = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let (ready, opened) = std::sync::mpsc::channel();
@@ -392,7 +392,7 @@ impl Listener {
         }
     }
 
-    fn notified(&self) -> usize {
+    pub(crate) fn notified(&self) -> usize {
         self.notified.load(Ordering::Acquire)
     }
 }

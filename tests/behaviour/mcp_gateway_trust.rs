@@ -21,13 +21,13 @@ use crate::mcp_gateway::{
 use crate::mcp_server_access::Counted;
 
 /// A gateway serving HTTP on a free loopback port, with one local tool, `count`.
-struct Running {
-    _gateway: McpGateway,
-    http: GatewayHttpServer,
+pub(crate) struct Running {
+    pub(crate) gateway: McpGateway,
+    pub(crate) http: GatewayHttpServer,
 }
 
 impl Running {
-    async fn start(text: &str) -> Self {
+    pub(crate) async fn start(text: &str) -> Self {
         let config = GatewayConfig::from_toml(text).unwrap();
         let count = Counted {
             name: "count",
@@ -38,13 +38,10 @@ impl Running {
             .await
             .unwrap();
         let http = gateway.start_http("127.0.0.1:0").await.unwrap();
-        Self {
-            _gateway: gateway,
-            http,
-        }
+        Self { gateway, http }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.http.url()
     }
 

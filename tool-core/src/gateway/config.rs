@@ -101,6 +101,13 @@ pub struct ServeConfig {
     /// upstream server, and the gateway's own tools, count apart, so calls hanging on one
     /// server do not hold back the user's calls to the others.
     pub max_concurrent_calls: u32,
+    /// How many users this process keeps in memory before it forgets the idle ones (default
+    /// 4096). A user's limits and switches are kept from their request on; once this many
+    /// users are kept, those with no stream, session or call open whose rate limits have
+    /// filled up again are forgotten, and their switches read from the store again on their
+    /// next request. So names a `trusted_proxy` sends without end cannot fill the memory:
+    /// this process holds at most this many users, or twice as many as are in use.
+    pub max_idle_users: usize,
     /// List only `search_tools`, `set_tool_enabled` and the pinned tools, instead of every
     /// tool, to every user whose `[[users]]` entry does not say otherwise (default `false`);
     /// the other tools are found with `search_tools` and called by name.
@@ -133,6 +140,7 @@ impl Default for ServeConfig {
             max_sessions_per_user: 16,
             max_streams_per_user: 32,
             max_concurrent_calls: 16,
+            max_idle_users: 4096,
             tool_search: false,
             pinned_tools: Vec::new(),
         }

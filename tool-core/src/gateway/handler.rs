@@ -23,7 +23,7 @@ use tracing::Instrument as _;
 
 use super::{
     Shared,
-    switches::{Attached, SessionSwitches},
+    switches::{Attached, SessionSwitches, UserSwitches},
     users::GatewayUser,
 };
 use crate::{
@@ -55,6 +55,9 @@ pub(crate) struct GatewayHandler {
     /// The HTTP session's switches in the store, once the session's id is known (`None`: the
     /// store keeps no sessions).
     stored: tokio::sync::OnceCell<Option<Arc<SessionSwitches>>>,
+    /// The switches of the user of this connection's last request, held so that they stay
+    /// loaded while the connection lasts.
+    held: Mutex<Option<Arc<UserSwitches>>>,
     stop: CancellationToken,
     _stop_on_drop: DropGuard,
 }
@@ -93,6 +96,7 @@ impl GatewayHandler {
             session,
             session_changed: broadcast::channel(16).0,
             stored: tokio::sync::OnceCell::new(),
+            held: Mutex::new(None),
             _stop_on_drop: stop.clone().drop_guard(),
             stop,
         }
@@ -122,11 +126,13 @@ impl GatewayHandler {
                 Some(_) => {}
             }
         }
-        self.shared
+        let switches = self
+            .shared
             .switches
             .user(&name)
             .await
             .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        *lock(&self.held) = Some(switches);
         Ok(name)
     }
 

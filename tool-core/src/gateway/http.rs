@@ -47,10 +47,18 @@ pub struct GatewayHttpServer {
     path: String,
     stop: CancellationToken,
     task: JoinHandle<io::Result<()>>,
+    owners: Arc<SessionOwners>,
     _stop_on_drop: DropGuard,
 }
 
 impl GatewayHttpServer {
+    /// How many times this server's gate read a session's owner from the store (for tests of
+    /// the owners it keeps).
+    #[doc(hidden)]
+    pub fn session_owner_reads(&self) -> u64 {
+        self.owners.reads()
+    }
+
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
@@ -83,7 +91,7 @@ impl GatewayHttpServer {
 struct Http {
     shared: Arc<Shared>,
     users: Users,
-    owners: SessionOwners,
+    owners: Arc<SessionOwners>,
 }
 
 pub(super) async fn start(
@@ -121,14 +129,14 @@ pub(super) async fn start(
         })
     };
     let (mcp, path, held) = crate::mcp::http_router(&options, bound, factory, &stop, sessions);
-    shared.http_sessions.add(held);
-    let owners = SessionOwners::new(Duration::from_secs(
+    let owners = Arc::new(SessionOwners::new(Duration::from_secs(
         shared.config.gateway.session_idle_timeout_secs,
-    ));
+    )));
+    shared.http_sessions.add(held, owners.clone());
     let state = Arc::new(Http {
         shared,
         users,
-        owners,
+        owners: owners.clone(),
     });
     let rules = Arc::new(SiteRules {
         mcp: mcp.clone(),
@@ -157,6 +165,7 @@ pub(super) async fn start(
         _stop_on_drop: stop.clone().drop_guard(),
         stop,
         task,
+        owners,
     })
 }
 

@@ -3,6 +3,11 @@
 //! open at once. The running calls are counted per server so that calls hanging on one server
 //! (until its timeout) do not hold back the user's calls to the others. (The sessions a user
 //! holds are counted where sessions are made, in the MCP server's session cap.)
+//!
+//! A user's limits are kept from their first request while they are in use: once this process
+//! holds `max_idle_users` users, a user with no call running and no stream open, whose buckets
+//! have filled up again, is forgotten (amortized over new users, [`Sweeps`]). Their limits as
+//! made on their next request are the ones forgotten: full buckets, nothing running.
 
 use std::{
     collections::HashMap,
@@ -12,7 +17,7 @@ use std::{
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::config::ServeConfig;
+use super::{config::ServeConfig, scope::Sweeps};
 
 /// The limits of every user.
 pub(crate) struct Limits {
@@ -20,7 +25,13 @@ pub(crate) struct Limits {
     requests_per_minute: u32,
     concurrent: u32,
     streams: u32,
-    users: Mutex<HashMap<String, UserLimits>>,
+    users: Mutex<Users>,
+}
+
+/// The users whose limits are kept, and when they are next swept of the idle ones.
+struct Users {
+    limits: HashMap<String, UserLimits>,
+    sweeps: Sweeps,
 }
 
 /// Requests that may start now (fractional: the bucket refills continuously).
@@ -51,6 +62,13 @@ impl Bucket {
         }
         Ok(())
     }
+
+    /// Whether the bucket has filled up again by `now` (a full one is as good as a new one).
+    fn is_full(&self, per_minute: u32, now: Instant) -> bool {
+        let capacity = f64::from(per_minute);
+        let elapsed = now.saturating_duration_since(self.refilled);
+        self.tokens + elapsed.as_secs_f64() * capacity / 60.0 >= capacity
+    }
 }
 
 struct UserLimits {
@@ -77,8 +95,32 @@ impl Limits {
             requests_per_minute: config.requests_per_minute.max(1),
             concurrent: config.max_concurrent_calls.max(1),
             streams: config.max_streams_per_user.max(1),
-            users: Mutex::new(HashMap::new()),
+            users: Mutex::new(Users {
+                limits: HashMap::new(),
+                sweeps: Sweeps::new(config.max_idle_users),
+            }),
         }
+    }
+
+    /// Whether `limits` are as a user's first request would make them: both buckets full, no
+    /// call running and no stream open (each permit holds its semaphore).
+    fn is_idle(&self, limits: &UserLimits, now: Instant) -> bool {
+        limits.calls.is_full(self.calls_per_minute, now)
+            && limits.requests.is_full(self.requests_per_minute, now)
+            && Arc::strong_count(&limits.streams) == 1
+            && limits
+                .running
+                .values()
+                .all(|running| Arc::strong_count(running) == 1)
+    }
+
+    /// How many users' limits are kept.
+    pub(crate) fn users(&self) -> usize {
+        self.users
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .limits
+            .len()
     }
 
     /// Runs `use_limits` on the limits of `user`, made on their first request (later requests
@@ -90,10 +132,12 @@ impl Limits {
         use_limits: impl FnOnce(&mut UserLimits) -> T,
     ) -> T {
         let mut users = self.users.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(limits) = users.get_mut(user) {
+        let Users { limits, sweeps } = &mut *users;
+        if let Some(limits) = limits.get_mut(user) {
             return use_limits(limits);
         }
-        let limits = users.entry(user.to_owned()).or_insert_with(|| UserLimits {
+        let _ = sweeps.before_insert(limits, |_, kept| !self.is_idle(kept, now));
+        let limits = limits.entry(user.to_owned()).or_insert_with(|| UserLimits {
             calls: Bucket::full(self.calls_per_minute, now),
             requests: Bucket::full(self.requests_per_minute, now),
             running: HashMap::new(),
@@ -246,5 +290,31 @@ mod tests {
         drop(stream);
         let again = limits.open_stream("a").unwrap();
         drop((others, again));
+    }
+
+    #[test]
+    fn idle_users_are_forgotten_and_users_in_use_or_over_their_rate_are_kept() {
+        let limits = limits(
+            "[gateway]\ncalls_per_minute = 1\nmax_streams_per_user = 1\nmax_idle_users = 8\n",
+        );
+        drop(limits.admit("greedy", "s").unwrap());
+        let stream = limits.open_stream("watching").unwrap();
+        let call = limits.admit("calling", "s").unwrap();
+        for n in 0..1_000 {
+            // A stream opened and closed leaves the user idle.
+            drop(limits.open_stream(&format!("user-{n}")).unwrap());
+            assert!(limits.users() <= 8, "{} users after {n}", limits.users());
+        }
+        assert!(
+            limits
+                .admit("greedy", "s")
+                .unwrap_err()
+                .starts_with("rate limit")
+        );
+        assert_eq!(
+            limits.open_stream("watching").unwrap_err(),
+            "stream limit: at most 1 open streams at once per user; close one first"
+        );
+        drop((stream, call));
     }
 }

@@ -299,7 +299,8 @@ impl McpGateway {
         }
         let registry = Arc::new(ToolRegistry::new());
         let (events, _) = broadcast::channel(64);
-        let switches = Arc::new(Switches::open(&config.gateway.store).await?);
+        let switches =
+            Arc::new(Switches::open(&config.gateway.store, config.gateway.max_idle_users).await?);
         let pins = match (&config.gateway.pins_file, switches.sql()) {
             (Some(file), _) => PinStore::File(file.into()),
             (None, Some(sql)) => PinStore::Sql(sql.clone()),
@@ -375,6 +376,16 @@ impl McpGateway {
     /// Events an operator should know of, from now on.
     pub fn subscribe_events(&self) -> broadcast::Receiver<GatewayEvent> {
         self.shared.events.subscribe()
+    }
+
+    /// How many users this process keeps in memory: `(limits, switches)` (for tests of
+    /// `max_idle_users`).
+    #[doc(hidden)]
+    pub fn users_in_memory(&self) -> (usize, usize) {
+        (
+            self.shared.limits.users(),
+            self.shared.switches.loaded_users(),
+        )
     }
 
     /// Each upstream server's state, as `/healthz` reports it to the admin token: with the

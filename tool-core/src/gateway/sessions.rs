@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     Shared,
+    owners::SessionOwners,
     scope::{SESSION_SCOPE, now_ms},
     switches::Switches,
 };
@@ -74,28 +75,31 @@ impl SessionStore for StoredSessions {
     }
 }
 
-/// The in-memory sessions of this process's HTTP servers.
+/// The in-memory sessions of this process's HTTP servers, with their owners as each server's
+/// gate knows them.
 #[derive(Default)]
-pub(crate) struct InMemory(Mutex<Vec<HttpSessions>>);
+pub(crate) struct InMemory(Mutex<Vec<(HttpSessions, Arc<SessionOwners>)>>);
 
 impl InMemory {
-    /// Adds the sessions of an HTTP server.
-    pub(crate) fn add(&self, sessions: HttpSessions) {
+    /// Adds the sessions of an HTTP server, and their owners.
+    pub(crate) fn add(&self, sessions: HttpSessions, owners: Arc<SessionOwners>) {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(sessions);
+            .push((sessions, owners));
     }
 
     /// Ends session `id` in the servers that hold it (it ended in another process): its
-    /// streams end, and a later request in it is answered as in an ended session.
+    /// owner is forgotten by their gates, its streams end, and a later request in it is
+    /// answered as in an ended session.
     pub(crate) async fn close(&self, id: &str) {
         let servers = self
             .0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        for sessions in servers {
+        for (sessions, owners) in servers {
+            owners.ended(id);
             sessions.close(id).await;
         }
     }

@@ -6,6 +6,13 @@
 //!
 //! [`Switches`] also knows the HTTP sessions this process holds, and announces a session's end
 //! to the other processes, which end their copies of it.
+//!
+//! A user's switches stay loaded while anything holds them (a connection whose user they are,
+//! a request) or listens to them (an open stream or session). Once `max_idle_users` users are
+//! loaded, the others are forgotten (amortized over new users, [`Sweeps`]) and loaded from the
+//! store again on their user's next request: the store holds the same switches. With the
+//! switches kept in memory (`memory:`) there is no other copy, so a user who switched a tool
+//! stays loaded.
 
 use std::{
     collections::HashMap,
@@ -19,7 +26,7 @@ use tokio::sync::broadcast;
 use super::Shared;
 use super::{
     GatewayError,
-    scope::{SESSION_SCOPE, now_ms},
+    scope::{SESSION_SCOPE, Sweeps, now_ms},
 };
 use crate::{
     registry::{RegistrySnapshot, ToolRegistry, ToolToggles},
@@ -96,9 +103,9 @@ pub(crate) struct SearchIndex {
     /// The tools of the view it ranks.
     pub(crate) definitions: Vec<ChatTool>,
     pub(crate) index: ToolIndex,
-    /// The view it was built for: the user's snapshot, and the session's switches on top.
-    user: Arc<RegistrySnapshot>,
-    session: HashMap<String, bool>,
+    /// The view it was built for: the registry version and the tools enabled in it.
+    version: u64,
+    enabled: Vec<String>,
 }
 
 /// One user's switches.
@@ -155,6 +162,15 @@ impl<O: Owner> ScopedSwitches<O> {
         }
         Ok(())
     }
+
+    /// Whether these switches, held by `held` (the map's handle to them), may be forgotten
+    /// now: nobody else holds them, no stream listens to them, and the store (`stored`) has
+    /// them to load again.
+    fn is_idle(held: &Arc<Self>, stored: bool) -> bool {
+        Arc::strong_count(held) == 1
+            && held.changed.receiver_count() == 0
+            && (stored || held.toggles.overrides().is_empty())
+    }
 }
 
 impl UserSwitches {
@@ -164,7 +180,17 @@ impl UserSwitches {
         registry: &ToolRegistry,
         session: &ToolToggles,
     ) -> Arc<RegistrySnapshot> {
-        let session = session.overrides();
+        self.view(registry, &session.overrides())
+    }
+
+    /// The registry as this user sees it, with the session's switches `session` on top: each
+    /// tool as the session switched it, else as the user did, else as the registry has it,
+    /// all read now.
+    fn view(
+        &self,
+        registry: &ToolRegistry,
+        session: &HashMap<String, bool>,
+    ) -> Arc<RegistrySnapshot> {
         if session.is_empty() {
             return self.toggles.snapshot(registry);
         }
@@ -177,37 +203,26 @@ impl UserSwitches {
                 .unwrap_or(enabled)
         }))
     }
-}
 
-impl UserSwitches {
     /// The search index of the registry as this user sees it with `session`'s switches on top,
-    /// `except` left out: the one built last while neither the registry, this user's switches
-    /// nor the session's changed since (the user's snapshot is the same one then), else one
-    /// built now.
+    /// `except` left out: the one built last when it was built for the same view (the same
+    /// registry version and the same tools enabled), else one built now. The index and what
+    /// it is kept for both come from one view, so they cannot disagree.
     pub(crate) fn search_index(
         &self,
         registry: &ToolRegistry,
         session: &ToolToggles,
         except: &str,
     ) -> Arc<SearchIndex> {
-        let user = self.toggles.snapshot(registry);
-        let overrides = session.overrides();
+        let view = self.view(registry, &session.overrides());
+        let version = view.version();
+        let enabled = view.enabled_names();
         if let Some(built) = lock(&self.search).as_ref() {
-            if Arc::ptr_eq(&built.user, &user) && built.session == overrides {
+            if built.version == version && built.enabled == enabled {
                 return built.clone();
             }
         }
-        let view = if overrides.is_empty() {
-            user.clone()
-        } else {
-            // From the switches read above, so the index is of the view it is kept for.
-            Arc::new(registry.snapshot_with(|name, _, _| {
-                overrides
-                    .get(name)
-                    .copied()
-                    .unwrap_or_else(|| user.is_enabled(name))
-            }))
-        };
+        let enabled = enabled.into_iter().map(str::to_owned).collect();
         let definitions: Vec<ChatTool> = view
             .definitions()
             .into_iter()
@@ -222,8 +237,8 @@ impl UserSwitches {
         let built = Arc::new(SearchIndex {
             definitions,
             index,
-            user,
-            session: overrides,
+            version,
+            enabled,
         });
         *lock(&self.search) = Some(built.clone());
         built
@@ -243,8 +258,16 @@ enum Backing {
 /// Every user's switches, and the sessions this process holds with their switches.
 pub(crate) struct Switches {
     backing: Backing,
-    users: Mutex<HashMap<String, Arc<UserSwitches>>>,
+    users: Mutex<LoadedUsers>,
     sessions: Mutex<HashMap<String, Weak<SessionSwitches>>>,
+}
+
+/// The users whose switches are loaded, and when they are next swept of the idle ones.
+struct LoadedUsers {
+    switches: HashMap<String, Arc<UserSwitches>>,
+    sweeps: Sweeps,
+    /// How many times users were forgotten.
+    forgotten: u64,
 }
 
 /// The channel a change of the pins is announced on (an accepted definition, a forgotten
@@ -268,8 +291,9 @@ pub(crate) fn scope_of(user: &str) -> String {
 }
 
 impl Switches {
-    /// Opens the store at `location` (`memory:` or a database URL).
-    pub(crate) async fn open(location: &str) -> Result<Self, GatewayError> {
+    /// Opens the store at `location` (`memory:` or a database URL); idle users are forgotten
+    /// once `max_idle_users` are loaded.
+    pub(crate) async fn open(location: &str, max_idle_users: usize) -> Result<Self, GatewayError> {
         let backing = if location == "memory:" {
             Backing::Memory
         } else {
@@ -277,7 +301,11 @@ impl Switches {
         };
         Ok(Self {
             backing,
-            users: Mutex::new(HashMap::new()),
+            users: Mutex::new(LoadedUsers {
+                switches: HashMap::new(),
+                sweeps: Sweeps::new(max_idle_users),
+                forgotten: 0,
+            }),
             sessions: Mutex::new(HashMap::new()),
         })
     }
@@ -372,7 +400,7 @@ impl Switches {
         if self.sql().is_none() {
             return;
         }
-        let users: Vec<Arc<UserSwitches>> = lock(&self.users).values().cloned().collect();
+        let users: Vec<Arc<UserSwitches>> = lock(&self.users).switches.values().cloned().collect();
         for user in users {
             if let Err(error) = user.reload().await {
                 tracing::warn!(%error, "cannot read a user's switches again");
@@ -483,15 +511,24 @@ impl Switches {
 
     /// The user's switches if they are loaded.
     pub(crate) fn loaded(&self, user: &str) -> Option<Arc<UserSwitches>> {
-        lock(&self.users).get(user).cloned()
+        lock(&self.users).switches.get(user).cloned()
+    }
+
+    /// How many users' switches are loaded.
+    pub(crate) fn loaded_users(&self) -> usize {
+        lock(&self.users).switches.len()
     }
 
     /// The user's switches, loaded from the store on first use.
     #[cfg_attr(not(feature = "postgres"), allow(clippy::unit_arg))] // `Announce` is `()`.
     pub(crate) async fn user(&self, user: &str) -> Result<Arc<UserSwitches>, GatewayError> {
-        if let Some(switches) = self.loaded(user) {
-            return Ok(switches);
-        }
+        let mut read_at = {
+            let users = lock(&self.users);
+            if let Some(switches) = users.switches.get(user) {
+                return Ok(switches.clone());
+            }
+            users.forgotten
+        };
         let store: Arc<dyn PreferenceStore> = match &self.backing {
             Backing::Memory => Arc::new(MemoryPreferenceStore::new()),
             Backing::Sql(sql) => Arc::new(sql.preferences_for(scope_of(user))),
@@ -506,11 +543,32 @@ impl Switches {
             )
             .await?,
         );
-        // Two first requests at once: the first one in wins, both use it.
-        Ok(lock(&self.users)
-            .entry(user.to_owned())
-            .or_insert(fresh)
-            .clone())
+        let stored = self.sql().is_some();
+        // The user may have been loaded, switched and forgotten while the store was read: then
+        // it is read again, as a load begun now would (a few times at most; a sweep is rare).
+        for _ in 0..3 {
+            let now = lock(&self.users).forgotten;
+            if now == read_at {
+                break;
+            }
+            read_at = now;
+            fresh.reload().await?;
+        }
+        let mut users = lock(&self.users);
+        let LoadedUsers {
+            switches,
+            sweeps,
+            forgotten,
+        } = &mut *users;
+        if let Some(loaded) = switches.get(user) {
+            // Two first requests at once: the first one in wins, both use it.
+            return Ok(loaded.clone());
+        }
+        if sweeps.before_insert(switches, |_, loaded| !UserSwitches::is_idle(loaded, stored)) > 0 {
+            *forgotten += 1;
+        }
+        switches.insert(user.to_owned(), fresh.clone());
+        Ok(fresh)
     }
 }
 
@@ -527,7 +585,7 @@ mod tests {
     #[tokio::test]
     async fn a_sessions_switches_lie_on_top_of_its_users() {
         let registry = create_default_tool_registry(ToolContext::default());
-        let switches = Switches::open("memory:").await.unwrap();
+        let switches = Switches::open("memory:", 4096).await.unwrap();
         let alice = switches.user("alice").await.unwrap();
         let mut changes = alice.subscribe();
         alice.set("write_file", false).await.unwrap();
