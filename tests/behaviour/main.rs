@@ -37,6 +37,7 @@ mod mcp_client_misbehaving;
 mod mcp_client_secrets;
 mod mcp_gateway;
 mod mcp_gateway_catalog;
+mod mcp_gateway_fast;
 mod mcp_gateway_http;
 mod mcp_gateway_limits;
 mod mcp_gateway_pins;
