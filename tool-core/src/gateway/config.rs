@@ -108,6 +108,11 @@ pub struct ServeConfig {
     /// The tools listed with tool search on (by the gateway's names), for users whose entry
     /// names none.
     pub pinned_tools: Vec<String>,
+    /// Answer stateless `tools/call` requests before the MCP library's per-request service
+    /// (default `true`); off, they take the same way as every other request. For comparing
+    /// the two ways.
+    #[doc(hidden)]
+    pub fast_calls: bool,
 }
 
 impl Default for ServeConfig {
@@ -135,6 +140,7 @@ impl Default for ServeConfig {
             max_concurrent_calls: 16,
             tool_search: false,
             pinned_tools: Vec::new(),
+            fast_calls: true,
         }
     }
 }
