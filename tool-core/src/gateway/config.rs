@@ -38,6 +38,7 @@ pub struct GatewayConfig {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
+#[allow(clippy::struct_excessive_bools)] // Each is a key of the TOML table.
 pub struct ServeConfig {
     /// The server's name in `initialize` answers (default `tool-core-gateway`).
     pub name: String,

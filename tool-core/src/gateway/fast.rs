@@ -38,7 +38,7 @@ use super::{
 use crate::{
     call::CallContext,
     mcp::{CallStop, Site, needs_approval, run_call},
-    registry::ToolToggles,
+    registry::{RegistrySnapshot, ToolToggles},
 };
 
 /// What the short way needs besides the gateway's shared state.
@@ -127,6 +127,20 @@ pub(super) async fn serve(
         return again(body).await;
     }
     tracing::trace!(tool = %params.name, "a stateless tools/call served before rmcp");
+    json_response(&answer(shared, user, &snapshot, &version, id, params).await)
+}
+
+/// The answer to the `tools/call` `id` with `params` of `user`, who sees `snapshot`, on
+/// `version` (before 2026-07-28): as `GatewayHandler::call` runs it, within the user's limits
+/// and in the `gateway_call` span (with `otel`, in the `tools/call {tool}` server span too).
+async fn answer(
+    shared: &Shared,
+    user: &str,
+    snapshot: &RegistrySnapshot,
+    version: &ProtocolVersion,
+    id: RequestId,
+    params: CallToolRequestParams,
+) -> ServerJsonRpcMessage {
     let CallToolRequestParams {
         name,
         arguments,
@@ -136,7 +150,7 @@ pub(super) async fn serve(
     #[cfg(feature = "otel")]
     let span = crate::mcp::call_span(
         &name,
-        &version,
+        version,
         true,
         &meta.unwrap_or_default().0.0,
         &id,
@@ -152,12 +166,12 @@ pub(super) async fn serve(
         let call =
             CallContext::new(id.to_string(), name.to_string()).with_cancellation(cancelled.clone());
         let outcome = run_call(
-            &snapshot,
+            snapshot,
             &name,
             arguments.unwrap_or_default(),
             call,
             None,
-            &version,
+            version,
             shared.server.options().tool_timeout,
             CallStop {
                 call: &cancelled,
@@ -173,7 +187,7 @@ pub(super) async fn serve(
     };
     #[cfg(feature = "otel")]
     let call = crate::mcp::traced(span, call);
-    let message = match call.await {
+    match call.await {
         Ok(result) => {
             // The shape of results before 2026-07-28, as rmcp's handler gives them.
             let mut result = ServerResult::from(result);
@@ -182,8 +196,7 @@ pub(super) async fn serve(
             ServerJsonRpcMessage::response(result, id)
         }
         Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-    };
-    json_response(&message)
+    }
 }
 
 /// A JSON-RPC request as the short way takes it: exactly these members (rmcp ignores others;
