@@ -576,6 +576,7 @@ where
 /// rules checked in front of it ([`Site::admits`]), for the routes beside the endpoint and for
 /// requests served before rmcp.
 #[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "gateway"), allow(dead_code))] // The gateway checks before rmcp.
 pub(crate) struct Site {
     hosts: Vec<String>,
     origins: Vec<String>,
@@ -770,6 +771,7 @@ fn allowed_origin(entry: &str) -> Option<AllowedOrigin> {
 }
 
 /// The port a scheme implies when an origin leaves it out.
+#[cfg_attr(not(feature = "gateway"), allow(dead_code))] // The gateway checks before rmcp.
 fn default_port(scheme: &str) -> Option<u16> {
     match scheme {
         "http" => Some(80),
