@@ -455,3 +455,59 @@ async fn a_client_that_goes_mid_call_has_the_call_cancelled_upstream_either_way(
         assert_eq!(id, cancelled, "fast {fast}");
     }
 }
+
+/// The trace the client's `_meta` names: the gateway's spans of a call taken the short way
+/// continue it as the long way's do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_taken_the_short_way_continues_the_clients_trace() {
+    use crate::otel_support::{INTERNAL, SERVER_KIND, named, only_child, start_receiver};
+
+    let (url, received) = start_receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let servers = format!(
+        "[[servers]]\nname = \"example\"\nprefix = \"ex\"\ncommand = {:?}\n\n",
+        crate::mcp_python::SERVER
+    );
+    let gateway = Gateway::start_with(
+        &config(dir.path(), "stateless = true", &servers),
+        &["--otlp", url.as_str()],
+        &[
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+            ("RUST_LOG", "warn,rmcp=error,tool_core::gateway::fast=trace"),
+        ],
+    );
+    let (trace, parent) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let mut body = call(json!(1), "ex_add", json!({"a": 2, "b": 3}));
+    body["params"]["_meta"] = json!({"traceparent": format!("00-{trace}-{parent}-01")});
+    let answer = tokio::task::spawn_blocking({
+        let url = gateway.url.clone();
+        move || send(&url, &sent("traced", body))
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        answer.body["result"]["content"][0]["text"], "5",
+        "{answer:?}"
+    );
+    assert!(
+        gateway
+            .log()
+            .contains("a stateless tools/call served before rmcp"),
+        "{}",
+        gateway.log()
+    );
+    let spans = received
+        .wait_for(LIMIT, |spans| {
+            spans
+                .iter()
+                .any(|(service, span)| service == "mcp_gateway" && span.name == "gateway_call")
+        })
+        .await;
+    let served = named(&spans, "mcp_gateway", "tools/call ex_add");
+    let hex = |bytes: &[u8]| -> String { bytes.iter().map(|b| format!("{b:02x}")).collect() };
+    assert_eq!(served.kind, SERVER_KIND);
+    assert_eq!(hex(&served.trace_id), trace);
+    assert_eq!(hex(&served.parent_span_id), parent);
+    let (_, call_span) = only_child(&spans, &served, "gateway_call");
+    assert_eq!(call_span.kind, INTERNAL);
+}
