@@ -37,6 +37,7 @@ mod mcp_client_misbehaving;
 mod mcp_client_secrets;
 mod mcp_gateway;
 mod mcp_gateway_catalog;
+mod mcp_gateway_fast;
 mod mcp_gateway_gaps;
 mod mcp_gateway_growth;
 mod mcp_gateway_http;

@@ -79,7 +79,7 @@ pub(crate) fn python_server(
 }
 
 /// A `[[servers]]` entry for the Python upstream, with `args`.
-fn python_upstream(python: &Path, name: &str, prefix: &str, args: &[&str]) -> String {
+pub(crate) fn python_upstream(python: &Path, name: &str, prefix: &str, args: &[&str]) -> String {
     let prefix = format!("prefix = \"{prefix}\"");
     python_server(python, "gateway_upstream.py", name, &prefix, args)
 }

@@ -8,6 +8,9 @@
 # - the gateway (`mcp_gateway` example, bearer token, alice with a switch of her own, SQLite);
 # - with GATEWAY_BEFORE=<program>, another build of the gateway, measured the same way.
 #
+# GATEWAY_EXTRA adds lines to the measured gateways' `[gateway]` table (for example
+# `fast_calls = false`, the way every request takes without the short way of `tools/call`).
+#
 #     tests/benches/gateway_callgrind.sh
 #     GATEWAY_BENCH=target/release/deps/gateway-HASH GATEWAY_BEFORE=/path/to/mcp_gateway_example \
 #         CALLGRIND_ONLY=gateway_before tests/benches/gateway_callgrind.sh
@@ -120,6 +123,7 @@ admin_token_sha256 = "$(sha256 $ADMIN)"
 stateless = true
 calls_per_minute = 100000000
 max_concurrent_calls = 1024
+${GATEWAY_EXTRA:-}
 
 [[users]]
 name = "alice"

@@ -38,6 +38,7 @@ pub struct GatewayConfig {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 #[non_exhaustive]
+#[allow(clippy::struct_excessive_bools)] // Each is a key of the TOML table.
 pub struct ServeConfig {
     /// The server's name in `initialize` answers (default `tool-core-gateway`).
     pub name: String,
@@ -115,6 +116,11 @@ pub struct ServeConfig {
     /// The tools listed with tool search on (by the gateway's names), for users whose entry
     /// names none.
     pub pinned_tools: Vec<String>,
+    /// Answer stateless `tools/call` requests before the MCP library's per-request service
+    /// (default `true`); off, they take the same way as every other request. For comparing
+    /// the two ways.
+    #[doc(hidden)]
+    pub fast_calls: bool,
 }
 
 impl Default for ServeConfig {
@@ -143,6 +149,7 @@ impl Default for ServeConfig {
             max_idle_users: 4096,
             tool_search: false,
             pinned_tools: Vec::new(),
+            fast_calls: true,
         }
     }
 }

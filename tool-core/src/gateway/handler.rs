@@ -126,12 +126,7 @@ impl GatewayHandler {
                 Some(_) => {}
             }
         }
-        let switches = self
-            .shared
-            .switches
-            .user(&name)
-            .await
-            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        let switches = load_user(&self.shared, &name).await?;
         *lock(&self.held) = Some(switches);
         Ok(name)
     }
@@ -294,18 +289,7 @@ impl GatewayHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let user = self.ensure_user(&context).await?;
         let tool = request.name.to_string();
-        let server = self
-            .shared
-            .catalog
-            .source_of(&tool)
-            .unwrap_or_else(|| "-".to_owned());
-        let _permit = self
-            .shared
-            .limits
-            .admit(&user, &server)
-            .map_err(|reason| ErrorData::new(ErrorCode(LIMITED), reason, None))?;
-        let span =
-            tracing::info_span!("gateway_call", user = %user, server = %server, tool = %tool);
+        let (_permit, span) = admit_call(&self.shared, &user, &tool)?;
         if tool == SEARCH_TOOLS {
             let snapshot = self.snapshot(&user);
             let offered = self.shared.config.pinned_tools(&user).is_some()
@@ -347,10 +331,46 @@ impl GatewayHandler {
             .run_tool(request, context)
             .instrument(span.clone())
             .await;
-        if let Err(error) = &outcome {
-            span.in_scope(|| tracing::debug!(code = error.code.0, "the call was refused"));
-        }
+        refused(&span, outcome.as_ref().err());
         outcome
+    }
+}
+
+/// Loads the switches of user `name`.
+pub(super) async fn load_user(
+    shared: &Shared,
+    name: &str,
+) -> Result<Arc<super::switches::UserSwitches>, ErrorData> {
+    shared
+        .switches
+        .user(name)
+        .await
+        .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+}
+
+/// Admits a call of `tool` by `user` within their limits: the permit it holds while it runs
+/// and its `gateway_call` span, or the refusal (JSON-RPC code `-32003`).
+pub(super) fn admit_call(
+    shared: &Shared,
+    user: &str,
+    tool: &str,
+) -> Result<(tokio::sync::OwnedSemaphorePermit, tracing::Span), ErrorData> {
+    let server = shared
+        .catalog
+        .source_of(tool)
+        .unwrap_or_else(|| "-".to_owned());
+    let permit = shared
+        .limits
+        .admit(user, &server)
+        .map_err(|reason| ErrorData::new(ErrorCode(LIMITED), reason, None))?;
+    let span = tracing::info_span!("gateway_call", user = %user, server = %server, tool = %tool);
+    Ok((permit, span))
+}
+
+/// Logs, in the call's span, the protocol error a call ended with.
+pub(super) fn refused(span: &tracing::Span, error: Option<&ErrorData>) {
+    if let Some(error) = error {
+        span.in_scope(|| tracing::debug!(code = error.code.0, "the call was refused"));
     }
 }
 

@@ -32,12 +32,13 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{
     GatewayError, Shared,
+    fast::FastCalls,
     handler::GatewayHandler,
     owners::SessionOwners,
     sessions::StoredSessions,
     users::{GatewayUser, Refusal, Users},
 };
-use crate::mcp::{McpServerError, SessionOwner};
+use crate::mcp::{McpServerError, SessionOwner, Site};
 
 /// The gateway's HTTP server, from [`McpGateway::start_http`](super::McpGateway::start_http).
 /// Dropping it stops it.
@@ -92,6 +93,8 @@ struct Http {
     shared: Arc<Shared>,
     users: Users,
     owners: Arc<SessionOwners>,
+    /// The short way of stateless `tools/call` requests, when the gateway is stateless.
+    fast: Option<FastCalls>,
 }
 
 pub(super) async fn start(
@@ -133,14 +136,19 @@ pub(super) async fn start(
         shared.config.gateway.session_idle_timeout_secs,
     )));
     shared.http_sessions.add(held, owners.clone());
+    let site = Site::new(&options, bound);
+    let fast = (shared.stateless && shared.config.gateway.fast_calls)
+        .then(|| FastCalls::new(site.clone(), options.max_request_bytes));
     let state = Arc::new(Http {
         shared,
         users,
         owners: owners.clone(),
+        fast,
     });
     let rules = Arc::new(SiteRules {
         mcp: mcp.clone(),
         path: path.clone(),
+        site,
     });
     let mcp = mcp.layer(axum::middleware::from_fn_with_state(state.clone(), gate));
     let admin = Router::new()
@@ -228,7 +236,10 @@ async fn serve_user(http: &Http, user: GatewayUser, mut request: Request, next: 
     let name = user.0.clone();
     let response = if http.shared.stateless {
         request.extensions_mut().insert(user);
-        next.run(request).await
+        match &http.fast {
+            Some(fast) => super::fast::serve(&http.shared, fast, &name, request, next).await,
+            None => next.run(request).await,
+        }
     } else {
         let sql = http.shared.switches.sql();
         let session = match request.headers().get(SESSION_ID) {
@@ -294,13 +305,20 @@ async fn serve_user(http: &Http, user: GatewayUser, mut request: Request, next: 
 struct SiteRules {
     mcp: Router,
     path: String,
+    /// The endpoint's rules, checked before it.
+    site: Site,
 }
 
 /// Serves a request to `/healthz` or the admin API only when the MCP endpoint would admit its
-/// `Host` and `Origin`, against DNS rebinding and web pages as there. The endpoint (rmcp) is
-/// asked with an `OPTIONS` request carrying them and nothing else: it answers `405` once both
-/// pass, else its refusal (`403`, or `400` for a malformed `Host`), which is the answer.
+/// `Host` and `Origin`, against DNS rebinding and web pages as there ([`Site::admits`], the
+/// check requests served before rmcp pass too). A request it refuses gets the endpoint's own
+/// refusal: rmcp is asked with an `OPTIONS` request carrying them and nothing else, and
+/// answers `403` (or `400` for a malformed `Host`), or `405` should it admit them after all,
+/// when the request is served.
 async fn same_site(State(rules): State<Arc<SiteRules>>, request: Request, next: Next) -> Response {
+    if rules.site.admits(request.uri(), request.headers()) {
+        return next.run(request).await;
+    }
     let uri = match request.uri().authority() {
         Some(authority) => format!("http://{authority}{}", rules.path),
         None => rules.path.clone(),

@@ -147,6 +147,7 @@
 
 mod catalog;
 mod config;
+mod fast;
 mod handler;
 mod http;
 mod limits;

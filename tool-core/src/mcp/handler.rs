@@ -196,22 +196,17 @@ impl McpHandler {
         context: &RequestContext<RoleServer>,
     ) -> tracing::Span {
         let parts = context.extensions.get::<axum::http::request::Parts>();
-        let version = self.version_of(context);
-        let span = crate::otel::mcp::tools_call_span(
-            crate::otel::mcp::Side::Server,
-            &request.name,
-            Some(version.as_str()),
-            if parts.is_some() { "tcp" } else { "pipe" },
-        );
-        crate::otel::mcp::continue_from(&span, &context.meta.0.0);
-        span.record("jsonrpc.request.id", context.id.to_string());
-        if let Some(session) = parts
+        let session = parts
             .and_then(|parts| parts.headers.get("mcp-session-id"))
-            .and_then(|value| value.to_str().ok())
-        {
-            span.record("mcp.session.id", session);
-        }
-        span
+            .and_then(|value| value.to_str().ok());
+        call_span(
+            &request.name,
+            &self.version_of(context),
+            parts.is_some(),
+            &context.meta.0.0,
+            &context.id,
+            session,
+        )
     }
 
     /// Runs a `tools/call` request: asks for approval when the tool needs it, then runs the
@@ -223,28 +218,17 @@ impl McpHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         // The call stops when the client cancels it or leaves.
         let cancelled = self.closed.child_token();
-        let _cancel_with_request = {
-            let request_ct = context.ct.clone();
-            let cancelled = cancelled.clone();
-            let watch = tokio::spawn(async move {
-                request_ct.cancelled().await;
-                cancelled.cancel();
-            });
-            AbortOnDrop(watch)
+        let stop = CallStop {
+            call: &cancelled,
+            request: Some(&context.ct),
         };
         let version = self.version_of(&context);
         let snapshot = self.snapshot_for(&context);
-        let needs_approval = snapshot.is_enabled(&request.name)
-            && snapshot
-                .metadata(&request.name)
-                .is_some_and(|metadata| metadata.needs_approval);
-        if needs_approval {
+        if needs_approval(&snapshot, &request.name) {
             let verdict = tokio::select! {
                 // Boxed: asking is rare, and the call's future stays small to move.
                 verdict = Box::pin(self.approval(&request, &context, &version)) => verdict,
-                () = cancelled.cancelled() => {
-                    return Err(ErrorData::internal_error("the request was cancelled", None));
-                }
+                () = stop.stopped() => return Err(cancelled_error()),
             };
             match verdict {
                 Verdict::Run => {}
@@ -255,30 +239,18 @@ impl McpHandler {
             }
         }
         let (call, progress) = call_context(&request, &context, cancelled.clone());
-        let structured = has_structured_output(&version)
-            && snapshot
-                .metadata(&request.name)
-                .is_some_and(|metadata| metadata.output_schema.is_some());
-        let args = request.arguments.unwrap_or_default();
-        let execution =
-            snapshot.try_execute_call(&request.name, args, call, self.options.tool_timeout);
-        let outcome = tokio::select! {
-            outcome = execution => outcome,
-            () = cancelled.cancelled() => {
-                return Err(ErrorData::internal_error("the request was cancelled", None));
-            }
-        };
-        if let Some(progress) = progress {
-            // The progress the tool reported goes out before its answer, which ends the
-            // request's stream.
-            tokio::select! {
-                () = progress.flushed() => {}
-                () = cancelled.cancelled() => {
-                    return Err(ErrorData::internal_error("the request was cancelled", None));
-                }
-            }
-        }
-        call_result(outcome, structured).map(CallToolResponse::from)
+        run_call(
+            &snapshot,
+            &request.name,
+            request.arguments.unwrap_or_default(),
+            call,
+            progress,
+            &version,
+            self.options.tool_timeout,
+            stop,
+        )
+        .await
+        .map(CallToolResponse::from)
     }
 
     /// The version a request speaks: its own `_meta` version (2026-07-28 and stateless
@@ -568,18 +540,105 @@ impl ServerHandler for McpHandler {
     }
 }
 
-/// Aborts a helper task when the call it serves ends.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+/// What stops a running call: its own token (the connection closed, or the caller went), and
+/// the request's, which rmcp cancels when the client cancels the request or leaves.
+pub(crate) struct CallStop<'a> {
+    /// The token the tool watches, cancelled when the call stops.
+    pub(crate) call: &'a CancellationToken,
+    /// The request's token, when the request has one.
+    pub(crate) request: Option<&'a CancellationToken>,
+}
 
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
+impl CallStop<'_> {
+    /// Ends when the call is to stop, having cancelled the tool's token: one task watches both
+    /// tokens, with no task of its own per call.
+    async fn stopped(&self) {
+        match self.request {
+            Some(request) => tokio::select! {
+                () = self.call.cancelled() => {}
+                () = request.cancelled() => self.call.cancel(),
+            },
+            None => self.call.cancelled().await,
+        }
     }
+}
+
+/// The error of a call stopped before its answer.
+fn cancelled_error() -> ErrorData {
+    ErrorData::internal_error("the request was cancelled", None)
+}
+
+/// Whether `name` is enabled in `snapshot` and needs its user's approval before it runs.
+pub(crate) fn needs_approval(snapshot: &RegistrySnapshot, name: &str) -> bool {
+    snapshot.is_enabled(name)
+        && snapshot
+            .metadata(name)
+            .is_some_and(|metadata| metadata.needs_approval)
+}
+
+/// Runs a call of `name` that may run (approval, if it needed one, given) in `snapshot` until
+/// it answers or `stop` stops it, then waits for its progress to be sent: the core of every
+/// `tools/call`, whichever way the request came. On `version` 2025-06-18 and later a tool with
+/// an output schema answers with `structuredContent` too.
+#[allow(clippy::too_many_arguments)] // Each is one part of the call; a struct would only name them again.
+pub(crate) async fn run_call(
+    snapshot: &RegistrySnapshot,
+    name: &str,
+    arguments: JsonObject,
+    call: CallContext,
+    progress: Option<ProgressOut>,
+    version: &ProtocolVersion,
+    timeout: Option<std::time::Duration>,
+    stop: CallStop<'_>,
+) -> Result<CallToolResult, ErrorData> {
+    let structured = has_structured_output(version)
+        && snapshot
+            .metadata(name)
+            .is_some_and(|metadata| metadata.output_schema.is_some());
+    let execution = snapshot.try_execute_call(name, arguments, call, timeout);
+    let outcome = tokio::select! {
+        outcome = execution => outcome,
+        () = stop.stopped() => return Err(cancelled_error()),
+    };
+    if let Some(progress) = progress {
+        // The progress the tool reported goes out before its answer, which ends the
+        // request's stream.
+        tokio::select! {
+            () = progress.flushed() => {}
+            () = stop.stopped() => return Err(cancelled_error()),
+        }
+    }
+    call_result(outcome, structured)
+}
+
+/// The span of a `tools/call` of `tool` (kind `SERVER`) on `version`, over HTTP (`tcp`) or
+/// stdio (`pipe`), whose parent is the trace context in the request's `_meta`, when it has one.
+#[cfg(feature = "otel")]
+pub(crate) fn call_span(
+    tool: &str,
+    version: &ProtocolVersion,
+    http: bool,
+    meta: &serde_json::Map<String, Value>,
+    id: &rmcp::model::RequestId,
+    session: Option<&str>,
+) -> tracing::Span {
+    let span = crate::otel::mcp::tools_call_span(
+        crate::otel::mcp::Side::Server,
+        tool,
+        Some(version.as_str()),
+        if http { "tcp" } else { "pipe" },
+    );
+    crate::otel::mcp::continue_from(&span, meta);
+    span.record("jsonrpc.request.id", id.to_string());
+    if let Some(session) = session {
+        span.record("mcp.session.id", session);
+    }
+    span
 }
 
 /// Whether `version` has `title`s, `outputSchema` and `structuredContent` (2025-06-18 and
 /// later).
-fn has_structured_output(version: &ProtocolVersion) -> bool {
+pub(crate) fn has_structured_output(version: &ProtocolVersion) -> bool {
     version.as_str() >= ProtocolVersion::V_2025_06_18.as_str()
 }
 
@@ -628,7 +687,9 @@ fn call_context(
 
 /// The way to a call's progress task, once the call reported progress.
 #[derive(Default)]
-struct ProgressOut(Arc<std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<ProgressItem>>>);
+pub(crate) struct ProgressOut(
+    Arc<std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<ProgressItem>>>,
+);
 
 impl ProgressOut {
     /// Waits until the progress reported so far is sent (at once if none was).

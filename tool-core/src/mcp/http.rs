@@ -536,25 +536,10 @@ where
     H: rmcp::ServerHandler,
     F: Fn() -> Result<H, io::Error> + Send + Sync + 'static,
 {
-    let allowed_hosts = options.allowed_hosts.clone().unwrap_or_else(|| {
-        let mut hosts = vec![
-            "localhost".to_owned(),
-            "127.0.0.1".to_owned(),
-            "::1".to_owned(),
-        ];
-        let ip = addr.ip();
-        if !ip.is_unspecified() && !ip.is_loopback() {
-            hosts.push(ip.to_string());
-        }
-        hosts
-    });
-    let allowed_origins = options
-        .allowed_origins
-        .clone()
-        .unwrap_or_else(|| LOOPBACK_ORIGINS.map(str::to_owned).to_vec());
+    let site = Site::new(options, addr);
     let mut config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(allowed_hosts)
-        .with_allowed_origins(allowed_origins)
+        .with_allowed_hosts(site.hosts)
+        .with_allowed_origins(site.origins)
         // An empty list refuses every page rather than switching the check off.
         .enforce_origin_validation()
         .with_max_request_body_bytes(options.max_request_bytes)
@@ -585,6 +570,214 @@ where
     });
     let router = router.layer(axum::middleware::from_fn_with_state(gate, admit));
     (router, path, HttpSessions(sessions))
+}
+
+/// The `Host` and `Origin` rules of an MCP endpoint: the lists rmcp is given, and the same
+/// rules checked in front of it ([`Site::admits`]), for the routes beside the endpoint and for
+/// requests served before rmcp.
+#[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "gateway"), allow(dead_code))] // The gateway checks before rmcp.
+pub(crate) struct Site {
+    hosts: Vec<String>,
+    origins: Vec<String>,
+    /// `hosts` parsed; `None`: every host (an empty list, as rmcp takes it).
+    allowed_hosts: Option<Vec<Authority>>,
+    allowed_origins: Vec<AllowedOrigin>,
+}
+
+/// A host and maybe a port, the host lowercase and without brackets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Authority {
+    host: String,
+    port: Option<u16>,
+}
+
+/// An origin an endpoint admits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum AllowedOrigin {
+    Null,
+    Tuple {
+        scheme: String,
+        host: String,
+        /// `None`: any port (`:*`, or none given).
+        port: Option<u16>,
+    },
+}
+
+/// A request's origin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Origin {
+    Null,
+    Tuple {
+        scheme: String,
+        host: String,
+        port: Option<u16>,
+    },
+}
+
+impl Site {
+    /// The rules of an endpoint with `options` bound to `addr`: [`McpOptions::allowed_hosts`]
+    /// (by default loopback names and the bound address) and [`McpOptions::allowed_origins`]
+    /// (by default pages on loopback, any port).
+    ///
+    /// [`McpOptions::allowed_hosts`]: super::McpOptions::allowed_hosts
+    /// [`McpOptions::allowed_origins`]: super::McpOptions::allowed_origins
+    pub(crate) fn new(options: &super::McpOptions, addr: SocketAddr) -> Self {
+        let hosts = options.allowed_hosts.clone().unwrap_or_else(|| {
+            let mut hosts = vec![
+                "localhost".to_owned(),
+                "127.0.0.1".to_owned(),
+                "::1".to_owned(),
+            ];
+            let ip = addr.ip();
+            if !ip.is_unspecified() && !ip.is_loopback() {
+                hosts.push(ip.to_string());
+            }
+            hosts
+        });
+        let origins = options
+            .allowed_origins
+            .clone()
+            .unwrap_or_else(|| LOOPBACK_ORIGINS.map(str::to_owned).to_vec());
+        let allowed_hosts = (!hosts.is_empty())
+            .then(|| hosts.iter().filter_map(|host| allowed_host(host)).collect());
+        let allowed_origins = origins
+            .iter()
+            .filter_map(|origin| allowed_origin(origin))
+            .collect();
+        Self {
+            hosts,
+            origins,
+            allowed_hosts,
+            allowed_origins,
+        }
+    }
+
+    /// Whether rmcp admits a request with `uri` and `headers`: its `Host` (or, without one, the
+    /// URI's authority) is allowed, and so is its `Origin`, when it has one. What rmcp refuses
+    /// is refused here; a request refused here is left to rmcp to answer.
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code))] // The gateway checks before rmcp.
+    pub(crate) fn admits(&self, uri: &axum::http::Uri, headers: &HeaderMap) -> bool {
+        let host = match headers.get(header::HOST) {
+            Some(host) => {
+                let Some(authority) = host
+                    .to_str()
+                    .ok()
+                    .and_then(|host| axum::http::uri::Authority::try_from(host).ok())
+                else {
+                    return false;
+                };
+                authority_of(authority.host(), authority.port_u16())
+            }
+            None => match uri.authority() {
+                Some(authority) => authority_of(authority.host(), authority.port_u16()),
+                None => return false,
+            },
+        };
+        let host_allowed = self.allowed_hosts.as_ref().is_none_or(|allowed| {
+            allowed.iter().any(|entry| {
+                entry.host == host.host && entry.port.is_none_or(|port| host.port == Some(port))
+            })
+        });
+        if !host_allowed {
+            return false;
+        }
+        let Some(origin) = headers.get(header::ORIGIN) else {
+            return true;
+        };
+        let Some(origin) = origin.to_str().ok().and_then(origin_of) else {
+            return false;
+        };
+        self.allowed_origins
+            .iter()
+            .any(|allowed| match (allowed, &origin) {
+                (AllowedOrigin::Null, Origin::Null) => true,
+                (
+                    AllowedOrigin::Tuple { scheme, host, port },
+                    Origin::Tuple {
+                        scheme: o_scheme,
+                        host: o_host,
+                        port: o_port,
+                    },
+                ) => {
+                    scheme == o_scheme
+                        && host == o_host
+                        && port.is_none_or(|port| {
+                            o_port.or_else(|| default_port(o_scheme)) == Some(port)
+                        })
+                }
+                _ => false,
+            })
+    }
+}
+
+fn authority_of(host: &str, port: Option<u16>) -> Authority {
+    Authority {
+        host: host
+            .trim_matches('[')
+            .trim_matches(']')
+            .to_ascii_lowercase(),
+        port,
+    }
+}
+
+fn allowed_host(entry: &str) -> Option<Authority> {
+    let entry = entry.trim();
+    if entry.is_empty() {
+        return None;
+    }
+    Some(match axum::http::uri::Authority::try_from(entry) {
+        Ok(authority) => authority_of(authority.host(), authority.port_u16()),
+        Err(_) => authority_of(entry, None),
+    })
+}
+
+fn origin_of(value: &str) -> Option<Origin> {
+    let value = value.trim();
+    if value.is_empty() {
+        return None;
+    }
+    if value.eq_ignore_ascii_case("null") {
+        return Some(Origin::Null);
+    }
+    let uri = axum::http::Uri::try_from(value).ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    let authority = uri.authority()?;
+    let Authority { host, port } = authority_of(authority.host(), authority.port_u16());
+    Some(Origin::Tuple { scheme, host, port })
+}
+
+fn allowed_origin(entry: &str) -> Option<AllowedOrigin> {
+    let entry = entry.trim();
+    if let Some(base) = entry.strip_suffix(":*") {
+        let Origin::Tuple {
+            scheme,
+            host,
+            port: None,
+        } = origin_of(base)?
+        else {
+            return None;
+        };
+        return Some(AllowedOrigin::Tuple {
+            scheme,
+            host,
+            port: None,
+        });
+    }
+    Some(match origin_of(entry)? {
+        Origin::Null => AllowedOrigin::Null,
+        Origin::Tuple { scheme, host, port } => AllowedOrigin::Tuple { scheme, host, port },
+    })
+}
+
+/// The port a scheme implies when an origin leaves it out.
+#[cfg_attr(not(feature = "gateway"), allow(dead_code))] // The gateway checks before rmcp.
+fn default_port(scheme: &str) -> Option<u16> {
+    match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    }
 }
 
 /// The in-memory sessions of one [`router`], for ending a session that ended elsewhere (in

@@ -165,13 +165,15 @@ pub use client::{
     CommandLineError, McpClient, McpClientError, McpProgress, McpRegistration, McpServerConfig,
     McpStatus, McpToolInfo, McpTransportConfig, ReconnectPolicy, parse_command_line,
 };
+#[cfg(all(feature = "otel", feature = "gateway"))]
+pub(crate) use handler::call_span;
 #[cfg(all(feature = "gateway", feature = "otel"))]
 pub(crate) use handler::traced;
+#[cfg(feature = "gateway")]
+pub(crate) use handler::{CallStop, SnapshotView, drain, needs_approval, run_call};
 pub use handler::{McpApproval, McpHandler};
 #[cfg(feature = "gateway")]
-pub(crate) use handler::{SnapshotView, drain};
-#[cfg(feature = "gateway")]
-pub(crate) use http::{HttpSessions, router as http_router};
+pub(crate) use http::{HttpSessions, Site, router as http_router};
 pub use http::{McpAuth, McpHttpServer};
 #[cfg(feature = "gateway")]
 pub(crate) use http::{SessionOwner, limited as limited_response};
