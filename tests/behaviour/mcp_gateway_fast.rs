@@ -13,7 +13,7 @@ use crate::{
         ALICE, BOB, Gateway, LIMIT, config, eventually, python_server, python_upstream, runtime,
     },
     mcp_python::python,
-    proxy_support::Faulty,
+    proxy_support::{Faulty, first_id},
 };
 
 /// What both gateways have in their `[gateway]` table.
@@ -434,14 +434,8 @@ async fn a_client_that_goes_mid_call_has_the_call_cancelled_upstream_either_way(
         let deadline = std::time::Instant::now() + LIMIT;
         let (id, cancelled) = loop {
             let seen = front.seen();
-            let call = seen[before..]
-                .iter()
-                .find(|seen| seen.asked == "tools/call")
-                .and_then(|seen| seen.id.clone());
-            let cancelled = seen[before..]
-                .iter()
-                .find(|seen| seen.asked == "notifications/cancelled")
-                .and_then(|seen| seen.id.clone());
+            let call = first_id(&seen[before..], "tools/call");
+            let cancelled = first_id(&seen[before..], "notifications/cancelled");
             if let (Some(call), Some(cancelled)) = (&call, &cancelled) {
                 break (call.clone(), cancelled.clone());
             }

@@ -15,7 +15,7 @@ use crate::{
     mcp_client::{HttpServer, start_python_http},
     mcp_gateway::{ALICE, Gateway, config},
     mcp_python::{SERVER, python},
-    proxy_support::Faulty,
+    proxy_support::{Faulty, first_id},
     served::Served,
 };
 
@@ -301,14 +301,8 @@ async fn a_call_the_upstream_never_answers_is_cancelled_and_the_upstream_pinged(
     let deadline = std::time::Instant::now() + LIMIT;
     let (id, cancelled) = loop {
         let seen = behind.front.seen();
-        let call = seen[before..]
-            .iter()
-            .find(|seen| seen.asked == "tools/call")
-            .and_then(|seen| seen.id.clone());
-        let cancelled = seen[before..]
-            .iter()
-            .find(|seen| seen.asked == "notifications/cancelled")
-            .and_then(|seen| seen.id.clone());
+        let call = first_id(&seen[before..], "tools/call");
+        let cancelled = first_id(&seen[before..], "notifications/cancelled");
         let pinged = seen[before..]
             .iter()
             .any(|seen| seen.asked == "ping" && seen.status == 200);

@@ -162,6 +162,13 @@ pub(crate) struct Seen {
     pub(crate) status: u16,
 }
 
+/// The id of the first of `seen` that asked `method` (see [`Seen::id`]).
+pub(crate) fn first_id(seen: &[Seen], method: &str) -> Option<serde_json::Value> {
+    seen.iter()
+        .find(|seen| seen.asked == method)
+        .and_then(|seen| seen.id.clone())
+}
+
 #[derive(Default)]
 struct FaultState {
     /// The session ids the server gave so far.

@@ -115,6 +115,7 @@ impl RegistrySnapshot {
     /// A hash of what this snapshot shows: the registry version it was taken at and which of
     /// its tools are enabled, so that two views of one registry (two users' switches, say)
     /// hash apart, but for a collision of 64-bit hashes.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))] // The MCP server's listen streams use it.
     pub(crate) fn fingerprint(&self) -> u64 {
         use std::hash::{Hash as _, Hasher as _};
 
