@@ -34,19 +34,18 @@ use tracing::Instrument as _;
 use super::{
     Shared,
     handler::{SEARCH_TOOLS, SET_TOOL_ENABLED, admit_call, load_user, refused},
+    http::SESSION_ID,
 };
 use crate::{
     call::CallContext,
     mcp::{CallStop, Site, needs_approval, run_call},
-    registry::{RegistrySnapshot, ToolToggles},
+    registry::RegistrySnapshot,
 };
 
 /// What the short way needs besides the gateway's shared state.
 pub(super) struct FastCalls {
     site: Site,
     max_request_bytes: usize,
-    /// The switches of a request without a session: none.
-    no_session: ToolToggles,
 }
 
 impl FastCalls {
@@ -54,13 +53,9 @@ impl FastCalls {
         Self {
             site,
             max_request_bytes,
-            no_session: ToolToggles::new(),
         }
     }
 }
-
-/// The header naming a request's HTTP session.
-const SESSION_ID: &str = "mcp-session-id";
 
 /// The header naming a request's protocol version.
 const PROTOCOL_VERSION: &str = "mcp-protocol-version";
@@ -122,7 +117,7 @@ pub(super) async fn serve(
     let Ok(switches) = load_user(shared, user).await else {
         return again(body).await;
     };
-    let snapshot = switches.snapshot(&shared.catalog.registry, &fast.no_session);
+    let snapshot = switches.own_snapshot(&shared.catalog.registry);
     if needs_approval(&snapshot, &params.name) {
         return again(body).await;
     }

@@ -75,13 +75,8 @@ impl GatewayHandler {
             let user = user.clone();
             let session = session.clone();
             Arc::new(move |context: &RequestContext<RoleServer>| {
-                let name = user_of(context, &user);
-                match name.and_then(|name| shared.switches.loaded(&name)) {
-                    Some(switches) => switches.snapshot(&shared.catalog.registry, &session),
-                    // `ensure_user` ran before every request that reaches here; a request
-                    // without a user sees no tool.
-                    None => Arc::new(shared.catalog.registry.snapshot_with(|_, _, _| false)),
-                }
+                // `ensure_user` ran before every request that reaches here.
+                view_of(&shared, user_of(context, &user).as_deref(), &session)
             }) as crate::mcp::SnapshotView
         };
         let mut inner = shared.server.handler().with_view(view);
@@ -163,7 +158,7 @@ impl GatewayHandler {
     ) -> Result<(), ErrorData> {
         let id = extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|parts| parts.headers.get(super::http::SESSION_ID))
             .and_then(|id| id.to_str().ok());
         match id {
             Some(id) if !self.shared.stateless => self.attach_session(user, id).await,
@@ -172,10 +167,7 @@ impl GatewayHandler {
     }
 
     fn snapshot(&self, user: &str) -> Arc<RegistrySnapshot> {
-        match self.shared.switches.loaded(user) {
-            Some(switches) => switches.snapshot(&self.shared.catalog.registry, &self.session),
-            None => Arc::new(self.shared.catalog.registry.snapshot_with(|_, _, _| false)),
-        }
+        view_of(&self.shared, Some(user), &self.session)
     }
 
     /// `set_tool_enabled`: switches a tool for the calling user (or only this session, when the
@@ -315,7 +307,7 @@ impl GatewayHandler {
                 .extensions
                 .get::<axum::http::request::Parts>()
                 .is_none_or(|parts| {
-                    !self.shared.stateless && parts.headers.contains_key("mcp-session-id")
+                    !self.shared.stateless && parts.headers.contains_key(super::http::SESSION_ID)
                 });
             // Boxed: it holds the store's futures, and every call's future is moved into a
             // task of its own by rmcp, so it is kept small.
@@ -336,11 +328,17 @@ impl GatewayHandler {
     }
 }
 
+/// The registry as `user` sees it in a connection with `session`'s switches, their switches
+/// loaded; a request without a user, or whose user's switches are not loaded, sees no tool.
+fn view_of(shared: &Shared, user: Option<&str>, session: &ToolToggles) -> Arc<RegistrySnapshot> {
+    match user.and_then(|name| shared.switches.loaded(name)) {
+        Some(switches) => switches.snapshot(&shared.catalog.registry, session),
+        None => Arc::new(shared.catalog.registry.snapshot_with(|_, _, _| false)),
+    }
+}
+
 /// Loads the switches of user `name`.
-pub(super) async fn load_user(
-    shared: &Shared,
-    name: &str,
-) -> Result<Arc<super::switches::UserSwitches>, ErrorData> {
+pub(super) async fn load_user(shared: &Shared, name: &str) -> Result<Arc<UserSwitches>, ErrorData> {
     shared
         .switches
         .user(name)

@@ -178,7 +178,7 @@ pub(super) async fn start(
 }
 
 /// The header naming a request's HTTP session.
-const SESSION_ID: &str = "mcp-session-id";
+pub(super) const SESSION_ID: &str = "mcp-session-id";
 
 /// Gives the request its user, or answers `401`; holds the user to their limits (`429`);
 /// answers a request in a session its user does not own as in an unknown session (`404`), and
@@ -412,10 +412,7 @@ async fn user_tools(
         Ok(switches) => switches,
         Err(error) => return admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
     };
-    let snapshot = switches.snapshot(
-        &http.shared.catalog.registry,
-        &crate::registry::ToolToggles::new(),
-    );
+    let snapshot = switches.own_snapshot(&http.shared.catalog.registry);
     let registry = &http.shared.catalog.registry;
     let tools: Vec<Value> = registry
         .list_tools()

@@ -174,6 +174,11 @@ impl<O: Owner> ScopedSwitches<O> {
 }
 
 impl UserSwitches {
+    /// The registry as this user sees it, outside any session.
+    pub(crate) fn own_snapshot(&self, registry: &ToolRegistry) -> Arc<RegistrySnapshot> {
+        self.toggles.snapshot(registry)
+    }
+
     /// The registry as this user sees it, with `session`'s switches on top.
     pub(crate) fn snapshot(
         &self,
@@ -192,7 +197,7 @@ impl UserSwitches {
         session: &HashMap<String, bool>,
     ) -> Arc<RegistrySnapshot> {
         if session.is_empty() {
-            return self.toggles.snapshot(registry);
+            return self.own_snapshot(registry);
         }
         let user = self.toggles.overrides();
         Arc::new(registry.snapshot_with(|name, _, enabled| {
