@@ -34,7 +34,7 @@ use tracing::Instrument as _;
 use super::{
     Shared,
     handler::{SEARCH_TOOLS, SET_TOOL_ENABLED, admit_call, load_user, refused},
-    http::SESSION_ID,
+    scope::SESSION_ID,
 };
 use crate::{
     call::CallContext,

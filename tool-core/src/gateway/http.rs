@@ -35,6 +35,7 @@ use super::{
     fast::FastCalls,
     handler::GatewayHandler,
     owners::SessionOwners,
+    scope::SESSION_ID,
     sessions::StoredSessions,
     users::{GatewayUser, Refusal, Users},
 };
@@ -176,9 +177,6 @@ pub(super) async fn start(
         owners,
     })
 }
-
-/// The header naming a request's HTTP session.
-pub(super) const SESSION_ID: &str = "mcp-session-id";
 
 /// Gives the request its user, or answers `401`; holds the user to their limits (`429`);
 /// answers a request in a session its user does not own as in an unknown session (`404`), and
