@@ -22,6 +22,11 @@ use tool_core::gateway::{GatewayConfig, McpGateway, hash_token};
 #[path = "../otlp.rs"]
 mod otlp;
 
+/// Every request the gateway serves allocates and frees its headers, bodies and JSON values
+/// from many threads; mimalloc does that in fewer instructions than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let arguments = <Arguments as clap::Parser>::parse();
