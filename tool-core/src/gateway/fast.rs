@@ -34,11 +34,10 @@ use tracing::Instrument as _;
 use super::{
     Shared,
     handler::{SEARCH_TOOLS, SET_TOOL_ENABLED, admit_call, load_user, refused},
-    scope::SESSION_ID,
 };
 use crate::{
     call::CallContext,
-    mcp::{CallStop, Site, needs_approval, run_call},
+    mcp::{CallStop, SESSION_ID_HEADER as SESSION_ID, Site, needs_approval, run_call},
     registry::RegistrySnapshot,
 };
 

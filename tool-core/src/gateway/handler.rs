@@ -158,7 +158,7 @@ impl GatewayHandler {
     ) -> Result<(), ErrorData> {
         let id = extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.headers.get(super::scope::SESSION_ID))
+            .and_then(|parts| parts.headers.get(crate::mcp::SESSION_ID_HEADER))
             .and_then(|id| id.to_str().ok());
         match id {
             Some(id) if !self.shared.stateless => self.attach_session(user, id).await,
@@ -307,7 +307,8 @@ impl GatewayHandler {
                 .extensions
                 .get::<axum::http::request::Parts>()
                 .is_none_or(|parts| {
-                    !self.shared.stateless && parts.headers.contains_key(super::scope::SESSION_ID)
+                    !self.shared.stateless
+                        && parts.headers.contains_key(crate::mcp::SESSION_ID_HEADER)
                 });
             // Boxed: it holds the store's futures, and every call's future is moved into a
             // task of its own by rmcp, so it is kept small.

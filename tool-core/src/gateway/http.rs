@@ -35,11 +35,10 @@ use super::{
     fast::FastCalls,
     handler::GatewayHandler,
     owners::SessionOwners,
-    scope::SESSION_ID,
     sessions::StoredSessions,
     users::{GatewayUser, Refusal, Users},
 };
-use crate::mcp::{McpServerError, SessionOwner, Site};
+use crate::mcp::{McpServerError, SESSION_ID_HEADER as SESSION_ID, SessionOwner, Site};
 
 /// The gateway's HTTP server, from [`McpGateway::start_http`](super::McpGateway::start_http).
 /// Dropping it stops it.

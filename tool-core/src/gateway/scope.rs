@@ -1,6 +1,6 @@
 //! What the sessions, their owners and their switches share (kept apart so that none of them
 //! depends on another for it): the preference scope of a session's switches, the clock
-//! sessions are timed by, the header naming a session, and the sweeps of maps kept per user.
+//! sessions are timed by, and the sweeps of maps kept per user.
 
 /// The start of the preference scope of a session's switches: `{this}{user}.{session id}`.
 pub(crate) const SESSION_SCOPE: &str = "gateway-session.";
@@ -46,6 +46,3 @@ impl Sweeps {
         before - map.len()
     }
 }
-
-/// The header naming a request's HTTP session.
-pub(crate) const SESSION_ID: &str = "mcp-session-id";

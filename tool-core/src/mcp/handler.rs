@@ -197,7 +197,7 @@ impl McpHandler {
     ) -> tracing::Span {
         let parts = context.extensions.get::<axum::http::request::Parts>();
         let session = parts
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|parts| parts.headers.get(super::SESSION_ID_HEADER))
             .and_then(|value| value.to_str().ok());
         call_span(
             &request.name,

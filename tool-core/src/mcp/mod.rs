@@ -185,6 +185,12 @@ use tokio::{
 
 use crate::{http_server::ServerLimits, registry::ToolRegistry};
 
+/// The header naming a request's HTTP session (`Mcp-Session-Id`), in the lower case `http`'s
+/// header names take: what the server's spans record, the client sends back, and the gateway's
+/// HTTP gate checks the owner of.
+#[cfg(any(feature = "otel", feature = "mcp-client"))]
+pub(crate) const SESSION_ID_HEADER: &str = "mcp-session-id";
+
 /// How an [`McpServer`] presents itself and serves HTTP. `Default` names the server `tool-core`
 /// with this crate's version and serves HTTP at `/mcp`, accepting loopback `Host` headers and
 /// loopback pages' `Origin` only, with no authentication, within the [limits](self#limits).

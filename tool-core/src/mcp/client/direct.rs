@@ -70,7 +70,7 @@ impl DirectHttp {
             .headers(self.headers.clone())
             .body(body);
         if let Some(session) = session {
-            request = request.header(SESSION_ID, session);
+            request = request.header(crate::mcp::SESSION_ID_HEADER, session);
         }
         request.send().await
     }
@@ -79,7 +79,6 @@ impl DirectHttp {
 const ACCEPTED: &str = "application/json, text/event-stream";
 const JSON: &str = "application/json";
 const EVENT_STREAM: &str = "text/event-stream";
-const SESSION_ID: &str = "mcp-session-id";
 
 /// A `tools/call` request.
 #[derive(Serialize)]
