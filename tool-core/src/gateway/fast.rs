@@ -37,7 +37,7 @@ use super::{
 };
 use crate::{
     call::CallContext,
-    mcp::{CallStop, SESSION_ID_HEADER as SESSION_ID, Site, needs_approval, run_call},
+    mcp::{CallStop, SESSION_ID_HEADER, Site, needs_approval, run_call},
     registry::RegistrySnapshot,
 };
 
@@ -73,7 +73,7 @@ pub(super) async fn serve(
     next: Next,
 ) -> Response {
     if request.method() != Method::POST
-        || request.headers().contains_key(SESSION_ID)
+        || request.headers().contains_key(SESSION_ID_HEADER)
         || !fast.site.admits(request.uri(), request.headers())
         || !accepts_json_and_sse(request.headers())
         || !is_json(request.headers())

@@ -38,7 +38,7 @@ use super::{
     sessions::StoredSessions,
     users::{GatewayUser, Refusal, Users},
 };
-use crate::mcp::{McpServerError, SESSION_ID_HEADER as SESSION_ID, SessionOwner, Site};
+use crate::mcp::{McpServerError, SESSION_ID_HEADER, SessionOwner, Site};
 
 /// The gateway's HTTP server, from [`McpGateway::start_http`](super::McpGateway::start_http).
 /// Dropping it stops it.
@@ -239,7 +239,7 @@ async fn serve_user(http: &Http, user: GatewayUser, mut request: Request, next: 
         }
     } else {
         let sql = http.shared.switches.sql();
-        let session = match request.headers().get(SESSION_ID) {
+        let session = match request.headers().get(SESSION_ID_HEADER) {
             None => None,
             Some(id) => {
                 let Ok(id) = id.to_str() else {
@@ -270,7 +270,7 @@ async fn serve_user(http: &Http, user: GatewayUser, mut request: Request, next: 
             None => {
                 if let Some(id) = response
                     .headers()
-                    .get(SESSION_ID)
+                    .get(SESSION_ID_HEADER)
                     .and_then(|id| id.to_str().ok())
                 {
                     http.owners.began(sql, id, &name).await;
