@@ -28,6 +28,29 @@ fn example() -> Served {
     Served::start(command)
 }
 
+/// The Python SDK's server over HTTP, behind the bearer token `up-secret`, and its
+/// `[[servers]]` entry (server `python`, prefix `py`) with `suffix` after its URL.
+fn python_sdk(python: &std::path::Path, suffix: &str) -> (HttpServer, String) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/server.py");
+    let sdk = start_python_http(python, &script, &["http", "--token", "up-secret"]);
+    let entry = format!(
+        "[[servers]]\nname = \"python\"\nprefix = \"py\"\nurl = \"{}{suffix}\"\n\
+         headers = {{ Authorization = \"Bearer up-secret\" }}\n\n",
+        sdk.url
+    );
+    (sdk, entry)
+}
+
+/// Alice's client of `gateway`.
+async fn alice(gateway: &Gateway) -> McpClient {
+    McpClient::connect(
+        McpServerConfig::url(gateway.url.clone())
+            .header("Authorization", format!("Bearer {ALICE}")),
+    )
+    .await
+    .unwrap()
+}
+
 fn args(value: serde_json::Value) -> tool_core::JsonObject {
     value.as_object().unwrap().clone()
 }
@@ -35,24 +58,16 @@ fn args(value: serde_json::Value) -> tool_core::JsonObject {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_reach_http_upstreams_with_their_session_and_progress_comes_back() {
     let Some(python) = python() else { return };
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/server.py");
-    let sdk = start_python_http(python, &script, &["http", "--token", "up-secret"]);
+    let (_sdk, sdk_entry) = python_sdk(python, "");
     let example = example();
     let dir = tempfile::tempdir().unwrap();
     let servers = format!(
-        "[[servers]]\nname = \"python\"\nprefix = \"py\"\nurl = {:?}\n\
-         headers = {{ Authorization = \"Bearer up-secret\" }}\n\n\
-         [[servers]]\nname = \"example\"\nprefix = \"ex\"\nurl = {:?}\n\n",
-        sdk.url, example.url
+        "{sdk_entry}[[servers]]\nname = \"example\"\nprefix = \"ex\"\nurl = {:?}\n\n",
+        example.url
     );
     let gateway = Gateway::start_with(&config(dir.path(), "", &servers), &[], &[]);
 
-    let client = McpClient::connect(
-        McpServerConfig::url(gateway.url.clone())
-            .header("Authorization", format!("Bearer {ALICE}")),
-    )
-    .await
-    .unwrap();
+    let client = alice(&gateway).await;
     let mut progress = client.subscribe_progress();
     let registry = Arc::new(ToolRegistry::new());
     let _registration = client.register_into(&registry).await.unwrap();
@@ -91,6 +106,44 @@ async fn calls_reach_http_upstreams_with_their_session_and_progress_comes_back()
         )
     };
     assert_eq!(seen, [step(1), step(2), step(3)], "{}", gateway.log());
+    client.close().await;
+}
+
+/// An upstream URL the server redirects within its origin (Starlette's `/mcp/` to `/mcp`, as
+/// many Python servers answer) serves calls, their errors and their progress, each call after
+/// the first as well as the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_reach_an_http_upstream_that_redirects_within_its_origin() {
+    let Some(python) = python() else { return };
+    let (_sdk, servers) = python_sdk(python, "/");
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start_with(&config(dir.path(), "", &servers), &[], &[]);
+    let client = alice(&gateway).await;
+    let call = |tool: &'static str, arguments: serde_json::Value| {
+        let client = &client;
+        async move {
+            tokio::time::timeout(LIMIT, client.call(tool, args(arguments)))
+                .await
+                .expect("the call answered")
+        }
+    };
+    for text in ["first", "second"] {
+        let echoed = call("py_echo", json!({"text": text})).await;
+        assert_eq!(echoed, Ok(text.to_owned()), "{}", gateway.log());
+    }
+    let failed = call("py_fail", json!({"message": "it broke"}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        failed.to_string(),
+        "Error executing py_fail: Error executing tool fail: it broke",
+        "{}",
+        gateway.log()
+    );
+    assert_eq!(
+        call("py_progress", json!({"steps": 2})).await,
+        Ok("done".to_owned())
+    );
     client.close().await;
 }
 

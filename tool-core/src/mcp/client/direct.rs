@@ -13,8 +13,17 @@
 //! handler answers it. A call given up before its answer is cancelled on the server (through
 //! `rmcp`'s peer, with the call's id), as one sent through `rmcp`.
 
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
 
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::{
+    client::legacy::{self, connect::HttpConnector},
+    rt::{TokioExecutor, TokioTimer},
+};
 use reqwest::{
     StatusCode,
     header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue},
@@ -27,12 +36,87 @@ use super::{http::LostAnswer, lines::MAX_MESSAGE_SIZE};
 use crate::JsonObject;
 
 /// What a direct call needs of a connection over HTTP.
+#[derive(Clone)]
 pub(super) struct DirectHttp {
     client: reqwest::Client,
+    /// hyper's own client, for a URL `reqwest` would send to as it is; see [`Plain`].
+    plain: Option<Plain>,
     url: reqwest::Url,
     /// The configured headers, the negotiated protocol version, the content type and what is
     /// accepted.
     headers: HeaderMap,
+}
+
+/// hyper's client, which `reqwest` wraps, used alone for a plain `http://` URL with no
+/// credentials in it while no proxy is configured in the environment: there `reqwest` adds
+/// nothing to a request but work (its redirect policy parses the URL again on every request,
+/// its layers are boxed and cloned per request). A redirect is left to `reqwest`, which follows
+/// it within the origin, as the connection's other requests do: the request is sent again
+/// through `reqwest`, and so is every later one.
+#[derive(Clone)]
+struct Plain {
+    client: legacy::Client<HttpConnector, Full<Bytes>>,
+    uri: hyper::Uri,
+    /// Whether the server has redirected a request.
+    redirected: Arc<AtomicBool>,
+}
+
+/// Whether the environment names a proxy for plain `http://` URLs, where `reqwest` looks for
+/// one (which it may then skip for some hosts: those are sent through `reqwest` too).
+fn proxy_configured() -> bool {
+    ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()))
+}
+
+impl Plain {
+    /// hyper's client for `url`, if `reqwest` would send to it as it is (`proxied`: whether
+    /// the environment names a proxy).
+    fn for_url(url: &reqwest::Url, proxied: bool) -> Option<Self> {
+        if url.scheme() != "http"
+            || !url.username().is_empty()
+            || url.password().is_some()
+            || proxied
+        {
+            return None;
+        }
+        let uri = url.as_str().parse().ok()?;
+        let mut connector = HttpConnector::new();
+        // As `reqwest` does.
+        connector.set_nodelay(true);
+        let client = legacy::Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            .build(connector);
+        Some(Self {
+            client,
+            uri,
+            redirected: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// POSTs `body` with `headers` (and the session id `session`).
+    async fn post(
+        &self,
+        headers: &HeaderMap,
+        body: Bytes,
+        session: Option<&str>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+        let mut request = hyper::Request::post(self.uri.clone())
+            .body(Full::new(body))
+            .map_err(|error| error.to_string())?;
+        let mut all = headers.clone();
+        if let Some(session) = session {
+            let value = HeaderValue::from_str(session)
+                .map_err(|_| "the session id is not a valid header value".to_owned())?;
+            all.insert(crate::mcp::SESSION_ID_HEADER, value);
+        }
+        *request.headers_mut() = all;
+        self.client
+            .request(request)
+            .await
+            .map_err(|error| format!("error sending request: {}", super::with_causes(&error)))
+    }
 }
 
 impl DirectHttp {
@@ -53,17 +137,24 @@ impl DirectHttp {
         );
         Some(Self {
             client,
+            plain: Plain::for_url(&url, proxy_configured()),
             url,
             headers,
         })
     }
 
     /// POSTs `body` (with the session id `session`): the response, or why there is none.
-    async fn post(
-        &self,
-        body: Vec<u8>,
-        session: Option<&str>,
-    ) -> Result<reqwest::Response, reqwest::Error> {
+    async fn post(&self, body: Vec<u8>, session: Option<&str>) -> Result<Answer, String> {
+        let body = Bytes::from(body);
+        if let Some(plain) = &self.plain
+            && !plain.redirected.load(Ordering::Relaxed)
+        {
+            let response = plain.post(&self.headers, body.clone(), session).await?;
+            if !is_redirect(response.status()) {
+                return Ok(Answer::Plain(response));
+            }
+            plain.redirected.store(true, Ordering::Relaxed);
+        }
         let mut request = self
             .client
             .post(self.url.clone())
@@ -72,7 +163,59 @@ impl DirectHttp {
         if let Some(session) = session {
             request = request.header(crate::mcp::SESSION_ID_HEADER, session);
         }
-        request.send().await
+        request
+            .send()
+            .await
+            .map(Answer::Reqwest)
+            .map_err(|error| super::with_causes(&error))
+    }
+}
+
+/// Whether `reqwest` follows a response with `status` (within the origin).
+fn is_redirect(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308)
+}
+
+/// A response to a direct call's POST, from either client.
+enum Answer {
+    Reqwest(reqwest::Response),
+    Plain(hyper::Response<hyper::body::Incoming>),
+}
+
+impl Answer {
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Reqwest(response) => response.status(),
+            Self::Plain(response) => response.status(),
+        }
+    }
+
+    fn headers(&self) -> &HeaderMap {
+        match self {
+            Self::Reqwest(response) => response.headers(),
+            Self::Plain(response) => response.headers(),
+        }
+    }
+
+    /// The next part of the body, `None` at its end.
+    async fn chunk(&mut self) -> Result<Option<Bytes>, String> {
+        match self {
+            Self::Reqwest(response) => response
+                .chunk()
+                .await
+                .map_err(|error| super::with_causes(&error)),
+            Self::Plain(response) => loop {
+                match response.body_mut().frame().await {
+                    None => return Ok(None),
+                    Some(Err(error)) => return Err(super::with_causes(&error)),
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            return Ok(Some(data));
+                        }
+                    }
+                }
+            },
+        }
     }
 }
 
@@ -173,7 +316,7 @@ pub(super) async fn call(
 ) -> Result<Outcome, SessionGone> {
     let response = match http.post(body, session.as_deref()).await {
         Ok(response) => response,
-        Err(error) => return Ok(Outcome::Unreachable(super::with_causes(&error))),
+        Err(error) => return Ok(Outcome::Unreachable(error)),
     };
     if response.status() == StatusCode::NOT_FOUND && session.is_some() {
         return Err(SessionGone);
@@ -186,7 +329,7 @@ async fn read_answer(
     http: &DirectHttp,
     session: Option<Arc<str>>,
     id: &str,
-    mut response: reqwest::Response,
+    mut response: Answer,
     events: &impl Events,
 ) -> Outcome {
     let status = response.status();
@@ -210,9 +353,7 @@ async fn read_answer(
                     body.extend_from_slice(&chunk);
                 }
                 Ok(None) => break,
-                Err(error) => {
-                    return Outcome::Lost(LostAnswer::Other(super::with_causes(&error)));
-                }
+                Err(error) => return Outcome::Lost(LostAnswer::Other(error)),
             }
         }
         return match serde_json::from_slice::<Incoming>(&body) {
@@ -241,7 +382,7 @@ async fn read_answer(
                     "the stream ended before the answer".to_owned(),
                 ));
             }
-            Err(error) => return Outcome::Lost(LostAnswer::Other(super::with_causes(&error))),
+            Err(error) => return Outcome::Lost(LostAnswer::Other(error)),
         };
         if events_read.push(&chunk, &mut ready).is_err() {
             return Outcome::Lost(LostAnswer::TooLarge);
@@ -280,7 +421,7 @@ const MAX_REFUSAL: usize = 64 * 1024;
 /// The outcome of a response with the error status `status` (or `202 Accepted`, which answers
 /// no request): the server's JSON-RPC error when the body is one, else the status with the
 /// body's text.
-async fn refusal(status: StatusCode, mut response: reqwest::Response) -> Outcome {
+async fn refusal(status: StatusCode, mut response: Answer) -> Outcome {
     let mut body = Vec::new();
     while body.len() < MAX_REFUSAL {
         match response.chunk().await {
@@ -332,11 +473,7 @@ fn answer_request(http: &DirectHttp, session: Option<Arc<str>>, method: &str, id
             "error": {"code": -32601, "message": format!("method not found: {method}")},
         }),
     };
-    let http = DirectHttp {
-        client: http.client.clone(),
-        url: http.url.clone(),
-        headers: http.headers.clone(),
-    };
+    let http = http.clone();
     tokio::spawn(async move {
         let _ = http
             .post(reply.to_string().into_bytes(), session.as_deref())
@@ -421,6 +558,27 @@ mod tests {
             .into_iter()
             .map(|data| String::from_utf8(data).unwrap())
             .collect()
+    }
+
+    /// hyper alone sends to a plain `http://` URL; `reqwest` to anything it would change on
+    /// the way: TLS, credentials (a basic `authorization` header), a proxy.
+    #[tokio::test]
+    async fn hyper_alone_sends_only_what_reqwest_would_send_as_it_is() {
+        let plain = |url: &str, proxied: bool| {
+            Plain::for_url(&reqwest::Url::parse(url).unwrap(), proxied).map(|plain| plain.uri)
+        };
+        assert_eq!(
+            plain("http://127.0.0.1:8080/mcp?x=1", false).unwrap(),
+            "http://127.0.0.1:8080/mcp?x=1"
+        );
+        assert_eq!(
+            plain("http://[::1]/mcp", false).unwrap(),
+            "http://[::1]/mcp"
+        );
+        assert_eq!(plain("http://127.0.0.1:8080/mcp", true), None);
+        assert_eq!(plain("https://127.0.0.1:8080/mcp", false), None);
+        assert_eq!(plain("http://user@127.0.0.1:8080/mcp", false), None);
+        assert_eq!(plain("http://:secret@127.0.0.1:8080/mcp", false), None);
     }
 
     #[test]
