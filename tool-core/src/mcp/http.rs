@@ -556,7 +556,17 @@ where
         creating: tokio::sync::Mutex::new(()),
         owners: std::sync::Mutex::default(),
     });
-    let service = StreamableHttpService::new(factory, sessions.clone(), config);
+    // Behind an `Arc`: axum and each middleware layer clone the route's service for every
+    // request, and rmcp's carries its configuration (the host and origin lists) by value. The
+    // gateway answers most calls in front of it; those no longer pay for copying it.
+    let service = Arc::new(StreamableHttpService::new(
+        factory,
+        sessions.clone(),
+        config,
+    ));
+    let service = axum::handler::HandlerWithoutStateExt::into_service(
+        move |request: axum::extract::Request| async move { service.handle(request).await },
+    );
     let path = normalized_path(&options.http_path);
     // axum nests nothing at the root; a root endpoint is the fallback of an empty router.
     let router = if path == "/" {
