@@ -1,4 +1,5 @@
-//! A `tools/call` over streamable HTTP sent with the connection's own `reqwest` client, beside
+//! A `tools/call` over streamable HTTP sent as a request of its own (with hyper's client for a
+//! plain `http://` URL, see [`Plain`], else with the connection's own `reqwest` client), beside
 //! `rmcp`'s client, which keeps the connection (the handshake, the session, listing, the
 //! server's notifications on its stream).
 //!
