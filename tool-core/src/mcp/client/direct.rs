@@ -96,23 +96,16 @@ impl Plain {
         })
     }
 
-    /// POSTs `body` with `headers` (and the session id `session`).
+    /// POSTs `body` with `headers`.
     async fn post(
         &self,
-        headers: &HeaderMap,
+        headers: HeaderMap,
         body: Bytes,
-        session: Option<&str>,
     ) -> Result<hyper::Response<hyper::body::Incoming>, String> {
         let mut request = hyper::Request::post(self.uri.clone())
             .body(Full::new(body))
             .map_err(|error| error.to_string())?;
-        let mut all = headers.clone();
-        if let Some(session) = session {
-            let value = HeaderValue::from_str(session)
-                .map_err(|_| "the session id is not a valid header value".to_owned())?;
-            all.insert(crate::mcp::SESSION_ID_HEADER, value);
-        }
-        *request.headers_mut() = all;
+        *request.headers_mut() = headers;
         self.client
             .request(request)
             .await
@@ -144,27 +137,33 @@ impl DirectHttp {
         })
     }
 
+    /// A request's headers: the connection's, and the session id `session`.
+    fn headers(&self, session: Option<&str>) -> Result<HeaderMap, String> {
+        let mut headers = self.headers.clone();
+        if let Some(session) = session {
+            let value = HeaderValue::from_str(session)
+                .map_err(|_| "the session id is not a valid header value".to_owned())?;
+            headers.insert(crate::mcp::SESSION_ID_HEADER, value);
+        }
+        Ok(headers)
+    }
+
     /// POSTs `body` (with the session id `session`): the response, or why there is none.
     async fn post(&self, body: Vec<u8>, session: Option<&str>) -> Result<Answer, String> {
         let body = Bytes::from(body);
         if let Some(plain) = &self.plain
             && !plain.redirected.load(Ordering::Relaxed)
         {
-            let response = plain.post(&self.headers, body.clone(), session).await?;
+            let response = plain.post(self.headers(session)?, body.clone()).await?;
             if !is_redirect(response.status()) {
                 return Ok(Answer::Plain(response));
             }
             plain.redirected.store(true, Ordering::Relaxed);
         }
-        let mut request = self
-            .client
+        self.client
             .post(self.url.clone())
-            .headers(self.headers.clone())
-            .body(body);
-        if let Some(session) = session {
-            request = request.header(crate::mcp::SESSION_ID_HEADER, session);
-        }
-        request
+            .headers(self.headers(session)?)
+            .body(body)
             .send()
             .await
             .map(Answer::Reqwest)
