@@ -13,7 +13,7 @@ use tool_core::{
 
 use crate::{
     mcp_client::{HttpServer, start_python_http},
-    mcp_gateway::{ALICE, Gateway, config},
+    mcp_gateway::{ALICE, Gateway, call_request, config, jsonrpc_answer, post_as},
     mcp_python::{SERVER, python},
     proxy_support::{Faulty, first_id},
     served::Served,
@@ -371,4 +371,44 @@ async fn a_call_the_upstream_never_answers_is_cancelled_and_the_upstream_pinged(
         Ok("after".to_owned())
     );
     behind.client.close().await;
+}
+
+/// What `meta_upstream.py http` (the official Python SDK's server, showing each call's
+/// `_meta`) was sent when the gateway's caller put `meta` on its call, in a self-contained
+/// 2026-07-28 request.
+fn meta_seen(gateway: &Gateway, meta: serde_json::Value) -> serde_json::Value {
+    let mut request: serde_json::Value =
+        serde_json::from_str(&call_request("m_meta", json!({}))).unwrap();
+    for (key, value) in meta.as_object().unwrap() {
+        request["params"]["_meta"][key] = value.clone();
+    }
+    let (status, body) = post_as(&gateway.url, ALICE, request.to_string());
+    assert_eq!(status, 200, "{body}\n{}", gateway.log());
+    let answer = jsonrpc_answer(&body).unwrap();
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}\n{}", gateway.log()));
+    serde_json::from_str(text).unwrap()
+}
+
+/// The gateway asks an HTTP upstream for progress only when its own caller asked for it:
+/// without a listener a `progressToken` only makes the upstream set up reports nobody reads.
+#[test]
+fn an_http_upstream_is_asked_for_progress_only_when_the_caller_asks() {
+    let Some(python) = python() else { return };
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp_python/meta_upstream.py");
+    let upstream = start_python_http(python, &script, &["http"]);
+    let servers = format!(
+        "[[servers]]\nname = \"meta\"\nprefix = \"m\"\nurl = {:?}\n\n",
+        upstream.url
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Gateway::start_with(&config(dir.path(), "", &servers), &[], &[]);
+
+    assert_eq!(meta_seen(&gateway, json!({})), json!({}));
+    let asked = meta_seen(&gateway, json!({"progressToken": "p-1"}));
+    let token = asked["progress_token"].as_str().unwrap_or_default();
+    assert!(token.starts_with("tool-core-"), "{asked}");
+    assert_eq!(asked.as_object().unwrap().len(), 1, "{asked}");
 }

@@ -25,13 +25,14 @@ Tools:
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ListToolsResult
 from mcp_types import Tool as MCPTool
+
+import loopback
 
 state: dict[str, Any] = {"list_requests": 0, "endless": False, "many": 0}
 
@@ -119,16 +120,7 @@ async def describe(text: str, ctx: Context) -> str:
 
 
 def serve_http() -> None:
-    import uvicorn
-
-    app = server.streamable_http_app(host="127.0.0.1")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.listen(128)
-    print(f"listening on http://127.0.0.1:{port}/mcp", flush=True)
-    config = uvicorn.Config(app, log_level="warning")
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    loopback.serve(server.streamable_http_app(host="127.0.0.1"))
 
 
 def main(argv: list[str]) -> int:

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sys
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ListToolsResult
+
+import loopback
 
 PAGE_SIZE = 10
 LONG_NAME = "a_very_long_tool_name_" + "x" * 48
@@ -135,8 +136,6 @@ async def exit() -> str:
 
 
 def serve_http(token: str) -> None:
-    import uvicorn
-
     app = server.streamable_http_app(host="127.0.0.1")
     expected = f"Bearer {token}".encode()
 
@@ -147,15 +146,7 @@ def serve_http(token: str) -> None:
             return
         await app(scope, receive, send)
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    # Listen before saying so: a client that connects while uvicorn is still starting waits in
-    # the backlog instead of being refused.
-    sock.listen(128)
-    print(f"listening on http://127.0.0.1:{port}/mcp", flush=True)
-    config = uvicorn.Config(guarded, log_level="warning")
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    loopback.serve(guarded)
 
 
 def main(argv: list[str]) -> int:

@@ -203,6 +203,13 @@ impl CallContext {
         self.inner.cancellation.is_cancelled()
     }
 
+    /// Whether the call's progress reaches anyone: [`report_progress`](Self::report_progress)
+    /// does nothing when it does not.
+    #[cfg_attr(not(feature = "mcp-client"), allow(dead_code))]
+    pub(crate) fn wants_progress(&self) -> bool {
+        self.inner.progress.is_some()
+    }
+
     /// Reports progress: `fraction` of the work done (0.0 to 1.0; clamped) and an optional
     /// message. It reaches [`Agent::stream_chat`](crate::Agent::stream_chat) consumers as
     /// [`AgentEvent::ToolProgress`](crate::AgentEvent::ToolProgress) and MCP clients as progress

@@ -572,7 +572,15 @@ impl Shared {
         let id_text = format!("tool-core-{number}");
         let id = RequestId::String(Arc::from(id_text.as_str()));
         let mut meta = JsonObject::new();
-        meta.insert("progressToken".to_owned(), Value::String(id_text.clone()));
+        // Asked for only when someone reads it: a server given a token sets up reports.
+        let progress_read = request
+            .context
+            .as_ref()
+            .is_some_and(CallContext::wants_progress)
+            || self.progress.receiver_count() > 0;
+        if progress_read {
+            meta.insert("progressToken".to_owned(), Value::String(id_text.clone()));
+        }
         #[cfg(feature = "otel")]
         {
             // The call's trace context, so the server's span continues this trace.

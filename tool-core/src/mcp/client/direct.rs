@@ -8,7 +8,9 @@
 //! such call per call it serves, that is most of the work of a call. Here the request is one
 //! POST with the headers `rmcp` sends (the negotiated protocol version, the configured headers,
 //! the session id when the server gave one), and the answer, JSON or an SSE stream, is decoded
-//! straight into what a tool result needs. On the stream, progress notifications go where
+//! straight into what a tool result needs. Where `rmcp` puts a `progressToken` on every
+//! request, this one carries it only when someone reads the call's progress (its context, or
+//! the client's subscribers): a server given a token sets up reports. On the stream, progress notifications go where
 //! `rmcp`'s do (the call's context and the client's subscribers, in order), `list_changed` has
 //! the tools listed again, and a request of the server is answered as the client's `rmcp`
 //! handler answers it. A call given up before its answer is cancelled on the server (through
@@ -236,8 +238,9 @@ struct CallRequest<'a> {
 struct CallParams<'a> {
     name: &'a str,
     arguments: &'a JsonObject,
-    #[serde(rename = "_meta")]
-    meta: &'a JsonObject,
+    /// Left out when empty.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<&'a JsonObject>,
 }
 
 /// The body of the `tools/call` request `id` of `remote` with `args` and `meta`.
@@ -249,7 +252,7 @@ pub(super) fn call_body(id: &str, remote: &str, args: &JsonObject, meta: &JsonOb
         params: CallParams {
             name: remote,
             arguments: args,
-            meta,
+            meta: (!meta.is_empty()).then_some(meta),
         },
     };
     // A map of strings to JSON values always serializes.
