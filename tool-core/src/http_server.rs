@@ -1,6 +1,6 @@
 //! Serving an axum [`Router`] over HTTP/1.1 with bounds a server facing untrusted clients needs
-//! and `axum::serve` does not have: a cap on open connections and a timeout on reading a
-//! request's head.
+//! and `axum::serve` does not have: a cap on open connections and timeouts on reading a
+//! request's head and its body.
 //!
 //! [`serve`] is what the MCP HTTP server ([`McpServer::start_http`](crate::mcp::McpServer::start_http))
 //! and the web chat example run on. Its guarantees, for any client:
@@ -12,6 +12,10 @@
 //!   [`ServerLimits::header_read_timeout`] of the server starting to wait for it is closed,
 //!   unanswered; that includes a new connection that sends nothing and a kept-alive one idle
 //!   between requests. A response being streamed (server-sent events) is not affected;
+//! - a request body still short of its end [`ServerLimits::body_read_timeout`] after the
+//!   server first waited for more of it fails to read (the handler sees a body error: axum's
+//!   extractors answer `400`), and the connection is closed after the answer, so a client
+//!   dripping a body, or sending none after its head, holds a connection for that long at most;
 //! - once the shutdown signal fires, no connection is accepted, idle ones are closed, and
 //!   [`serve`] returns when the last request in flight has been answered.
 //!
@@ -31,9 +35,17 @@
 //! # }
 //! ```
 
-use std::{future::Future, io, pin::pin, sync::Arc, time::Duration};
+use std::{
+    future::Future,
+    io,
+    pin::{Pin, pin},
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
 
-use axum::Router;
+use axum::{Router, http::Request};
+use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::{
     rt::{TokioIo, TokioTimer},
     service::TowerToHyperService,
@@ -49,9 +61,11 @@ use tokio_util::sync::CancellationToken;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// The default [`ServerLimits::header_read_timeout`]: 10 seconds.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default [`ServerLimits::body_read_timeout`]: 10 seconds.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The bounds [`serve`] keeps; `Default` gives [`DEFAULT_MAX_CONNECTIONS`] and
-/// [`DEFAULT_HEADER_READ_TIMEOUT`].
+/// The bounds [`serve`] keeps; `Default` gives [`DEFAULT_MAX_CONNECTIONS`],
+/// [`DEFAULT_HEADER_READ_TIMEOUT`] and [`DEFAULT_BODY_READ_TIMEOUT`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerLimits {
@@ -60,6 +74,9 @@ pub struct ServerLimits {
     /// How long a client may take to send a request's head (at least 1 ms); a connection
     /// still short of one then is closed.
     pub header_read_timeout: Duration,
+    /// How long a request's body may keep the server waiting for its end (at least 1 ms),
+    /// counted from the first time the server waits for more of it; reading it then fails.
+    pub body_read_timeout: Duration,
 }
 
 impl Default for ServerLimits {
@@ -67,6 +84,7 @@ impl Default for ServerLimits {
         Self {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
         }
     }
 }
@@ -88,6 +106,13 @@ impl ServerLimits {
     #[must_use]
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
+        self
+    }
+
+    /// Sets how long a request's body may keep the server waiting for its end.
+    #[must_use]
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
         self
     }
 }
@@ -126,6 +151,7 @@ where
 {
     let capacity = limits.max_connections.clamp(1, MAX_PERMITS);
     let header_read_timeout = limits.header_read_timeout.max(Duration::from_millis(1));
+    let body_read_timeout = limits.body_read_timeout.max(Duration::from_millis(1));
     let slots = Arc::new(Semaphore::new(capacity));
     let closing = CancellationToken::new();
     let mut shutdown = pin!(shutdown);
@@ -153,7 +179,11 @@ where
             .layer(axum::Extension(axum::extract::ConnectInfo(peer)));
         let closing = closing.clone();
         tokio::spawn(async move {
-            serve_connection(stream, router, header_read_timeout, closing).await;
+            let service = WithBodyDeadline {
+                inner: TowerToHyperService::new(router),
+                timeout: body_read_timeout,
+            };
+            serve_connection(stream, service, header_read_timeout, closing).await;
             drop(slot);
         });
     }
@@ -185,7 +215,7 @@ fn heartbeat(header_read_timeout: Duration) -> tokio::time::Interval {
 /// Serves one connection until it ends, or until `closing` and its request in flight is done.
 async fn serve_connection(
     stream: TcpStream,
-    router: Router,
+    service: WithBodyDeadline,
     header_read_timeout: Duration,
     closing: CancellationToken,
 ) {
@@ -194,7 +224,7 @@ async fn serve_connection(
         .timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout);
     let connection = builder
-        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(router))
+        .serve_connection(TokioIo::new(stream), service)
         .with_upgrades();
     let mut connection = pin!(connection);
     tokio::select! {
@@ -210,6 +240,82 @@ async fn serve_connection(
         tracing::debug!(%error, "an http connection ended with an error");
     }
 }
+
+/// The router as hyper's service, with each request's body under [`BodyDeadline`].
+struct WithBodyDeadline {
+    inner: TowerToHyperService<Router>,
+    timeout: Duration,
+}
+
+impl hyper::service::Service<Request<Incoming>> for WithBodyDeadline {
+    type Response = <TowerToHyperService<Router> as hyper::service::Service<
+        Request<BodyDeadline<Incoming>>,
+    >>::Response;
+    type Error = <TowerToHyperService<Router> as hyper::service::Service<
+        Request<BodyDeadline<Incoming>>,
+    >>::Error;
+    type Future = <TowerToHyperService<Router> as hyper::service::Service<
+        Request<BodyDeadline<Incoming>>,
+    >>::Future;
+
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
+        let timeout = self.timeout;
+        self.inner.call(request.map(|body| BodyDeadline {
+            body,
+            timeout,
+            timer: None,
+        }))
+    }
+}
+
+/// A request body that fails with [`BodyTimedOut`] when its end has not come `timeout` after
+/// the server first waited for more of it. A body that is there whole when it is read (most
+/// are: they come in the packets of the head) arms no timer.
+struct BodyDeadline<B> {
+    body: B,
+    timeout: Duration,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<B> hyper::body::Body for BodyDeadline<B>
+where
+    B: hyper::body::Body + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = B::Data;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        let timeout = this.timeout;
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut(timeout))))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A request body that did not arrive within [`ServerLimits::body_read_timeout`].
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within {0:?}")]
+struct BodyTimedOut(Duration);
 
 /// Tells a connection over the cap so, without waiting for it, and closes it (on drop).
 fn refuse(stream: &TcpStream) {
@@ -347,12 +453,86 @@ mod tests {
         );
     }
 
+    /// Serves a route that reads the whole body (as axum's `Bytes` extractor) and answers its
+    /// length, with `body_read_timeout`; the server's address and its stop switch.
+    async fn body_reader(body_read_timeout: Duration) -> (std::net::SocketAddr, CancellationToken) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = Router::new().route(
+            "/",
+            axum::routing::post(|body: axum::body::Bytes| async move { body.len().to_string() }),
+        );
+        let stop = CancellationToken::new();
+        let limits = ServerLimits::new().body_read_timeout(body_read_timeout);
+        tokio::spawn(serve(
+            listener,
+            router,
+            limits,
+            stop.clone().cancelled_owned(),
+        ));
+        (addr, stop)
+    }
+
+    /// Sends `head`, then `body` one byte every `pause`, and reads the answer until the server
+    /// closes the connection (within 10 s).
+    async fn drip(addr: std::net::SocketAddr, head: &str, body: &[u8], pause: Duration) -> String {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let exchange = async {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            stream.write_all(head.as_bytes()).await.unwrap();
+            let (mut reader, mut writer) = stream.into_split();
+            let body = body.to_vec();
+            let sender = tokio::spawn(async move {
+                for byte in body {
+                    tokio::time::sleep(pause).await;
+                    if writer.write_all(&[byte]).await.is_err() {
+                        break;
+                    }
+                }
+                writer
+            });
+            let mut answer = Vec::new();
+            let _ = reader.read_to_end(&mut answer).await;
+            sender.abort();
+            String::from_utf8_lossy(&answer).into_owned()
+        };
+        tokio::time::timeout(Duration::from_secs(10), exchange)
+            .await
+            .expect("the server held the connection for 10 s")
+    }
+
+    /// A client that sends a request's head and then no body, or drips one byte by byte, holds
+    /// its connection for the body-read timeout at most; one that sends its body whole in time
+    /// is served as before.
+    #[tokio::test]
+    async fn a_body_that_does_not_arrive_in_time_fails_and_the_connection_closes() {
+        let (addr, stop) = body_reader(Duration::from_millis(300)).await;
+        let head = |length: usize| {
+            format!(
+                "POST / HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {length}\r\n\r\n"
+            )
+        };
+        // No body at all after the head.
+        let answer = drip(addr, &head(100), b"", Duration::ZERO).await;
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{answer:?}");
+        // A byte every 50 ms: each comes well within the timeout, but the whole body (100
+        // bytes, 5 s) does not; read whole, it would be answered `200`.
+        let answer = drip(addr, &head(100), &[b'x'; 100], Duration::from_millis(50)).await;
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{answer:?}");
+        // A body that comes whole, a little after its head, is read.
+        let answer = drip(addr, &head(3), b"abc", Duration::from_millis(20)).await;
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer:?}");
+        assert!(answer.ends_with("\r\n\r\n3"), "{answer:?}");
+        stop.cancel();
+    }
+
     #[tokio::test]
     async fn limits_out_of_range_are_brought_into_it() {
         for limits in [
             ServerLimits::new().max_connections(0),
             ServerLimits::new().max_connections(usize::MAX),
             ServerLimits::new().header_read_timeout(Duration::ZERO),
+            ServerLimits::new().body_read_timeout(Duration::ZERO),
         ] {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let served = serve(listener, Router::new(), limits, std::future::ready(()));

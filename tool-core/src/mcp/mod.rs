@@ -60,6 +60,7 @@
 //! | HTTP sessions at once | 256 | [`McpOptions::max_sessions`] | the `initialize` is answered `503 Service Unavailable` with a JSON-RPC error; a session ends with the client's HTTP `DELETE` or after [`McpOptions::session_idle_timeout`] (5 minutes) without a request |
 //! | HTTP connections at once | 512 | [`McpOptions::http_limits`] ([`ServerLimits::max_connections`]) | the connection is answered `503` and closed |
 //! | time to send a request's head | 10 s | [`McpOptions::http_limits`] ([`ServerLimits::header_read_timeout`]) | the connection is closed (idle kept-alive ones too) |
+//! | time to send a request's body | 10 s | [`McpOptions::http_limits`] ([`ServerLimits::body_read_timeout`]) | the body fails to read (an error answer) and the connection is closed |
 //! | one stdio message (line) | 16 MiB | [`McpOptions::max_line_bytes`] | a JSON-RPC error answer (`-32600`) with the request's id; the line is read to its end and dropped |
 //! | one tool call | 60 s | [`McpOptions::tool_timeout`] | a result with `isError: true` saying it timed out (a tool's own `timeout` wins) |
 //!
