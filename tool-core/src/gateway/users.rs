@@ -82,8 +82,14 @@ impl Users {
             tokens.push((user.name.clone(), hash));
         }
         let proxy = match &config.gateway.trusted_proxy {
+            // Compared in their canonical form, as the peers: a server listening on `[::]`
+            // sees an IPv4 client as `::ffff:a.b.c.d`.
             Some(proxy) => Some((
-                proxy.addresses.clone(),
+                proxy
+                    .addresses
+                    .iter()
+                    .map(std::net::IpAddr::to_canonical)
+                    .collect(),
                 HeaderName::try_from(proxy.user_header.as_str()).map_err(|_| {
                     GatewayError::Config(format!(
                         "`trusted_proxy.user_header` `{}` is not a header name",
@@ -141,7 +147,7 @@ impl Users {
         }
         if let Some((addresses, header)) = &self.proxy {
             if let Some(value) = headers.get(header) {
-                let from_proxy = peer.is_some_and(|peer| addresses.contains(&peer.ip()));
+                let from_proxy = peer.is_some_and(|peer| is_among(addresses, peer));
                 // Repeated, the header names more than one user: none is trusted.
                 if !from_proxy || headers.get_all(header).iter().nth(1).is_some() {
                     return Err(Refusal::Invalid);
@@ -173,7 +179,7 @@ impl Users {
         let from_proxy = self
             .proxy
             .as_ref()
-            .is_some_and(|(addresses, _)| addresses.contains(&peer.ip()));
+            .is_some_and(|(addresses, _)| is_among(addresses, peer));
         peer.ip().to_canonical().is_loopback()
             && !from_proxy
             && !FORWARDED.iter().any(|name| headers.contains_key(name))
@@ -250,6 +256,11 @@ fn check_user_name(name: &str) -> Result<(), GatewayError> {
     }
 }
 
+/// Whether `peer` has one of `addresses` (canonical: IPv4 ones as IPv4).
+fn is_among(addresses: &[std::net::IpAddr], peer: SocketAddr) -> bool {
+    addresses.contains(&peer.ip().to_canonical())
+}
+
 #[cfg(test)]
 mod tests {
     use axum::http::HeaderValue;
@@ -324,8 +335,14 @@ mod tests {
                 "{name}"
             );
         }
-        // Not from loopback, from the proxy, or from nowhere known: nobody.
-        for peer in [Some("10.0.0.3:5000"), Some("127.0.0.2:5000"), None] {
+        // Not from loopback, from the proxy (also as an IPv4-mapped IPv6 address, as a server
+        // listening on `[::]` sees it), or from nowhere known: nobody.
+        for peer in [
+            Some("10.0.0.3:5000"),
+            Some("127.0.0.2:5000"),
+            Some("[::ffff:127.0.0.2]:5000"),
+            None,
+        ] {
             let peer = peer.map(|peer| peer.parse().unwrap());
             assert_eq!(
                 users.identify(&HeaderMap::new(), peer),
@@ -358,6 +375,24 @@ mod tests {
         assert_eq!(
             users.identify(&with("x-user", "bob"), other),
             Err(Refusal::Invalid)
+        );
+        // The proxy as a server listening on `[::]` sees it; a proxy configured by its
+        // IPv4-mapped address is the same proxy.
+        let mapped = Some("[::ffff:127.0.0.2]:5000".parse().unwrap());
+        assert_eq!(
+            users.identify(&with("x-user", "bob"), mapped),
+            Ok(GatewayUser("bob".to_owned()))
+        );
+        let by_mapped = Users::new(
+            &config(
+                "[gateway.trusted_proxy]\naddresses = [\"::ffff:127.0.0.2\"]\nuser_header = \"x-user\"\n",
+            ),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            by_mapped.identify(&with("x-user", "bob"), proxy),
+            Ok(GatewayUser("bob".to_owned()))
         );
         assert_eq!(
             users.identify(&with("x-user", "../bob"), proxy),
