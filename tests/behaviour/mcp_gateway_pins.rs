@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::mcp_gateway::{
-    ALICE, BOB, Gateway, LIMIT, config, eventually, pg_count, post, runtime, with_store,
+    ALICE, BOB, Gateway, LIMIT, config, config_text, eventually, pg_count, post, runtime,
+    with_store,
 };
 use crate::mcp_python::python;
 use crate::served::open_listen;
@@ -81,7 +82,7 @@ fn sqlite(dir: &Path, query: &'static str) -> Vec<String> {
 }
 
 #[test]
-fn a_change_of_only_the_output_schema_or_the_annotations_is_withheld_until_accepted() {
+fn a_change_of_only_the_output_schema_the_annotations_or_the_icon_is_withheld_until_accepted() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let gateway = Gateway::start(&config(
@@ -94,7 +95,18 @@ fn a_change_of_only_the_output_schema_or_the_annotations_is_withheld_until_accep
     change_and_wait(&gateway, "pn_reshape");
     let waiting = pending(&gateway);
     assert_eq!(waiting["pn_forecast"]["server"], "pins", "{waiting}");
-    accept_forecast(&gateway);
+    // An accept naming another change than the one waiting accepts nothing, and says which
+    // one waits; naming the one waiting accepts it.
+    let offered = waiting["pn_forecast"]["offered"].clone();
+    let accept = "/admin/pins/pn_forecast/accept";
+    let other = json!({"offered": "0".repeat(64)});
+    let (status, answer) = gateway.admin(POST, accept, Some(other));
+    assert_eq!(status, 409, "{answer}");
+    assert_eq!(answer["offered"], offered, "{answer}");
+    assert!(forecast(&gateway).contains("-32602"));
+    let (status, answer) = gateway.admin(POST, accept, Some(json!({"offered": offered})));
+    assert_eq!(status, 200, "{answer}");
+    assert!(forecast(&gateway).contains("sunny in Oslo"));
     assert_eq!(pending(&gateway), json!({}));
     // Back as at start: a change from the accepted definition.
     change_and_wait(&gateway, "pn_revert");
@@ -104,6 +116,9 @@ fn a_change_of_only_the_output_schema_or_the_annotations_is_withheld_until_accep
     accept_forecast(&gateway);
     // The title alone changes.
     change_and_wait(&gateway, "pn_retitle");
+    accept_forecast(&gateway);
+    // The icon alone changes (clients show it beside the tool).
+    change_and_wait(&gateway, "pn_reicon");
     accept_forecast(&gateway);
     assert_eq!(pending(&gateway), json!({}));
 }
@@ -493,6 +508,7 @@ fn an_operator_drops_the_pin_of_a_tool_no_server_offers() {
         [
             "pn_grow",
             "pn_rehint",
+            "pn_reicon",
             "pn_reshape",
             "pn_retitle",
             "pn_revert"
@@ -508,4 +524,57 @@ fn an_operator_drops_the_pin_of_a_tool_no_server_offers() {
     ));
     assert!(forecast(&gateway).contains("sunny in Oslo"));
     assert!(sqlite(dir.path(), pins).contains(&"pn_forecast".to_owned()));
+}
+
+/// Two processes share a store; an operator blocks the forecast on one of them and drops its
+/// pin there. The other, whose server still offers the forecast, keeps the pin and stores it
+/// again, so a later change of the forecast is withheld there, over every reload of the pins;
+/// and while a change waits, no process drops the pin.
+#[test]
+fn a_pin_dropped_through_a_process_not_offering_its_tool_stays_with_the_one_that_does() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // The pins are read again every second (a quarter of the idle timeout).
+    let extra = "stateless = true\nsession_idle_timeout_secs = 4";
+    let offering = Gateway::start(&config(dir.path(), extra, &pins_upstream(python, "")));
+    let blocking_config = dir.path().join("blocking.toml");
+    std::fs::write(
+        &blocking_config,
+        config_text(dir.path(), extra, &pins_upstream(python, "\"forecast\"")),
+    )
+    .unwrap();
+    let blocking = Gateway::start(&blocking_config);
+    assert!(forecast(&offering).contains("sunny in Oslo"));
+    let pinned = "SELECT sha256 FROM tool_gateway_pins WHERE tool = 'pn_forecast'";
+    let pin = sqlite(dir.path(), pinned);
+    assert_eq!(pin.len(), 1, "{pin:?}");
+
+    let (status, answer) = blocking.admin(DELETE, "/admin/pins/pn_forecast", None);
+    assert_eq!(status, 200, "{answer}");
+    eventually("the offering process to store the pin again", || {
+        sqlite(dir.path(), pinned) == pin
+    });
+    assert!(
+        offering.log().contains("the pin is kept and stored again"),
+        "{}",
+        offering.log()
+    );
+
+    change_and_wait(&offering, "pn_reshape");
+    let (status, answer) = blocking.admin(DELETE, "/admin/pins/pn_forecast", None);
+    assert_eq!(status, 409, "{answer}");
+    assert!(
+        answer["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("a change of the tool waits")),
+        "{answer}"
+    );
+    // Three reloads of the pins later, the change is still withheld.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        forecast(&offering).contains("-32602"),
+        "{}",
+        forecast(&offering)
+    );
+    assert_eq!(sqlite(dir.path(), pinned), pin);
 }

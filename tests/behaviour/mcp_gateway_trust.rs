@@ -15,8 +15,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tool_core::gateway::{GatewayConfig, GatewayError, GatewayHttpServer, McpGateway};
 
 use crate::mcp_gateway::{
-    ADMIN, ALICE, BOB, LIMIT, begin, config_text, initialize_only, initialize_request,
-    initialized_notification, listed_tools, session_message, session_send,
+    ADMIN, ALICE, BOB, LIMIT, begin, call_request, config_text, initialize_only,
+    initialize_request, initialized_notification, listed_tools, session_message, session_send,
 };
 use crate::mcp_server_access::Counted;
 
@@ -385,4 +385,117 @@ fn a_servers_debug_output_hides_header_and_environment_values() {
         remote.contains("Authorization") && remote.contains("127.0.0.1:9"),
         "{remote}"
     );
+}
+
+/// A head announcing a body the client never sends, to a route that reads a body: the admin
+/// API answers at once without the admin token, before waiting for any body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_api_refuses_a_request_without_the_token_before_reading_its_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Running::start(&config_text(dir.path(), "", "")).await;
+    let addr = gateway.http.local_addr();
+    for authorization in ["", "Authorization: Bearer not-the-admin-token\r\n"] {
+        let head = format!(
+            "PUT /admin/users/alice/tools/count HTTP/1.1\r\nHost: {addr}\r\n{authorization}\
+             Content-Type: application/json\r\nContent-Length: 100\r\nConnection: close\r\n\r\n"
+        );
+        // Waiting for the body first, the server would answer `400` once its body-read
+        // timeout passed.
+        let (status, answer) = raw(addr, head).await;
+        assert_eq!(status, 401, "{answer}");
+    }
+}
+
+/// Calls `tool` with `arguments` as the user of `token` in a self-contained 2026-07-28
+/// request, which must be answered `200`: the answer's body.
+async fn call(url: &str, token: &str, tool: &str, arguments: Value) -> String {
+    let response = crate::http_client::client()
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .timeout(LIMIT)
+        .body(call_request(tool, arguments))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body = response.text().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// A call of the gateway's own tool as `token`: the answer's body.
+async fn set_tool_enabled(url: &str, token: &str, tool: &str, enabled: bool) -> String {
+    let arguments = json!({"name": tool, "enabled": enabled});
+    call(url, token, "set_tool_enabled", arguments).await
+}
+
+/// When the preference store fails, the client is told so, and nothing of the store's error
+/// (which names the database's file and the failed statement); the operator's log has it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_store_is_an_error_for_the_client_without_its_details() {
+    use sqlx::Connection as _;
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Running::start(&config_text(dir.path(), "stateless = true", "")).await;
+    let database = format!("sqlite://{}", dir.path().join("switches.db").display());
+    let mut connection = sqlx::SqliteConnection::connect(&database).await.unwrap();
+    sqlx::query("DROP TABLE tool_preferences")
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    let answer = set_tool_enabled(&gateway.url(), ALICE, "count", false).await;
+    assert!(answer.contains("its preference store failed"), "{answer}");
+    for detail in ["switches.db", "sqlite", "tool_preferences", "no such table"] {
+        assert!(!answer.contains(detail), "{detail} in {answer}");
+    }
+}
+
+/// A switch an operator makes is the user's own switch, which the user may turn back with
+/// `set_tool_enabled`, unless the operator switches `set_tool_enabled` off for them too: then
+/// the tool stays off for that user, and the other users switch as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_locks_a_users_switches_by_switching_off_set_tool_enabled() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = Running::start(&config_text(dir.path(), "stateless = true", "")).await;
+    let url = gateway.url();
+    let client = crate::http_client::client();
+    let switch = |user: &str, tool: &str, enabled: bool| {
+        client
+            .put(format!(
+                "{}/admin/users/{user}/tools/{tool}",
+                gateway.base()
+            ))
+            .bearer_auth(ADMIN)
+            .json(&json!({"enabled": enabled}))
+            .timeout(LIMIT)
+            .send()
+    };
+    let count = || call(&url, ALICE, "count", json!({}));
+
+    // Switched off by the operator alone, the user turns it back on.
+    assert_eq!(switch("alice", "count", false).await.unwrap().status(), 200);
+    assert!(count().await.contains("-32602"));
+    let answer = set_tool_enabled(&url, ALICE, "count", true).await;
+    assert!(answer.contains("count is on"), "{answer}");
+    assert!(!count().await.contains("-32602"));
+
+    // With `set_tool_enabled` off too, the switch holds.
+    assert_eq!(switch("alice", "count", false).await.unwrap().status(), 200);
+    assert_eq!(
+        switch("alice", "set_tool_enabled", false)
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let answer = set_tool_enabled(&url, ALICE, "count", true).await;
+    assert!(answer.contains("-32602"), "{answer}");
+    assert!(count().await.contains("-32602"));
+    // Bob switches his own tools as before.
+    let answer = set_tool_enabled(&url, BOB, "count", false).await;
+    assert!(answer.contains("count is off"), "{answer}");
 }

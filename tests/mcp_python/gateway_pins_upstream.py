@@ -8,6 +8,7 @@ Tools (each change sends one `notifications/tools/list_changed`):
     reshape()          changes only forecast's output schema
     rehint()           changes only forecast's annotations (now destructive)
     retitle()          changes only forecast's title
+    reicon()           changes only forecast's icon (none at start)
     revert()           forecast as at start
     grow(count)        adds tools extra_0 … extra_{count-1} at once
 With --changed, forecast starts with reshape()'s output schema.
@@ -19,7 +20,7 @@ import sys
 from typing import TypedDict
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
+from mcp.types import Icon, ToolAnnotations
 
 server = MCPServer("gateway-pins-upstream", version="1.0.0")
 
@@ -49,13 +50,19 @@ DESCRIPTION = "The forecast for a city."
 READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False)
 
 
-def define(fn=forecast, title: str = "Forecast", annotations: ToolAnnotations = READ_ONLY) -> None:
+def define(
+    fn=forecast,
+    title: str = "Forecast",
+    annotations: ToolAnnotations = READ_ONLY,
+    icon: str | None = None,
+) -> None:
     server.add_tool(
         fn,
         name="forecast",
         title=title,
         description=DESCRIPTION,
         annotations=annotations,
+        icons=[Icon(src=icon)] if icon else None,
         structured_output=True,
     )
 
@@ -80,6 +87,11 @@ async def rehint(ctx: Context) -> str:
 @server.tool(description="Change only the forecast's title.")
 async def retitle(ctx: Context) -> str:
     return await redefine(ctx, title="Forecast (beta)")
+
+
+@server.tool(description="Change only the forecast's icon.")
+async def reicon(ctx: Context) -> str:
+    return await redefine(ctx, icon="https://example.invalid/forecast.png")
 
 
 @server.tool(description="Define the forecast as at start.")

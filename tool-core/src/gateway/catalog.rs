@@ -34,12 +34,12 @@
 //! # Pins of the former format
 //!
 //! Pins written before they covered the output schema and the annotations hash the
-//! description, input schema and title alone ([`Fingerprint::former`]). A stored pin equal to
-//! that hash of the definition offered now is taken over: pinned again in the current format,
-//! with a log line, and the tool stays served. This leaves one gap that no check can close: a
-//! former pin never recorded the output schema or the annotations, so a change of only those
-//! made while the gateway was being upgraded cannot be told from the definition first served,
-//! and is taken over with it (withholding every tool that has them instead would withhold
+//! description, input schema and title alone; pins written before they covered the icon hash
+//! everything else ([`Fingerprint::former`]). A stored pin equal to such a hash of the
+//! definition offered now is taken over: pinned again in the current format, with a log line,
+//! and the tool stays served. This leaves one gap that no check can close: a former pin never
+//! recorded the parts it left out, so a change of only those made while the gateway was being
+//! upgraded cannot be told from the definition first served, and is taken over with it (withholding every tool that has them instead would withhold
 //! unchanged tools after every upgrade). Every process sharing a store should run the same
 //! version: an older one withholds the tools a newer one pinned again.
 
@@ -85,11 +85,11 @@ pub(crate) struct Offered {
 pub(crate) struct Fingerprint {
     /// The SHA-256 of all a client relies on, pinned.
     pub(crate) sha256: String,
-    /// The SHA-256 of the former format (description, input schema and title alone): a pin
-    /// equal to it is taken over in the current format, whatever the output schema and the
-    /// annotations are now (the former pin never recorded them; see the
-    /// [module docs](self#pins-of-the-former-format)).
-    pub(crate) former: String,
+    /// The SHA-256s of the former formats: description, input schema and title alone; and,
+    /// for a tool with an icon, everything but the icon. A pin equal to one is taken over in
+    /// the current format, whatever the parts it left out are now (the former pin never
+    /// recorded them; see the [module docs](self#pins-of-the-former-format)).
+    pub(crate) former: Vec<String>,
 }
 
 /// A definition change waiting for an operator.
@@ -100,6 +100,18 @@ pub(crate) struct Pending {
     pub(crate) offered: String,
 }
 
+/// What [`Catalog::accept`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PinAccept {
+    /// The change is accepted: its definition is pinned and served.
+    Accepted,
+    /// No change of the tool is pending.
+    NotPending,
+    /// The change pending is not the one the operator named: nothing was accepted. Its
+    /// definition's SHA-256.
+    Other(String),
+}
+
 /// What [`Catalog::drop_pin`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PinDrop {
@@ -107,6 +119,9 @@ pub(crate) enum PinDrop {
     Dropped,
     /// A source offers the tool: its pin stays.
     Offered,
+    /// A change of the tool's definition waits for an operator (another process sharing the
+    /// store withholds it): its pin stays.
+    Waiting,
     /// The tool has no pin.
     Unknown,
 }
@@ -338,7 +353,21 @@ impl Catalog {
         };
         match sql.gateway_pins().await {
             Ok(rows) => {
-                let changed = self.take_pins(rows);
+                let (changed, kept) = self.take_pins(rows);
+                if !kept.is_empty() {
+                    for pin in &kept {
+                        tracing::warn!(
+                            tool = %pin.tool,
+                            server = %pin.server,
+                            "the tool's pin was dropped through a process whose servers do not \
+                             offer it, but a server of this one does: the pin is kept and stored \
+                             again"
+                        );
+                    }
+                    if let Err(error) = sql.gateway_pins_add(&kept).await {
+                        tracing::error!(%error, "cannot store a kept pin again");
+                    }
+                }
                 {
                     let mut state = lock(&self.state);
                     if changed {
@@ -361,16 +390,37 @@ impl Catalog {
         }
     }
 
-    /// Takes the stored pins over the ones in memory (forgetting those no longer stored);
-    /// whether any changed.
-    fn take_pins(&self, rows: Vec<PinRow>) -> bool {
-        let mut state = lock(&self.state);
+    /// Takes the stored pins over the ones in memory: whether any changed, and the pins no
+    /// longer stored that are kept all the same, for a source of this process offers their
+    /// tools (an operator dropped one through a process whose servers do not offer it;
+    /// forgetting it would accept whatever definition is offered next). The others no longer
+    /// stored are forgotten.
+    fn take_pins(&self, rows: Vec<PinRow>) -> (bool, Vec<PinRow>) {
+        let mut guard = lock(&self.state);
+        let state = &mut *guard;
         let stored: BTreeSet<&str> = rows.iter().map(|row| row.tool.as_str()).collect();
+        let offered: BTreeSet<&str> = state
+            .sources
+            .values()
+            .flatten()
+            .map(|offered| offered.tool.name())
+            .collect();
         let before = state.pins.tools.len();
-        state
-            .pins
-            .tools
-            .retain(|tool, _| stored.contains(tool.as_str()));
+        let mut kept = Vec::new();
+        state.pins.tools.retain(|tool, pin| {
+            if stored.contains(tool.as_str()) {
+                return true;
+            }
+            let offers = offered.contains(tool.as_str());
+            if offers {
+                kept.push(PinRow {
+                    tool: tool.clone(),
+                    server: pin.server.clone(),
+                    sha256: pin.sha256.clone(),
+                });
+            }
+            offers
+        });
         let mut changed = state.pins.tools.len() != before;
         for row in rows {
             if !is_sha256(&row.sha256)
@@ -393,7 +443,7 @@ impl Catalog {
                 changed = true;
             }
         }
-        changed
+        (changed, kept)
     }
 
     /// The source serving `tool`, if it is served.
@@ -438,16 +488,24 @@ impl Catalog {
 
     /// Accepts the pending change of `tool` (seen by this process, or by another sharing the
     /// store): its new definition is pinned (in the store first, when the pins are there) and
-    /// served. `false` when no change of it is pending.
-    pub(crate) async fn accept(&self, tool: &str) -> Result<bool, GatewayError> {
+    /// served. With `offered`, only when the pending change's SHA-256 is that one (the change
+    /// the operator reviewed, not one the upstream made since).
+    pub(crate) async fn accept(
+        &self,
+        tool: &str,
+        offered: Option<&str>,
+    ) -> Result<PinAccept, GatewayError> {
         let seen = lock(&self.state).pending.get(tool).cloned();
         let pending = match seen {
             Some(pending) => Some(pending),
             None => self.stored_pending().await.remove(tool),
         };
         let Some(pending) = pending else {
-            return Ok(false);
+            return Ok(PinAccept::NotPending);
         };
+        if offered.is_some_and(|offered| offered != pending.offered) {
+            return Ok(PinAccept::Other(pending.offered));
+        }
         if let PinStore::Sql(sql) = &self.store {
             sql.gateway_pin_replace(&PinRow {
                 tool: tool.to_owned(),
@@ -472,16 +530,27 @@ impl Catalog {
         }
         self.save_pin_file();
         self.save_pending().await;
-        Ok(true)
+        Ok(PinAccept::Accepted)
     }
 
-    /// Forgets the pin of `tool` and its waiting change (in the store first, when the pins are
-    /// there): an operator pruning the pins of tools no server offers any more. Refused while
-    /// a source of this process offers the tool, served or withheld: forgetting its pin would
-    /// accept whatever it offers next.
+    /// Forgets the pin of `tool` (in the store first, when the pins are there): an operator
+    /// pruning the pins of tools no server offers any more. Refused while a source of this
+    /// process offers the tool, served or withheld, or while a change of it waits in the store
+    /// (a process sharing it withholds the tool): forgetting its pin would accept whatever is
+    /// offered next. A process sharing the store whose source offers the tool keeps its pin
+    /// and stores it again ([`take_pins`](Self::take_pins)).
     pub(crate) async fn drop_pin(&self, tool: &str) -> Result<PinDrop, GatewayError> {
         // Pins another process stored since this one last read them.
         self.reload_pins().await;
+        if let PinStore::Sql(sql) = &self.store {
+            let waiting = sql
+                .gateway_pending()
+                .await
+                .map_err(|error| GatewayError::Store(error.to_string()))?;
+            if waiting.iter().any(|change| change.tool == tool) {
+                return Ok(PinDrop::Waiting);
+            }
+        }
         {
             let state = lock(&self.state);
             let offered = state
@@ -620,7 +689,7 @@ impl Catalog {
             return true;
         };
         let mut pinned = pin.sha256.clone();
-        if pinned == fingerprint.former && pinned != fingerprint.sha256 {
+        if fingerprint.former.contains(&pinned) && pinned != fingerprint.sha256 {
             tracing::info!(
                 tool = %name,
                 server = %source,
@@ -738,15 +807,16 @@ fn is_sha256(text: &str) -> bool {
 
 /// The SHA-256s (hex) of what a tool claims, with object keys sorted so each depends on the
 /// content alone: everything a client relies on (its description, input schema, output
-/// schema, title and annotations as the server declared them, whether the gateway trusts
-/// them or not), and the former format's (description, input schema and title).
+/// schema, title, annotations as the server declared them, whether the gateway trusts them
+/// or not, and the icon the gateway shows), and the former formats' (description, input
+/// schema and title; and, with an icon, all but the icon).
 pub(crate) fn fingerprint(info: &McpToolInfo) -> Fingerprint {
-    let former = serde_json::json!({
+    let first = serde_json::json!({
         "description": info.definition.description(),
         "inputSchema": info.definition.parameters(),
         "title": info.metadata.title,
     });
-    let claim = serde_json::json!({
+    let mut claim = serde_json::json!({
         "fingerprint": 2,
         "description": info.definition.description(),
         "inputSchema": info.definition.parameters(),
@@ -754,9 +824,15 @@ pub(crate) fn fingerprint(info: &McpToolInfo) -> Fingerprint {
         "title": info.metadata.title,
         "annotations": info.annotations,
     });
+    let mut former = vec![sha256_hex(&first)];
+    // Without an icon, the claim is the same as before the icon counted: its pin stays.
+    if let Some(icon) = &info.metadata.icon {
+        former.push(sha256_hex(&claim));
+        claim["icon"] = Value::String(icon.clone());
+    }
     Fingerprint {
         sha256: sha256_hex(&claim),
-        former: sha256_hex(&former),
+        former,
     }
 }
 
@@ -814,10 +890,12 @@ pub(crate) struct UpstreamTool {
 impl UpstreamTool {
     /// The call, with `call`'s context (the server's progress reaches the gateway's client).
     async fn call(&self, args: JsonObject, call: CallContext) -> Result<String, ToolError> {
-        if let McpStatus::Disconnected { reason } = self.client.status() {
+        // Why the server is down stays out of the answer: the reason may name its command
+        // line or its last words on stderr, which the operator sees in the log and `/healthz`.
+        if let McpStatus::Disconnected { .. } = self.client.status() {
             return Err(ToolError::new(format!(
-                "the tool `{}` is temporarily unavailable: its MCP server '{}' is not connected \
-                 ({reason}); the gateway is reconnecting, try again later",
+                "the tool `{}` is temporarily unavailable: its MCP server '{}' is not \
+                 connected; the gateway is reconnecting, try again later",
                 self.info.local_name, self.server
             )));
         }

@@ -136,7 +136,7 @@ impl GatewayHandler {
                     .switches
                     .attach_session(user, id, &self.session, &self.session_changed)
                     .await
-                    .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                    .map_err(|error| store_error("restore this session", &error))?;
                 match attached {
                     Attached::Session(session) => Ok(Some(session)),
                     Attached::Foreign => Err(ErrorData::new(
@@ -203,7 +203,10 @@ impl GatewayHandler {
         if session_only {
             if let Some(Some(stored)) = self.stored.get() {
                 if let Err(error) = stored.set(name, enabled).await {
-                    return error_result(&format!("Error: the switch was not saved: {error}"));
+                    return error_result(&format!(
+                        "Error: {}",
+                        store_failed("save the switch", &error)
+                    ));
                 }
             } else {
                 self.session.set(name, enabled);
@@ -213,10 +216,18 @@ impl GatewayHandler {
             match self.shared.switches.user(user).await {
                 Ok(switches) => {
                     if let Err(error) = switches.set(name, enabled).await {
-                        return error_result(&format!("Error: the switch was not saved: {error}"));
+                        return error_result(&format!(
+                            "Error: {}",
+                            store_failed("save the switch", &error)
+                        ));
                     }
                 }
-                Err(error) => return error_result(&format!("Error: {error}")),
+                Err(error) => {
+                    return error_result(&format!(
+                        "Error: {}",
+                        store_failed("read your switches", &error)
+                    ));
+                }
             }
         }
         let state = if enabled { "on" } else { "off" };
@@ -344,7 +355,23 @@ pub(super) async fn load_user(shared: &Shared, name: &str) -> Result<Arc<UserSwi
         .switches
         .user(name)
         .await
-        .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+        .map_err(|error| store_error("read your switches", &error))
+}
+
+/// What a client is told when the preference store fails to `action` (`"save the switch"`):
+/// that it failed, and nothing of the error, which may name the database's address or file;
+/// that goes to the log.
+fn store_failed(action: &str, error: &dyn std::fmt::Display) -> String {
+    tracing::error!(%error, "the gateway's preference store failed to {action}");
+    format!(
+        "the gateway could not {action}: its preference store failed (the operator's log has \
+         the details)"
+    )
+}
+
+/// [`store_failed`] as a JSON-RPC internal error.
+fn store_error(action: &str, error: &dyn std::fmt::Display) -> ErrorData {
+    ErrorData::internal_error(store_failed(action, error), None)
 }
 
 /// Admits a call of `tool` by `user` within their limits: the permit it holds while it runs

@@ -151,13 +151,19 @@ pub(super) async fn start(
         site,
     });
     let mcp = mcp.layer(axum::middleware::from_fn_with_state(state.clone(), gate));
+    // The admin token is checked before a handler reads anything of the request, its body
+    // above all.
     let admin = Router::new()
-        .route("/healthz", get(healthz))
         .route("/admin/users/{user}/tools", get(user_tools))
         .route("/admin/users/{user}/tools/{tool}", put(switch_tool))
         .route("/admin/pins", get(pins))
-        .route("/admin/pins/{tool}/accept", post(pin_decision))
-        .route("/admin/pins/{tool}", delete(pin_decision))
+        .route("/admin/pins/{tool}/accept", post(accept_pin))
+        .route("/admin/pins/{tool}", delete(drop_pin))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            admin_only,
+        ))
+        .route("/healthz", get(healthz))
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(rules, same_site));
     let router = mcp.merge(admin);
@@ -368,6 +374,14 @@ async fn healthz(State(http): State<Arc<Http>>, headers: HeaderMap) -> Json<Valu
     Json(super::health(&http.shared, http.users.is_admin(&headers)))
 }
 
+/// Passes requests with the admin token on to the admin API; refuses the others.
+async fn admin_only(State(http): State<Arc<Http>>, request: Request, next: Next) -> Response {
+    match refuse_non_admin(&http, request.headers()) {
+        Some(refusal) => refusal,
+        None => next.run(request).await,
+    }
+}
+
 /// `None` when the admin token came, else the refusal.
 fn refuse_non_admin(http: &Http, headers: &HeaderMap) -> Option<Response> {
     if http.shared.config.gateway.admin_token_sha256.is_none() {
@@ -394,14 +408,7 @@ fn admin_error(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({"error": message}))).into_response()
 }
 
-async fn user_tools(
-    State(http): State<Arc<Http>>,
-    Path(user): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    if let Some(refusal) = refuse_non_admin(&http, &headers) {
-        return refusal;
-    }
+async fn user_tools(State(http): State<Arc<Http>>, Path(user): Path<String>) -> Response {
     if !super::users::is_user_name(&user) {
         return admin_error(StatusCode::BAD_REQUEST, "invalid user name");
     }
@@ -422,12 +429,8 @@ async fn user_tools(
 async fn switch_tool(
     State(http): State<Arc<Http>>,
     Path((user, tool)): Path<(String, String)>,
-    headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Some(refusal) = refuse_non_admin(&http, &headers) {
-        return refusal;
-    }
     if !super::users::is_user_name(&user) {
         return admin_error(StatusCode::BAD_REQUEST, "invalid user name");
     }
@@ -454,50 +457,71 @@ async fn switch_tool(
     Json(json!({"user": user, "name": tool, "enabled": enabled})).into_response()
 }
 
-async fn pins(State(http): State<Arc<Http>>, headers: HeaderMap) -> Response {
-    if let Some(refusal) = refuse_non_admin(&http, &headers) {
-        return refusal;
-    }
+async fn pins(State(http): State<Arc<Http>>) -> Response {
     Json(json!({"pending": http.shared.catalog.pending().await})).into_response()
 }
 
-/// `POST /admin/pins/{tool}/accept` accepts the waiting change of the tool's definition;
 /// `DELETE /admin/pins/{tool}` drops the pin of a tool no server offers.
-async fn pin_decision(
+async fn drop_pin(State(http): State<Arc<Http>>, Path(tool): Path<String>) -> Response {
+    use super::catalog::PinDrop;
+    let refusal = match http.shared.drop_pin(&tool).await {
+        Ok(PinDrop::Dropped) => return Json(json!({"dropped": tool})).into_response(),
+        Ok(PinDrop::Offered) => (
+            StatusCode::CONFLICT,
+            "a server offers the tool: its pin stays (accept a change of it instead)",
+        ),
+        Ok(PinDrop::Waiting) => (
+            StatusCode::CONFLICT,
+            "a change of the tool waits for an operator (a process sharing the store withholds \
+             it): its pin stays (accept the change, or stop the server offering the tool first)",
+        ),
+        Ok(PinDrop::Unknown) => (StatusCode::NOT_FOUND, "the tool has no pin"),
+        Err(error) => return admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
+    };
+    admin_error(refusal.0, refusal.1)
+}
+
+/// `POST /admin/pins/{tool}/accept` accepts the waiting change of the tool's definition; with
+/// a body `{"offered": "<sha256>"}` (as `GET /admin/pins` lists it), only if the change waiting
+/// is still that one.
+async fn accept_pin(
     State(http): State<Arc<Http>>,
     Path(tool): Path<String>,
-    method: axum::http::Method,
-    headers: HeaderMap,
+    body: axum::body::Bytes,
 ) -> Response {
-    if let Some(refusal) = refuse_non_admin(&http, &headers) {
-        return refusal;
-    }
-    let decided = if method == axum::http::Method::DELETE {
-        http.shared
-            .drop_pin(&tool)
-            .await
-            .map(|dropped| match dropped {
-                super::catalog::PinDrop::Dropped => Ok(json!({"dropped": tool})),
-                super::catalog::PinDrop::Offered => Err((
-                    StatusCode::CONFLICT,
-                    "a server offers the tool: its pin stays (accept a change of it instead)",
-                )),
-                super::catalog::PinDrop::Unknown => {
-                    Err((StatusCode::NOT_FOUND, "the tool has no pin"))
-                }
-            })
+    use super::catalog::PinAccept;
+    let offered = if body.iter().all(u8::is_ascii_whitespace) {
+        None
     } else {
-        http.shared.accept_pin(&tool).await.map(|accepted| {
-            if accepted {
-                Ok(json!({"accepted": tool}))
-            } else {
-                Err((StatusCode::NOT_FOUND, "no change of that tool is pending"))
-            }
-        })
+        let named = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|body| {
+                body.get("offered")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+        let Some(named) = named else {
+            return admin_error(
+                StatusCode::BAD_REQUEST,
+                "the body must be empty or {\"offered\": \"<sha256>\"}",
+            );
+        };
+        Some(named)
     };
-    match decided {
-        Ok(Ok(answer)) => Json(answer).into_response(),
-        Ok(Err((status, message))) => admin_error(status, message),
+    match http.shared.accept_pin(&tool, offered.as_deref()).await {
+        Ok(PinAccept::Accepted) => Json(json!({"accepted": tool})).into_response(),
+        Ok(PinAccept::NotPending) => {
+            admin_error(StatusCode::NOT_FOUND, "no change of that tool is pending")
+        }
+        Ok(PinAccept::Other(waiting)) => (
+            StatusCode::CONFLICT,
+            Json(json!({
+                "error": "the change waiting is not the one named: nothing was accepted \
+                          (review it in GET /admin/pins)",
+                "offered": waiting,
+            })),
+        )
+            .into_response(),
         Err(error) => admin_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
     }
 }

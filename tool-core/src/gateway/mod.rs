@@ -33,7 +33,9 @@
 //!   (`{"name": …, "enabled": …}`, plus `"scope": "session"` to switch for this connection only,
 //!   on top of the user's switches; a request without a session, stateless HTTP or 2026-07-28,
 //!   gets an error result for it and nothing switches); an operator with the admin API. A change reaches that
-//!   user's open connections only, as `notifications/tools/list_changed`.
+//!   user's open connections only, as `notifications/tools/list_changed`. An operator's switch
+//!   is the user's own, which the user may turn back: switching `set_tool_enabled` off for the
+//!   user too keeps it (a server's `block` list keeps a tool from everyone).
 //! - **Tool search.** With `tool_search = true` (in `[gateway]`, or a user's own entry) a
 //!   user's `tools/list` shows only `search_tools`, `set_tool_enabled` and their
 //!   `pinned_tools`; `search_tools` (`{"query": …, "limit": …}`) ranks the tools the user has
@@ -95,8 +97,8 @@
 //! | `GET /admin/users/{user}/tools` | `{"tools": [{"name", "enabled"}]}`: the user's view |
 //! | `PUT /admin/users/{user}/tools/{tool}` with `{"enabled": bool}` | switches a tool for the user |
 //! | `GET /admin/pins` | `{"pending": {tool: {"server", "pinned", "offered"}}}` |
-//! | `POST /admin/pins/{tool}/accept` | serves the tool's new definition |
-//! | `DELETE /admin/pins/{tool}` | forgets the pin of a tool no server offers (`409` while one does) |
+//! | `POST /admin/pins/{tool}/accept` | serves the tool's new definition; with a body `{"offered": sha256}`, only if the change waiting is that one (`409` with the one waiting otherwise) |
+//! | `DELETE /admin/pins/{tool}` | forgets the pin of a tool no server offers (`409` while one does, or while a change of it waits) |
 //! | `GET /healthz` (no token) | `{"status": "ok" \| "degraded", "servers": {name: {"state"}}}` |
 //! | `GET /healthz` with the admin token | also each server's `protocol_version` and `tools`, or its last `error` |
 //!
@@ -241,11 +243,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Accepts the pending definition change of `tool` and tells the other processes sharing
-    /// the store; `false` when none is pending.
-    pub(crate) async fn accept_pin(&self, tool: &str) -> Result<bool, GatewayError> {
-        let accepted = self.catalog.accept(tool).await?;
-        if accepted {
+    /// Accepts the pending definition change of `tool` (when `offered`, only if its SHA-256
+    /// is that) and tells the other processes sharing the store.
+    pub(crate) async fn accept_pin(
+        &self,
+        tool: &str,
+        offered: Option<&str>,
+    ) -> Result<catalog::PinAccept, GatewayError> {
+        let accepted = self.catalog.accept(tool, offered).await?;
+        if accepted == catalog::PinAccept::Accepted {
             self.switches.announce_pin(tool).await;
         }
         Ok(accepted)
