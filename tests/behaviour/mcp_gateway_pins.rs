@@ -578,3 +578,62 @@ fn a_pin_dropped_through_a_process_not_offering_its_tool_stays_with_the_one_that
     );
     assert_eq!(sqlite(dir.path(), pinned), pin);
 }
+
+/// Pins outlive their tools, so a server that keeps offering new names cannot grow them
+/// without end: past `max_pins_per_server` its new tools are withheld, with a log line, and a
+/// pin an operator drops (of a tool no server offers) makes room for one of them at once.
+#[test]
+fn a_servers_pins_are_capped_and_a_dropped_pin_makes_room() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pins = "SELECT tool FROM tool_gateway_pins WHERE tool LIKE 'pn_%' ORDER BY tool";
+    let extra = "stateless = true\nmax_pins_per_server = 8";
+    let served = |gateway: &Gateway, index: usize| {
+        let tool = format!("pn_extra_{index}");
+        let (_, answer) = gateway.call(ALICE, &tool, json!({}));
+        answer.contains(&format!("extra {index}"))
+    };
+    let grow = |gateway: &Gateway| {
+        let (_, answer) = gateway.call(ALICE, "pn_grow", json!({"count": 2}));
+        assert!(answer.contains("grew 2"), "{answer}");
+        eventually("the first new tool to be served", || served(gateway, 0));
+    };
+
+    // Seven tools at start, and two more: the eighth is pinned, the ninth withheld.
+    let gateway = Gateway::start(&config(dir.path(), extra, &pins_upstream(python, "")));
+    assert_eq!(sqlite(dir.path(), pins).len(), 7);
+    grow(&gateway);
+    assert!(!served(&gateway, 1));
+    assert!(
+        gateway
+            .call(ALICE, "pn_extra_1", json!({}))
+            .1
+            .contains("-32602")
+    );
+    assert_eq!(sqlite(dir.path(), pins).len(), 8);
+    assert!(
+        gateway
+            .log()
+            .contains("hold as many pins as `max_pins_per_server` allows"),
+        "{}",
+        gateway.log()
+    );
+    drop(gateway);
+
+    // The operator blocks `revert`; its pin, of a tool no server offers now, is dropped, and
+    // the withheld tool takes its place.
+    let gateway = Gateway::start(&config(
+        dir.path(),
+        extra,
+        &pins_upstream(python, "\"revert\""),
+    ));
+    grow(&gateway);
+    assert!(!served(&gateway, 1));
+    let (status, answer) = gateway.admin(DELETE, "/admin/pins/pn_revert", None);
+    assert_eq!(status, 200, "{answer}");
+    assert!(served(&gateway, 1));
+    let stored = sqlite(dir.path(), pins);
+    assert_eq!(stored.len(), 8, "{stored:?}");
+    assert!(stored.contains(&"pn_extra_1".to_owned()), "{stored:?}");
+    assert!(!stored.contains(&"pn_revert".to_owned()), "{stored:?}");
+}

@@ -132,6 +132,40 @@ struct PinFile {
     tools: BTreeMap<String, Pin>,
 }
 
+impl PinFile {
+    /// How many pins the tools of `source` hold.
+    fn held(&self, source: &str) -> usize {
+        self.tools
+            .values()
+            .filter(|pin| pin.server == source)
+            .count()
+    }
+
+    /// How many pins the tools of each source hold.
+    fn held_by_source(&self) -> HashMap<String, usize> {
+        let mut held = HashMap::new();
+        for pin in self.tools.values() {
+            *held.entry(pin.server.clone()).or_default() += 1;
+        }
+        held
+    }
+}
+
+/// What one [`Catalog::sync`] pinned: the tools it pinned, whether it took a pin of a former
+/// format over, and how many pins each source holds, counted as it goes.
+struct NewPins {
+    added: Vec<PinRow>,
+    taken_over: bool,
+    held: HashMap<String, usize>,
+}
+
+impl NewPins {
+    /// Whether the pins changed.
+    fn changed(&self) -> bool {
+        !self.added.is_empty() || self.taken_over
+    }
+}
+
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
 struct Pin {
     server: String,
@@ -170,16 +204,20 @@ pub(crate) struct Catalog {
     state: Mutex<State>,
     store: PinStore,
     pinning: bool,
+    /// The most pins the tools of one source hold.
+    max_pins: usize,
     events: broadcast::Sender<GatewayEvent>,
     /// Held while writing `unsaved` to the store, so the writes keep their order.
     saving: tokio::sync::Mutex<()>,
 }
 
 impl Catalog {
-    /// A catalog with the pins kept in `store`, loaded from there.
+    /// A catalog with the pins kept in `store`, loaded from there; at most `max_pins` for the
+    /// tools of each source.
     pub(crate) async fn new(
         registry: Arc<ToolRegistry>,
         pinning: bool,
+        max_pins: usize,
         store: PinStore,
         events: broadcast::Sender<GatewayEvent>,
     ) -> Result<Self, GatewayError> {
@@ -200,6 +238,7 @@ impl Catalog {
             }),
             store,
             pinning,
+            max_pins,
             events,
             saving: tokio::sync::Mutex::new(()),
         };
@@ -223,12 +262,17 @@ impl Catalog {
         if let (true, PinStore::Sql(sql)) = (self.pinning, &self.store) {
             let fresh: Vec<PinRow> = {
                 let state = lock(&self.state);
+                let mut held = state.pins.held(source);
                 tools
                     .iter()
                     .filter_map(|offered| {
                         let fingerprint = offered.fingerprint.as_ref()?;
                         let tool = offered.tool.name();
-                        (!state.pins.tools.contains_key(tool)).then(|| PinRow {
+                        if state.pins.tools.contains_key(tool) || held >= self.max_pins {
+                            return None;
+                        }
+                        held += 1;
+                        Some(PinRow {
                             tool: tool.to_owned(),
                             server: source.to_owned(),
                             sha256: fingerprint.sha256.clone(),
@@ -251,7 +295,7 @@ impl Catalog {
             state.sources.insert(source.to_owned(), tools);
             self.sync(&mut state)
         };
-        if pinned_now {
+        if pinned_now.changed() {
             self.save_pin_file();
         }
         self.save_pending().await;
@@ -345,6 +389,20 @@ impl Catalog {
         }
     }
 
+    /// With the pins in the store: stores `pinned`, the pins a [`sync`](Self::sync) made
+    /// outside [`offer`](Self::offer) (which stores them first).
+    async fn store_new_pins(&self, pinned: &[PinRow]) {
+        let PinStore::Sql(sql) = &self.store else {
+            return;
+        };
+        if pinned.is_empty() {
+            return;
+        }
+        if let Err(error) = sql.gateway_pins_add(pinned).await {
+            tracing::error!(%error, "cannot store the pins of new tool definitions");
+        }
+    }
+
     /// With the pins in the store: reads them again (another process pinned a tool or an
     /// operator accepted a change through it) and serves what they now allow.
     pub(crate) async fn reload_pins(&self) {
@@ -368,11 +426,13 @@ impl Catalog {
                         tracing::error!(%error, "cannot store a kept pin again");
                     }
                 }
-                {
+                let pinned = {
                     let mut state = lock(&self.state);
-                    if changed {
-                        self.sync(&mut state);
-                    }
+                    let pinned = if changed {
+                        self.sync(&mut state).added
+                    } else {
+                        Vec::new()
+                    };
                     // The changes this process sees are recorded again: another process whose
                     // upstream offers the pinned definition may have forgotten them.
                     let seen: Vec<_> = state
@@ -383,7 +443,9 @@ impl Catalog {
                         })
                         .collect();
                     state.unsaved.extend(seen);
-                }
+                    pinned
+                };
+                self.store_new_pins(&pinned).await;
                 self.save_pending().await;
             }
             Err(error) => tracing::warn!(%error, "cannot read the stored pins"),
@@ -570,19 +632,21 @@ impl Catalog {
                 .await
                 .map_err(|error| GatewayError::Store(error.to_string()))?;
         }
-        {
+        let pinned = {
             let mut state = lock(&self.state);
             state.pins.tools.remove(tool);
             state.pending.remove(tool);
-        }
+            // A tool withheld while its server held `max_pins` may be pinned now.
+            self.sync(&mut state)
+        };
+        self.store_new_pins(&pinned.added).await;
         tracing::info!(tool, "an operator dropped the tool's pin");
         self.save_pin_file();
         Ok(PinDrop::Dropped)
     }
 
-    /// Brings the registry in line with the sources and the pins; whether a tool was pinned
-    /// (seen for the first time).
-    fn sync(&self, state: &mut State) -> bool {
+    /// Brings the registry in line with the sources and the pins; what it pinned.
+    fn sync(&self, state: &mut State) -> NewPins {
         let mut offers: BTreeMap<String, Vec<(String, Offered)>> = BTreeMap::new();
         for (source, tools) in &state.sources {
             for offered in tools {
@@ -605,7 +669,11 @@ impl Catalog {
             }
         }
         let mut wanted: HashMap<String, (String, Offered)> = HashMap::new();
-        let mut pins_changed = false;
+        let mut new_pins = NewPins {
+            added: Vec::new(),
+            taken_over: false,
+            held: state.pins.held_by_source(),
+        };
         for (name, mut offers) in offers {
             if offers.len() > 1 {
                 let sources: Vec<&str> = offers.iter().map(|(source, _)| source.as_str()).collect();
@@ -629,7 +697,7 @@ impl Catalog {
                 continue;
             };
             if let (true, Some(fingerprint)) = (self.pinning, &offered.fingerprint) {
-                if !self.check_pin(state, &name, &source, fingerprint, &mut pins_changed) {
+                if !self.check_pin(state, &name, &source, fingerprint, &mut new_pins) {
                     continue;
                 }
             }
@@ -664,20 +732,38 @@ impl Catalog {
                 }
             }
         }
-        pins_changed
+        new_pins
     }
 
-    /// Whether `name` may be served with `fingerprint`: pinned now if it never was, withheld
-    /// (and reported once) if it differs from its pin.
+    /// Whether `name` may be served with `fingerprint`: pinned now if it never was (while its
+    /// source holds fewer than `max_pins`; withheld, and reported, when it holds that many),
+    /// withheld (and reported once) if it differs from its pin.
     fn check_pin(
         &self,
         state: &mut State,
         name: &str,
         source: &str,
         fingerprint: &Fingerprint,
-        pins_changed: &mut bool,
+        new_pins: &mut NewPins,
     ) -> bool {
         let Some(pin) = state.pins.tools.get(name) else {
+            let full = format!("pins-full:{source}");
+            let held = new_pins.held.entry(source.to_owned()).or_default();
+            if *held >= self.max_pins {
+                if state.reported.insert(full) {
+                    tracing::error!(
+                        server = %source,
+                        tool = %name,
+                        max_pins_per_server = self.max_pins,
+                        "the server's tools hold as many pins as `max_pins_per_server` allows: \
+                         its new tools are withheld until an operator drops the pins of tools \
+                         it no longer offers (DELETE /admin/pins/{{tool}})"
+                    );
+                }
+                return false;
+            }
+            *held += 1;
+            state.reported.remove(&full);
             state.pins.tools.insert(
                 name.to_owned(),
                 Pin {
@@ -685,7 +771,11 @@ impl Catalog {
                     sha256: fingerprint.sha256.clone(),
                 },
             );
-            *pins_changed = true;
+            new_pins.added.push(PinRow {
+                tool: name.to_owned(),
+                server: source.to_owned(),
+                sha256: fingerprint.sha256.clone(),
+            });
             return true;
         };
         let mut pinned = pin.sha256.clone();
@@ -707,7 +797,7 @@ impl Catalog {
                     sha256: fingerprint.sha256.clone(),
                 },
             );
-            *pins_changed = true;
+            new_pins.taken_over = true;
         }
         if pinned == fingerprint.sha256 {
             if let Some(gone) = state.pending.remove(name) {

@@ -70,6 +70,12 @@ pub struct ServeConfig {
     /// Withhold an upstream tool whose definition changed since it was first served until an
     /// operator accepts the change (default `true`).
     pub pin_definitions: bool,
+    /// Most pins the tools of one server hold (default 1024, four times the 256 tools a server
+    /// may list). Pins outlive their tools (a tool that comes back is checked against its
+    /// pin), so a server that keeps offering new tool names would grow them without end: past
+    /// this many, its new tools are withheld, with a log line, until an operator drops the
+    /// pins of tools it no longer offers (`DELETE /admin/pins/{tool}`).
+    pub max_pins_per_server: usize,
     /// The user of a stdio client (default `local`).
     pub stdio_user: String,
     /// The user of HTTP requests without credentials from a client on this host (default
@@ -137,6 +143,7 @@ impl Default for ServeConfig {
             pins_file: None,
             session_idle_timeout_secs: 300,
             pin_definitions: true,
+            max_pins_per_server: 1024,
             stdio_user: "local".to_owned(),
             anonymous_user: None,
             admin_token_sha256: None,

@@ -316,6 +316,7 @@ impl McpGateway {
         let catalog = Catalog::new(
             registry.clone(),
             config.gateway.pin_definitions,
+            config.gateway.max_pins_per_server,
             pins,
             events.clone(),
         )
