@@ -39,9 +39,10 @@
 //! definition offered now is taken over: pinned again in the current format, with a log line,
 //! and the tool stays served. This leaves one gap that no check can close: a former pin never
 //! recorded the parts it left out, so a change of only those made while the gateway was being
-//! upgraded cannot be told from the definition first served, and is taken over with it (withholding every tool that has them instead would withhold
-//! unchanged tools after every upgrade). Every process sharing a store should run the same
-//! version: an older one withholds the tools a newer one pinned again.
+//! upgraded cannot be told from the definition first served, and is taken over with it
+//! (withholding every tool that has them instead would withhold unchanged tools after every
+//! upgrade). Every process sharing a store should run the same version: an older one withholds
+//! the tools a newer one pinned again.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
