@@ -134,14 +134,6 @@ struct PinFile {
 }
 
 impl PinFile {
-    /// How many pins the tools of `source` hold.
-    fn held(&self, source: &str) -> usize {
-        self.tools
-            .values()
-            .filter(|pin| pin.server == source)
-            .count()
-    }
-
     /// How many pins the tools of each source hold.
     fn held_by_source(&self) -> HashMap<String, usize> {
         let mut held = HashMap::new();
@@ -263,7 +255,7 @@ impl Catalog {
         if let (true, PinStore::Sql(sql)) = (self.pinning, &self.store) {
             let fresh: Vec<PinRow> = {
                 let state = lock(&self.state);
-                let mut held = state.pins.held(source);
+                let mut held = state.pins.held_by_source().remove(source).unwrap_or(0);
                 tools
                     .iter()
                     .filter_map(|offered| {
@@ -390,8 +382,9 @@ impl Catalog {
         }
     }
 
-    /// With the pins in the store: stores `pinned`, the pins a [`sync`](Self::sync) made
-    /// outside [`offer`](Self::offer) (which stores them first).
+    /// With the pins in the store: stores `pinned`, pins this process holds that the store
+    /// lacks (made by a [`sync`](Self::sync) outside [`offer`](Self::offer), which stores them
+    /// first, or kept by [`take_pins`](Self::take_pins)).
     async fn store_new_pins(&self, pinned: &[PinRow]) {
         let PinStore::Sql(sql) = &self.store else {
             return;
@@ -400,7 +393,7 @@ impl Catalog {
             return;
         }
         if let Err(error) = sql.gateway_pins_add(pinned).await {
-            tracing::error!(%error, "cannot store the pins of new tool definitions");
+            tracing::error!(%error, "cannot store the pins this process holds");
         }
     }
 
@@ -423,9 +416,7 @@ impl Catalog {
                              again"
                         );
                     }
-                    if let Err(error) = sql.gateway_pins_add(&kept).await {
-                        tracing::error!(%error, "cannot store a kept pin again");
-                    }
+                    self.store_new_pins(&kept).await;
                 }
                 let pinned = {
                     let mut state = lock(&self.state);
