@@ -561,6 +561,11 @@ fn a_pin_dropped_through_a_process_not_offering_its_tool_stays_with_the_one_that
     );
 
     change_and_wait(&offering, "pn_reshape");
+    // Once the change is in the store (the offering process withholds the tool first and
+    // stores the change after; a drop in between is undone as above), no process drops the pin.
+    eventually("the change to be stored", || {
+        pending(&blocking)["pn_forecast"]["server"] == "pins"
+    });
     let (status, answer) = blocking.admin(DELETE, "/admin/pins/pn_forecast", None);
     assert_eq!(status, 409, "{answer}");
     assert!(
