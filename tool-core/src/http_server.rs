@@ -506,7 +506,7 @@ mod tests {
     /// is served as before.
     #[tokio::test]
     async fn a_body_that_does_not_arrive_in_time_fails_and_the_connection_closes() {
-        let (addr, stop) = body_reader(Duration::from_millis(300)).await;
+        let (addr, stop) = body_reader(Duration::from_secs(1)).await;
         let head = |length: usize| {
             format!(
                 "POST / HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {length}\r\n\r\n"
