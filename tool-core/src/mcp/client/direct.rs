@@ -10,10 +10,10 @@
 //! the session id when the server gave one), and the answer, JSON or an SSE stream, is decoded
 //! straight into what a tool result needs. Where `rmcp` puts a `progressToken` on every
 //! request, this one carries it only when someone reads the call's progress (its context, or
-//! the client's subscribers): a server given a token sets up reports. On the stream, progress notifications go where
-//! `rmcp`'s do (the call's context and the client's subscribers, in order), `list_changed` has
-//! the tools listed again, and a request of the server is answered as the client's `rmcp`
-//! handler answers it. A call given up before its answer is cancelled on the server (through
+//! the client's subscribers): a server given a token sets up reports. On the stream, progress
+//! notifications go where `rmcp`'s do (the call's context and the client's subscribers, in
+//! order), `list_changed` has the tools listed again, and a request of the server is answered
+//! as the client's `rmcp` handler answers it. A call given up before its answer is cancelled on the server (through
 //! `rmcp`'s peer, with the call's id), as one sent through `rmcp`.
 
 use std::sync::{
